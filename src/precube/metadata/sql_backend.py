@@ -1,0 +1,236 @@
+"""The metadata store on a SQL database through SQLAlchemy: SQLite (default) and PostgreSQL.
+
+Two tables: `{table}` holds the current documents (key, project, content, ts, mvcc) and
+`{table}_audit_log` every change. Optimistic concurrency: an update only matches the row at the
+expected `mvcc`, so a stale writer changes nothing and its whole transaction rolls back.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Engine,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    event,
+    insert,
+    select,
+)
+from sqlalchemy import delete as sql_delete
+from sqlalchemy import update as sql_update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
+
+from precube.errors import InvalidInputError
+from precube.metadata import paths
+from precube.metadata.documents import AuditRecord, Document
+from precube.metadata.entity import now_ms
+from precube.metadata.errors import (
+    AlreadyExistsError,
+    NotFoundError,
+    StoreUnavailableError,
+    VersionConflictError,
+)
+
+
+def _tables(name: str) -> tuple[Table, Table]:
+    meta = MetaData()
+    docs = Table(
+        name,
+        meta,
+        Column("meta_key", String(512), primary_key=True),
+        Column("project", String(128), nullable=False, index=True),
+        Column("meta_content", LargeBinary, nullable=False),
+        Column("meta_ts", BigInteger, nullable=False),
+        Column("meta_mvcc", BigInteger, nullable=False),
+    )
+    audit = Table(
+        f"{name}_audit_log",
+        meta,
+        # SQLite only auto-increments INTEGER PRIMARY KEY columns.
+        Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+        Column("meta_key", String(512), nullable=False, index=True),
+        Column("meta_content", LargeBinary, nullable=True),
+        Column("meta_ts", BigInteger, nullable=False),
+        Column("meta_mvcc", BigInteger, nullable=False),
+        Column("unit_id", String(64), nullable=False),
+        Column("operator", String(128), nullable=False),
+    )
+    return docs, audit
+
+
+def _engine_url(url: str) -> str:
+    """Use psycopg 3 for plain `postgresql://` URLs (SQLAlchemy would pick psycopg2)."""
+    for plain in ("postgresql://", "postgres://"):
+        if url.startswith(plain):
+            return "postgresql+psycopg://" + url[len(plain) :]
+    return url
+
+
+def _reason(err: BaseException) -> str:
+    orig = getattr(err, "orig", None) or err
+    text = str(orig).strip().splitlines()
+    return text[0] if text else type(orig).__name__
+
+
+class SqlBackend:
+    """`StoreBackend` on SQLAlchemy."""
+
+    def __init__(self, url: str, table: str) -> None:
+        try:
+            sa_url = make_url(_engine_url(url))
+        except ArgumentError as err:
+            raise InvalidInputError(f"malformed metadata URL {url!r}: {err}") from err
+        self.display_url = sa_url.render_as_string(hide_password=True)
+        self._docs, self._audit = _tables(table)
+        try:
+            if sa_url.get_backend_name() == "sqlite":
+                self._engine = self._sqlite_engine(sa_url.database)
+            else:
+                self._engine = create_engine(sa_url, pool_pre_ping=True)
+            self._docs.metadata.create_all(self._engine)
+        except NoSuchModuleError as err:
+            raise InvalidInputError(f"unsupported metadata URL {self.display_url}: {err}") from err
+        except DBAPIError as err:
+            raise StoreUnavailableError(
+                f"cannot open metadata store {self.display_url}: {_reason(err)}"
+            ) from err
+
+    def _sqlite_engine(self, database: str | None) -> Engine:
+        if database and database != ":memory:":
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(f"sqlite:///{database or ':memory:'}")
+
+        # pysqlite's own transaction handling defers BEGIN; take control so that a write
+        # transaction holds the write lock from its start (BEGIN IMMEDIATE) and readers use WAL.
+        @event.listens_for(engine, "connect")
+        def _connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            mode = "DEFERRED" if conn.get_execution_options().get("precube_readonly") else "IMMEDIATE"
+            conn.exec_driver_sql(f"BEGIN {mode}")
+
+        return engine
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    @contextmanager
+    def begin(self, writer: str, readonly: bool) -> Iterator[_SqlTransaction]:
+        try:
+            with self._engine.connect() as conn:
+                conn = conn.execution_options(precube_readonly=readonly)
+                with conn.begin():
+                    yield _SqlTransaction(conn, self._docs, self._audit, writer)
+        except DBAPIError as err:
+            if isinstance(err, IntegrityError):
+                raise VersionConflictError(f"concurrent write conflict: {_reason(err)}") from err
+            raise StoreUnavailableError(f"metadata store {self.display_url} failed: {_reason(err)}") from err
+
+    def audit_log(self, prefix: str, limit: int) -> list[AuditRecord]:
+        a = self._audit.c
+        query = select(self._audit).where(a.meta_key.startswith(prefix, autoescape=True))
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.order_by(a.id.desc()).limit(limit)).all()
+        return [
+            AuditRecord(r.id, r.meta_key, r.meta_content, r.meta_mvcc, r.meta_ts, r.unit_id, r.operator)
+            for r in reversed(rows)
+        ]
+
+
+class _SqlTransaction:
+    """`RawTransaction` on one SQLAlchemy connection inside `begin()`."""
+
+    def __init__(self, conn: Connection, docs: Table, audit: Table, writer: str) -> None:
+        self._conn = conn
+        self._docs = docs
+        self._audit = audit
+        self._writer = writer
+        self._unit_id = str(uuid.uuid4())
+
+    def get(self, key: str) -> Document | None:
+        row = self._conn.execute(select(self._docs).where(self._docs.c.meta_key == key)).first()
+        return None if row is None else Document(row.meta_key, row.meta_content, row.meta_mvcc, row.meta_ts)
+
+    def scan(self, prefix: str) -> list[Document]:
+        c = self._docs.c
+        rows = self._conn.execute(select(self._docs).where(c.meta_key.startswith(prefix, autoescape=True)))
+        docs = [Document(r.meta_key, r.meta_content, r.meta_mvcc, r.meta_ts) for r in rows]
+        return sorted(docs, key=lambda d: d.key)  # by code point, whatever the database collation
+
+    def put(self, key: str, content: bytes, expected_mvcc: int) -> Document:
+        c = self._docs.c
+        ts = now_ms()
+        if expected_mvcc < 0:
+            if self.get(key) is not None:
+                raise AlreadyExistsError(f"cannot create {key}: it already exists")
+            mvcc = 0
+            self._conn.execute(
+                insert(self._docs).values(
+                    meta_key=key, project=_project(key), meta_content=content, meta_ts=ts, meta_mvcc=0
+                )
+            )
+        else:
+            mvcc = expected_mvcc + 1
+            result = self._conn.execute(
+                sql_update(self._docs)
+                .where(c.meta_key == key, c.meta_mvcc == expected_mvcc)
+                .values(meta_content=content, meta_ts=ts, meta_mvcc=mvcc)
+            )
+            if result.rowcount != 1:
+                raise self._stale(key, expected_mvcc)
+        self._log(key, content, mvcc, ts)
+        return Document(key, content, mvcc, ts)
+
+    def delete(self, key: str, expected_mvcc: int) -> None:
+        c = self._docs.c
+        result = self._conn.execute(
+            sql_delete(self._docs).where(c.meta_key == key, c.meta_mvcc == expected_mvcc)
+        )
+        if result.rowcount != 1:
+            raise self._stale(key, expected_mvcc)
+        self._log(key, None, expected_mvcc + 1, now_ms())
+
+    def _stale(self, key: str, expected_mvcc: int) -> Exception:
+        current = self.get(key)
+        if current is None:
+            return NotFoundError(f"cannot change {key}: it does not exist")
+        return VersionConflictError(
+            f"version conflict on {key}: written at mvcc {expected_mvcc} but the store has {current.mvcc}; "
+            "reload and retry"
+        )
+
+    def _log(self, key: str, content: bytes | None, mvcc: int, ts: int) -> None:
+        self._conn.execute(
+            insert(self._audit).values(
+                meta_key=key,
+                meta_content=content,
+                meta_ts=ts,
+                meta_mvcc=mvcc,
+                unit_id=self._unit_id,
+                operator=self._writer,
+            )
+        )
+
+
+def _project(key: str) -> str:
+    return "" if key == paths.UUID_KEY else paths.parse_key(key).project

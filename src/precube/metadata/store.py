@@ -1,0 +1,116 @@
+"""The metadata store: a table of JSON documents keyed by path, each with an `mvcc` version.
+
+`StoreBackend` is the raw storage (one implementation per database family, chosen by URL scheme from
+`BACKENDS`); `MetadataStore` adds project-scoped typed transactions and project lifecycle on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from precube.errors import InvalidInputError
+from precube.metadata import paths
+from precube.metadata.documents import AuditRecord, Document, StoreBackend
+from precube.metadata.entity import new_uuid
+from precube.metadata.errors import AlreadyExistsError, NotFoundError
+from precube.metadata.project import Project
+from precube.metadata.transaction import Transaction
+
+BackendFactory = Callable[[str, str], StoreBackend]
+
+
+def _sql_backend(url: str, table: str) -> StoreBackend:
+    from precube.metadata.sql_backend import SqlBackend  # SQLAlchemy loads only when needed
+
+    return SqlBackend(url, table)
+
+
+BACKENDS: dict[str, BackendFactory] = {"sqlite": _sql_backend, "postgresql": _sql_backend}
+
+
+def open_store(url: str, table: str = "precube_metadata") -> MetadataStore:
+    """Open (and create if needed) the metadata store at `url` (`sqlite:///PATH`, `postgresql://…`)."""
+    scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme == "postgres":
+        scheme = "postgresql"
+    factory = BACKENDS.get(scheme)
+    if factory is None or ":" not in url:
+        raise InvalidInputError(
+            f"unsupported metadata URL {url!r}: use sqlite:///PATH or postgresql://USER:PASSWORD@HOST:PORT/DB"
+        )
+    return MetadataStore(factory(url, table))
+
+
+class MetadataStore:
+    """Typed, project-scoped access to the documents of one backend."""
+
+    def __init__(self, backend: StoreBackend) -> None:
+        self.backend = backend
+        with backend.begin("precube", readonly=False) as tx:
+            if tx.get(paths.UUID_KEY) is None:
+                tx.put(paths.UUID_KEY, new_uuid().encode(), -1)
+
+    def __enter__(self) -> MetadataStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.backend.close()
+
+    @property
+    def url(self) -> str:
+        return self.backend.display_url
+
+    @contextmanager
+    def transaction(self, project: str, writer: str = "precube") -> Iterator[Transaction]:
+        """A read-write unit over one project's documents: all its writes commit together or none do."""
+        paths.check_project_name(project)
+        with self.backend.begin(writer, readonly=False) as raw:
+            yield Transaction(raw, project)
+
+    @contextmanager
+    def read(self, project: str) -> Iterator[Transaction]:
+        """A read-only view of one project (writes raise)."""
+        paths.check_project_name(project)
+        with self.backend.begin("precube", readonly=True) as raw:
+            yield Transaction(raw, project, readonly=True)
+
+    def scan(self, prefix: str = "/") -> list[Document]:
+        with self.backend.begin("precube", readonly=True) as raw:
+            return raw.scan(prefix)
+
+    def audit_log(self, prefix: str = "/", limit: int = 1000) -> list[AuditRecord]:
+        return self.backend.audit_log(prefix, limit)
+
+    # -- projects -----------------------------------------------------------------------------
+
+    def list_projects(self) -> list[Project]:
+        prefix = f"/{paths.GLOBAL}/project/"
+        return [Project.from_json(d.content, d.mvcc, d.key) for d in self.scan(prefix)]
+
+    def get_project(self, name: str) -> Project:
+        with self.read(name) as tx:
+            return tx.project()
+
+    def create_project(self, project: Project, writer: str = "precube") -> Project:
+        with self.transaction(project.name, writer) as tx:
+            if tx.get_document(project.key()) is not None:
+                raise AlreadyExistsError(f"project {project.name!r} already exists")
+            return tx.create(project)
+
+    def delete_project(self, name: str, writer: str = "precube") -> int:
+        """Delete a project and every document under it; returns how many documents went."""
+        with self.transaction(name, writer) as tx:
+            project = tx.project()
+            docs = tx.scan_documents(f"/{name}/")
+            for doc in docs:
+                tx.delete_document(doc.key, doc.mvcc)
+            tx.delete(project)
+            return len(docs) + 1
+
+    def require_project(self, name: str) -> None:
+        if not any(p.name == name for p in self.list_projects()):
+            raise NotFoundError(f"project {name!r} does not exist")

@@ -1,0 +1,136 @@
+"""One typed settings object: embedded defaults < TOML file < `PRECUBE__SECTION__KEY` env < explicit values.
+
+Nothing reads settings globally: the CLI (or an application) loads a `Settings` once and passes it
+to whatever needs it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from precube.errors import ConfigError
+
+DEFAULT_HOME = Path("~/.precube")
+
+
+class MetadataSettings(BaseModel):
+    """Where the metadata store lives. `url` defaults to a SQLite file under the home directory."""
+
+    url: str | None = None
+    table: str = "precube_metadata"
+
+
+class WarehouseSettings(BaseModel):
+    """Root of the precomputed data: a local directory (default: under home) or any URI Spark writes."""
+
+    root: str | None = None
+
+
+class SparkSettings(BaseModel):
+    """How the Spark session is created for builds, sampling and pushdown."""
+
+    master: str = "local[*]"
+    app_name: str = "precube"
+    driver_memory: str = "4g"
+    shuffle_partitions: int = 8
+    ui_enabled: bool = False
+    bind_address: str = "127.0.0.1"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class SamplingSettings(BaseModel):
+    """Table sampling: at most `rows` rows are read; `sample_rows` rows are kept as examples."""
+
+    rows: int = Field(default=20_000_000, gt=0)
+    sample_rows: int = Field(default=10, ge=0, le=1000)
+
+
+class Settings(BaseSettings):
+    """All of precube's configuration. Sections map to `[section]` tables in TOML."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PRECUBE__",
+        env_nested_delimiter="__",
+        extra="forbid",
+    )
+    # Set by `load_settings` on a private subclass; None means no TOML file.
+    _toml_file: ClassVar[Path | None] = None
+
+    home: Path = DEFAULT_HOME
+    metadata: MetadataSettings = Field(default_factory=MetadataSettings)
+    warehouse: WarehouseSettings = Field(default_factory=WarehouseSettings)
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    sampling: SamplingSettings = Field(default_factory=SamplingSettings)
+
+    @model_validator(mode="after")
+    def _derive_paths(self) -> Settings:
+        self.home = self.home.expanduser().resolve()
+        if self.metadata.url is None:
+            self.metadata.url = f"sqlite:///{self.home / 'metadata.db'}"
+        if self.warehouse.root is None:
+            self.warehouse.root = str(self.home / "warehouse")
+        return self
+
+    @property
+    def metadata_url(self) -> str:
+        assert self.metadata.url is not None  # filled by _derive_paths
+        return self.metadata.url
+
+    @property
+    def warehouse_root(self) -> str:
+        assert self.warehouse.root is not None  # filled by _derive_paths
+        return self.warehouse.root
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if cls._toml_file is not None:
+            sources.append(_TomlSource(settings_cls, cls._toml_file))
+        return tuple(sources)
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads one TOML file; a syntax error names the file and line."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
+        super().__init__(settings_cls)
+        try:
+            self._data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as err:
+            raise ConfigError(f"cannot read config file {path}: {err.strerror}") from err
+        except tomllib.TOMLDecodeError as err:
+            raise ConfigError(f"config file {path} is not valid TOML: {err}") from err
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Load settings from defaults, the TOML `config_file` (if given), the environment and `overrides`."""
+    if config_file is not None and not config_file.is_file():
+        raise ConfigError(f"config file {config_file} does not exist")
+
+    class _Configured(Settings):
+        _toml_file: ClassVar[Path | None] = config_file
+
+    try:
+        return _Configured(**overrides)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        raise ConfigError(f"invalid setting {where}: {first['msg']}") from err
