@@ -23,9 +23,7 @@ def postgres_url() -> str:
     """The test PostgreSQL URL; skips (or, in CI, fails) when none is configured."""
     url = os.environ.get(POSTGRES_ENV)
     if not url:
-        message = (
-            f"PostgreSQL store tests need {POSTGRES_ENV} (./dev test starts a server when one is installed)"
-        )
+        message = f"PostgreSQL store tests need {POSTGRES_ENV} (./dev test starts a server when one is installed)"
         if os.environ.get("CI"):
             pytest.fail(f"CI must run the PostgreSQL tests: {message}")
         pytest.skip(message)
@@ -60,12 +58,13 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def spark() -> SparkSession:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> SparkSession:
     """One local Spark session for the whole run (starting one costs ~8 s)."""
     from precube.spark_session import spark_session
 
-    s = load_settings(spark={"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "2g"})
-    return spark_session(s.spark)
+    home = tmp_path_factory.mktemp("spark-home")
+    s = load_settings(home=home, spark={"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "2g"})
+    return spark_session(s)
 
 
 @pytest.fixture(scope="session")

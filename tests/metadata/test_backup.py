@@ -26,9 +26,7 @@ def _fill(store: MetadataStore) -> None:
                         location=f"/data/{t}",
                     )
                 )
-                tx.create(
-                    TableExt(table_name=f"SSB.{t}", columns_stats=[ColumnStats(column_name="K", cardinality=3)])
-                )
+                tx.create(TableExt(table_name=f"SSB.{t}", columns_stats=[ColumnStats(column_name="K", cardinality=3)]))
             # documents of kinds whose entities come later are stored and restored as they are
             tx.put_document("/" + name + "/execute/1c7dd6c1-6da5-72e6-a2fe-e87e5c764502", b'{"x": 1}', -1)
             tx.put_document("/" + name + "/dataflow_details/de52affe/0b36355d.json", b'{"layout_instances": []}', -1)

@@ -162,7 +162,5 @@ def test_invalid_names_are_rejected(store: MetadataStore) -> None:
 def test_unsupported_and_unreachable_urls() -> None:
     with pytest.raises(InvalidInputError, match="unsupported metadata URL 'mysql://x/y'"):
         open_store("mysql://x/y")
-    with pytest.raises(
-        StoreUnavailableError, match=r"cannot open metadata store postgresql\+psycopg://u:\*\*\*@127"
-    ):
+    with pytest.raises(StoreUnavailableError, match=r"cannot open metadata store postgresql\+psycopg://u:\*\*\*@127"):
         open_store("postgresql://u:secret@127.0.0.1:1/nodb")

@@ -67,8 +67,7 @@ def read_tree(directory: Path) -> list[_File]:
         owner = paths.parse_key(f.key).project
         if owner not in ("", paths.GLOBAL) and owner not in projects:
             raise BackupFormatError(
-                f"malformed backup: {f.key} belongs to project {owner!r}, "
-                f"but _global/project/{owner}.json is missing"
+                f"malformed backup: {f.key} belongs to project {owner!r}, but _global/project/{owner}.json is missing"
             )
     return files
 
@@ -89,9 +88,7 @@ def _check_file(path: Path, key: str) -> bytes:
         if entity_cls is not None:
             entity = entity_cls.from_json(content, key=key)
             if entity.resource_name() != Path(parsed.name).name.removesuffix(entity_cls.suffix):
-                raise BackupFormatError(
-                    f"malformed backup: {path} holds {entity_cls.kind} {entity.resource_name()!r}"
-                )
+                raise BackupFormatError(f"malformed backup: {path} holds {entity_cls.kind} {entity.resource_name()!r}")
         else:
             json.loads(content)
     except (ValueError, MetadataError) as err:

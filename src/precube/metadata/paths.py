@@ -39,8 +39,7 @@ def check_project_name(name: str) -> str:
     """Return `name` if it is a valid project name (letters, digits, underscores; not `_global`)."""
     if not _PROJECT.match(name):
         raise InvalidKeyError(
-            f"invalid project name {name!r}: "
-            "use letters, digits and underscores, starting with a letter or digit"
+            f"invalid project name {name!r}: use letters, digits and underscores, starting with a letter or digit"
         )
     return name
 

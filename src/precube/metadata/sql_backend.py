@@ -105,9 +105,7 @@ class SqlBackend:
         except NoSuchModuleError as err:
             raise InvalidInputError(f"unsupported metadata URL {self.display_url}: {err}") from err
         except DBAPIError as err:
-            raise StoreUnavailableError(
-                f"cannot open metadata store {self.display_url}: {_reason(err)}"
-            ) from err
+            raise StoreUnavailableError(f"cannot open metadata store {self.display_url}: {_reason(err)}") from err
 
     def _sqlite_engine(self, database: str | None) -> Engine:
         if database and database != ":memory:":
@@ -203,9 +201,7 @@ class _SqlTransaction:
 
     def delete(self, key: str, expected_mvcc: int) -> None:
         c = self._docs.c
-        result = self._conn.execute(
-            sql_delete(self._docs).where(c.meta_key == key, c.meta_mvcc == expected_mvcc)
-        )
+        result = self._conn.execute(sql_delete(self._docs).where(c.meta_key == key, c.meta_mvcc == expected_mvcc))
         if result.rowcount != 1:
             raise self._stale(key, expected_mvcc)
         self._log(key, None, expected_mvcc + 1, now_ms())

@@ -26,9 +26,7 @@ class Transaction:
     def _check_scope(self, key: str) -> None:
         owner = paths.project_of(key)
         if owner != self.project_name:
-            raise InvalidKeyError(
-                f"key {key} belongs to project {owner or '(global)'!r}, not {self.project_name!r}"
-            )
+            raise InvalidKeyError(f"key {key} belongs to project {owner or '(global)'!r}, not {self.project_name!r}")
 
     def get_document(self, key: str) -> Document | None:
         self._check_scope(key)

@@ -1,0 +1,1 @@
+"""The `precube` command line."""

@@ -1,0 +1,60 @@
+"""What every command shares: settings, the metadata store and the Spark session, opened on first use."""
+
+from __future__ import annotations
+
+import getpass
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.console import Console
+
+from precube.metadata import MetadataStore, open_store
+from precube.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@dataclass
+class CliContext:
+    config: Path | None = None
+    home: Path | None = None
+    debug: bool = False
+    _store: MetadataStore | None = field(default=None, repr=False)
+
+    @cached_property
+    def settings(self) -> Settings:
+        overrides = {"home": self.home} if self.home is not None else {}
+        return load_settings(self.config, **overrides)
+
+    @property
+    def writer(self) -> str:
+        return f"cli:{getpass.getuser()}"
+
+    def store(self) -> MetadataStore:
+        if self._store is None:
+            self._store = open_store(self.settings.metadata_url, self.settings.metadata.table)
+        return self._store
+
+    def spark(self) -> SparkSession:
+        from precube.spark_session import spark_session
+
+        with err_console.status("starting Spark…"):
+            return spark_session(self.settings)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+def state(ctx: typer.Context) -> CliContext:
+    obj = ctx.find_root().obj
+    assert isinstance(obj, CliContext), "the root callback sets the context"
+    return obj

@@ -1,0 +1,149 @@
+"""`precube table load|list|reload|sample|unload`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+from rich.table import Table as RichTable
+
+from precube.cli.context import CliContext, console, err_console, state
+from precube.errors import InvalidInputError
+from precube.metadata import SourceType, Table, TableExt
+from precube.sources.sampling import sample_and_store
+from precube.sources.source import detect_file_type
+from precube.sources.tables import load_catalog_table, load_file_table, reload_table, unload_table
+
+app = typer.Typer(help="Register source tables, reload their schema, sample them.", no_args_is_help=True)
+
+PROJECT = typer.Option(..., "--project", "-p", help="Project name.")
+
+
+class FileFormat(StrEnum):
+    parquet = "parquet"
+    csv = "csv"
+
+
+@app.command("load")
+def load(
+    ctx: typer.Context,
+    paths: list[Path] = typer.Argument(None, help="Directories (or files) of Parquet or CSV data.", show_default=False),
+    project: str = PROJECT,
+    catalog: list[str] = typer.Option([], "--catalog", help="Spark catalog table DB.TABLE (repeatable)."),
+    fmt: FileFormat | None = typer.Option(None, "--format", help="File format; detected from file names."),
+    database: str | None = typer.Option(None, "--database", help="Database; default: the project's."),
+    name: str | None = typer.Option(None, "--name", help="Table name (one path only); default: directory name."),
+    header: bool = typer.Option(True, "--header/--no-header", help="CSV files start with a header row."),
+    delimiter: str = typer.Option(",", "--delimiter", help="CSV field delimiter."),
+    sample: bool = typer.Option(False, "--sample", help="Sample each table after loading."),
+) -> None:
+    """Register tables from files or the Spark catalog (schema read from the source)."""
+    cli = state(ctx)
+    paths = paths or []
+    if not paths and not catalog:
+        raise InvalidInputError("give at least one PATH or --catalog DB.TABLE")
+    if name and len(paths) + len(catalog) != 1:
+        raise InvalidInputError("--name needs exactly one table to load")
+    store, loaded = cli.store(), []
+    store.require_project(project)
+    for path in paths:
+        source_type = SourceType[fmt.name.upper()] if fmt else detect_file_type(path)
+        options = {"header": str(header).lower(), "delimiter": delimiter} if source_type is SourceType.CSV else {}
+        table = load_file_table(
+            store,
+            project,
+            path,
+            source_type,
+            name=name,
+            database=database,
+            options=options,
+            writer=cli.writer,
+        )
+        loaded.append(table)
+        console.print(f"loaded [bold]{table.identity}[/] ({len(table.columns)} columns) from {table.location}")
+    for identity in catalog:
+        table = load_catalog_table(store, project, identity, cli.spark, writer=cli.writer)
+        loaded.append(table)
+        console.print(f"loaded [bold]{table.identity}[/] ({len(table.columns)} columns) from the Spark catalog")
+    if sample:
+        _sample(cli, project, [t.identity for t in loaded])
+
+
+@app.command("list")
+def list_(ctx: typer.Context, project: str = PROJECT) -> None:
+    """List a project's tables with their sampled row counts."""
+    store = state(ctx).store()
+    store.require_project(project)
+    view = RichTable("table", "source", "columns", "rows (sampled)", "location")
+    with store.read(project) as tx:
+        for t in tx.list(Table):
+            ext = tx.get(TableExt, t.identity)
+            rows = f"{ext.total_rows:,}" if ext else "-"
+            view.add_row(t.identity, t.source_type.name, str(len(t.columns)), rows, t.location or "")
+    console.print(view)
+
+
+@app.command("reload")
+def reload(
+    ctx: typer.Context, tables: list[str] = typer.Argument(..., help="DB.TABLE"), project: str = PROJECT
+) -> None:
+    """Re-read tables' schemas from their sources and report what changed."""
+    cli = state(ctx)
+    cli.store().require_project(project)
+    for identity in tables:
+        table, change = reload_table(cli.store(), project, identity, cli.spark, writer=cli.writer)
+        console.print(f"{table.identity}: {change.describe()}")
+
+
+@app.command("sample")
+def sample(
+    ctx: typer.Context,
+    tables: list[str] = typer.Argument(..., help="DB.TABLE"),
+    project: str = PROJECT,
+    rows: int | None = typer.Option(None, "--rows", min=1, help="Read at most this many rows."),
+) -> None:
+    """Sample tables on Spark: row count, per-column cardinality, min, max, nulls, example rows."""
+    cli = state(ctx)
+    cli.store().require_project(project)
+    _sample(cli, project, tables, rows)
+
+
+def _sample(cli: CliContext, project: str, tables: list[str], rows: int | None = None) -> list[TableExt]:
+    spark = cli.spark()
+    results = []
+    for identity in tables:
+        with err_console.status(f"sampling {identity.upper()} on Spark…"):
+            ext = sample_and_store(
+                cli.store(),
+                project,
+                identity,
+                spark,
+                rows or cli.settings.sampling.rows,
+                cli.settings.sampling.sample_rows,
+                writer=cli.writer,
+            )
+        results.append(ext)
+        print_stats(ext)
+    return results
+
+
+def print_stats(ext: TableExt) -> None:
+    view = RichTable(
+        "column", "cardinality≈", "nulls", "min", "max", title=f"{ext.table_name}: {ext.total_rows:,} rows"
+    )
+    for s in ext.columns_stats:
+        view.add_row(s.column_name, f"{s.cardinality:,}", f"{s.null_count:,}", s.min_value or "", s.max_value or "")
+    console.print(view)
+
+
+@app.command("unload")
+def unload(
+    ctx: typer.Context, tables: list[str] = typer.Argument(..., help="DB.TABLE"), project: str = PROJECT
+) -> None:
+    """Remove tables (and their stats) from a project."""
+    cli = state(ctx)
+    cli.store().require_project(project)
+    for identity in tables:
+        unload_table(cli.store(), project, identity, writer=cli.writer)
+        console.print(f"unloaded {identity.upper()}")

@@ -1,0 +1,145 @@
+"""Where a table's rows come from: a directory of Parquet or CSV files, or a Spark catalog table.
+
+Each kind implements `TableSource`; `source_for(table)` picks the implementation from the table's
+`source_type` (`SOURCES` is the registry). File schemas are read with pyarrow, so registering a file
+table needs no JVM; reading rows always goes through Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.dataset as pads
+
+from precube.metadata import Column, SourceType, Table
+from precube.sources import types
+from precube.sources.errors import UnreadableSourceError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SparkProvider = Callable[[], "SparkSession"]
+
+
+class TableSource(Protocol):
+    source_type: SourceType
+
+    def describe(self) -> str:
+        """Where the rows are, for messages."""
+        ...
+
+    def schema(self, spark: SparkProvider) -> list[tuple[str, str]]:
+        """Column names (upper case) and Kylin types, read from the source now."""
+        ...
+
+    def read(self, spark: SparkSession, columns: list[Column]) -> DataFrame:
+        """The rows as a Spark DataFrame with the registered column names and types."""
+        ...
+
+
+class FileSource:
+    """A directory (or single file) of Parquet or CSV files."""
+
+    def __init__(self, source_type: SourceType, location: str, options: dict[str, str]) -> None:
+        self.source_type = source_type
+        self.location = location
+        self.options = options
+
+    @property
+    def header(self) -> bool:
+        return self.options.get("header", "true").lower() == "true"
+
+    @property
+    def delimiter(self) -> str:
+        return self.options.get("delimiter", ",")
+
+    def describe(self) -> str:
+        return f"{self.source_type.name.lower()} files at {self.location}"
+
+    def _dataset(self) -> pads.Dataset:
+        path = Path(self.location)
+        if not path.exists():
+            raise UnreadableSourceError(f"cannot read {self.describe()}: no such file or directory")
+        fmt: str | pads.FileFormat = "parquet"
+        if self.source_type is SourceType.CSV:
+            fmt = pads.CsvFileFormat(
+                parse_options=pacsv.ParseOptions(delimiter=self.delimiter),
+                read_options=pacsv.ReadOptions(autogenerate_column_names=not self.header),
+            )
+        try:
+            dataset = pads.dataset(str(path), format=fmt)
+            if not dataset.files:
+                raise UnreadableSourceError(f"cannot read {self.describe()}: the directory holds no data files")
+            return dataset
+        except (pa.ArrowInvalid, OSError) as err:
+            reason = str(err).splitlines()[0]
+            raise UnreadableSourceError(f"cannot read {self.describe()}: {reason}") from err
+
+    def schema(self, spark: SparkProvider) -> list[tuple[str, str]]:
+        return [(f.name.upper(), types.from_arrow(f.type)) for f in self._dataset().schema]
+
+    def read(self, spark: SparkSession, columns: list[Column]) -> DataFrame:
+        files = [str(Path(f).resolve()) for f in self._dataset().files]
+        if self.source_type is SourceType.PARQUET:
+            df = spark.read.parquet(*files)
+        else:
+            ddl = ", ".join(f"`{c.case_sensitive_name or c.name}` {types.to_spark(c.datatype)}" for c in columns)
+            df = spark.read.csv(files, schema=ddl, header=self.header, sep=self.delimiter)
+        return _rename_upper(df)
+
+
+class CatalogSource:
+    """A table of the Spark session's catalog, named `DB.TABLE`."""
+
+    source_type = SourceType.SPARK
+
+    def __init__(self, identity: str) -> None:
+        self.identity = identity
+
+    def describe(self) -> str:
+        return f"Spark catalog table {self.identity}"
+
+    def schema(self, spark: SparkProvider) -> list[tuple[str, str]]:
+        session = spark()
+        if not session.catalog.tableExists(self.identity):
+            raise UnreadableSourceError(f"cannot read {self.describe()}: no such table in the catalog")
+        fields = session.table(self.identity).schema.fields
+        return [(f.name.upper(), types.from_spark(f.dataType.simpleString())) for f in fields]
+
+    def read(self, spark: SparkSession, columns: list[Column]) -> DataFrame:
+        return _rename_upper(spark.table(self.identity))
+
+
+def _rename_upper(df: DataFrame) -> DataFrame:
+    return df.toDF(*[c.upper() for c in df.columns])
+
+
+SOURCES: dict[SourceType, Callable[[Table], TableSource]] = {
+    SourceType.PARQUET: lambda t: FileSource(SourceType.PARQUET, t.location or "", t.source_properties),
+    SourceType.CSV: lambda t: FileSource(SourceType.CSV, t.location or "", t.source_properties),
+    SourceType.SPARK: lambda t: CatalogSource(t.identity),
+}
+
+
+def source_for(table: Table) -> TableSource:
+    factory = SOURCES.get(table.source_type)
+    if factory is None:
+        raise UnreadableSourceError(f"table {table.identity} has source type {table.source_type}, not readable")
+    return factory(table)
+
+
+def detect_file_type(path: Path) -> SourceType:
+    """PARQUET or CSV from the file names under `path`."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    suffixes = {p.suffix.lower() for p in files if not p.name.startswith(("_", "."))}
+    if ".parquet" in suffixes or ".parq" in suffixes:
+        return SourceType.PARQUET
+    if suffixes & {".csv", ".tsv", ".txt"}:
+        return SourceType.CSV
+    if not path.exists():
+        raise UnreadableSourceError(f"cannot read {path}: no such file or directory")
+    raise UnreadableSourceError(f"cannot tell the format of {path}: give --format parquet or --format csv")

@@ -1,0 +1,156 @@
+"""Registering, reloading and unloading source tables in a project's metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from precube.errors import InvalidInputError
+from precube.metadata import AlreadyExistsError, Column, MetadataStore, SourceType, Table, TableExt
+from precube.metadata.paths import check_name
+from precube.sources.source import CatalogSource, FileSource, SparkProvider, TableSource, source_for
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """How a table's columns changed between its registered schema and the source's current one."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    retyped: list[tuple[str, str, str]] = field(default_factory=list)  # (column, old type, new type)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.removed or self.retyped)
+
+    def describe(self) -> str:
+        if not self.changed:
+            return "no schema change"
+        parts = []
+        if self.added:
+            parts.append("added " + ", ".join(self.added))
+        if self.removed:
+            parts.append("removed " + ", ".join(self.removed))
+        if self.retyped:
+            parts.append("retyped " + ", ".join(f"{c} {old} -> {new}" for c, old, new in self.retyped))
+        return "; ".join(parts)
+
+
+def diff_columns(old: list[Column], new: list[tuple[str, str]]) -> SchemaChange:
+    before = {c.name: c.datatype for c in old}
+    after = dict(new)
+    return SchemaChange(
+        added=[n for n, _ in new if n not in before],
+        removed=[c.name for c in old if c.name not in after],
+        retyped=[(n, before[n], t) for n, t in new if n in before and before[n] != t],
+    )
+
+
+def _columns(schema: list[tuple[str, str]], previous: list[Column] | None = None) -> list[Column]:
+    """Columns in source order; a column that existed before keeps its id, a new one gets the next id."""
+    if len({n for n, _ in schema}) != len(schema):
+        dupes = sorted({n for n, _ in schema if [m for m, _ in schema].count(n) > 1})
+        raise InvalidInputError(f"the source has duplicate column names (case-insensitive): {', '.join(dupes)}")
+    old_ids = {c.name: c.id for c in previous or []}
+    next_id = max((int(i) for i in old_ids.values()), default=0) + 1
+    columns = []
+    for name, datatype in schema:
+        if name in old_ids:
+            cid = old_ids[name]
+        else:
+            cid, next_id = str(next_id), next_id + 1
+        columns.append(Column(id=cid, name=name, datatype=datatype))
+    return columns
+
+
+def load_file_table(
+    store: MetadataStore,
+    project: str,
+    path: Path,
+    source_type: SourceType,
+    *,
+    name: str | None = None,
+    database: str | None = None,
+    options: dict[str, str] | None = None,
+    writer: str = "precube",
+) -> Table:
+    """Register the Parquet or CSV files at `path` as table `database.name` (default: the project's
+    default database and the directory name)."""
+    location = str(path.expanduser().resolve())
+    source = FileSource(source_type, location, dict(options or {}))
+    return _register(store, project, source, database, name or path.name, location, dict(options or {}), writer)
+
+
+def load_catalog_table(
+    store: MetadataStore, project: str, identity: str, spark: SparkProvider, writer: str = "precube"
+) -> Table:
+    """Register the Spark catalog table `DB.TABLE` under the same name."""
+    database, _, name = identity.rpartition(".")
+    if not database or not name:
+        raise InvalidInputError(f"catalog table {identity!r} must be given as DB.TABLE")
+    source = CatalogSource(f"{database}.{name}")
+    return _register(store, project, source, database, name, None, {}, writer, spark)
+
+
+def _register(
+    store: MetadataStore,
+    project: str,
+    source: TableSource,
+    database: str | None,
+    name: str,
+    location: str | None,
+    properties: dict[str, str],
+    writer: str,
+    spark: SparkProvider | None = None,
+) -> Table:
+    db = (database or store.get_project(project).default_database).upper()
+    check_name(db, "database name")
+    check_name(name.upper(), "table name")
+    schema = source.schema(spark or _no_spark)
+    table = Table(
+        name=name,
+        database=db,
+        columns=_columns(schema),
+        source_type=source.source_type,
+        location=location,
+        source_properties=properties,
+    )
+    with store.transaction(project, writer) as tx:
+        if tx.get(Table, table.identity) is not None:
+            raise AlreadyExistsError(
+                f"table {table.identity} already exists in project {project!r}; use `precube table reload`"
+            )
+        return tx.create(table)
+
+
+def _no_spark() -> SparkSession:
+    raise AssertionError("file sources read their schema without Spark")
+
+
+def reload_table(
+    store: MetadataStore, project: str, identity: str, spark: SparkProvider, writer: str = "precube"
+) -> tuple[Table, SchemaChange]:
+    """Re-read a table's schema from its source; record and return what changed."""
+    with store.read(project) as tx:
+        table = tx.require(Table, identity.upper())
+    schema = source_for(table).schema(spark)
+    change = diff_columns(table.columns, schema)
+    if change.changed:
+        table.columns = _columns(schema, table.columns)
+        with store.transaction(project, writer) as tx:
+            tx.update(table)
+    return table, change
+
+
+def unload_table(store: MetadataStore, project: str, identity: str, writer: str = "precube") -> None:
+    """Remove a table and its sampled stats from the project."""
+    with store.transaction(project, writer) as tx:
+        table = tx.require(Table, identity.upper())
+        ext = tx.get(TableExt, table.identity)
+        if ext is not None:
+            tx.delete(ext)
+        tx.delete(table)

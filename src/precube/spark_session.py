@@ -1,0 +1,63 @@
+"""The one place a Spark session is created (build, sources and the Spark query engine use it).
+
+pyspark is imported inside the function so that importing precube never starts or needs a JVM.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from precube.errors import EnvironmentMissingError
+from precube.settings import Settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+JAVA_FIX = "install it with: sudo apt-get install -y openjdk-17-jre-headless (or set JAVA_HOME)"
+
+
+def check_java() -> None:
+    """Fail with the exact fix when no Java runtime is reachable (Spark would fail obscurely)."""
+    java_home = os.environ.get("JAVA_HOME")  # the JVM launcher reads it too
+    has_home = bool(java_home) and (Path(str(java_home)) / "bin" / "java").exists()
+    if not has_home and not shutil.which("java"):
+        raise EnvironmentMissingError(f"Java 17+ is required by Spark and was not found; {JAVA_FIX}")
+
+
+def spark_conf(settings: Settings) -> dict[str, str]:
+    """Spark configuration from settings; `[spark.conf]` entries override the defaults here."""
+    s = settings.spark
+    conf = {
+        "spark.ui.enabled": str(s.ui_enabled).lower(),
+        "spark.sql.shuffle.partitions": str(s.shuffle_partitions),
+        "spark.driver.memory": s.driver_memory,
+        # Loopback by default: the machine may have no resolvable hostname or outside network.
+        "spark.driver.host": s.bind_address,
+        "spark.driver.bindAddress": s.bind_address,
+        # Python workers must run the interpreter that has precube's dependencies.
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        # Segment ranges are UTC epoch ms; dates and timestamps must not shift with the machine's zone.
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": str(settings.home / "spark-warehouse"),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={settings.home / 'derby'}",
+    }
+    conf.update(s.conf)
+    return conf
+
+
+def spark_session(settings: Settings) -> SparkSession:
+    """Return the process's Spark session, creating it from `settings` on first use."""
+    check_java()
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(settings.spark.master).appName(settings.spark.app_name)
+    for key, value in spark_conf(settings).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

@@ -1,0 +1,1 @@
+"""Star Schema Benchmark (SSB) data: a vectorized, deterministic generator writing Parquet."""

@@ -1,0 +1,130 @@
+"""The `precube` command line: every command has --help; errors are one line and a non-zero exit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+import typer
+
+from precube.cli.app import app, run
+from precube.metadata import TableExt, open_store
+from precube.metadata.errors import AlreadyExistsError
+from precube.ssb.generate import TABLES, row_counts
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def _commands(cmd: object, prefix: list[str]) -> list[list[str]]:
+    found = [prefix]
+    for name, sub in getattr(cmd, "commands", {}).items():
+        found += _commands(sub, [*prefix, name])
+    return found
+
+
+ALL_COMMANDS = _commands(typer.main.get_command(app), [])
+
+
+@pytest.mark.parametrize("command", ALL_COMMANDS, ids=lambda c: " ".join(c) or "precube")
+def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert run([*command, "--help"]) == 0
+    assert "Usage: precube" in capsys.readouterr().out
+
+
+def test_expected_commands_exist() -> None:
+    names = {" ".join(c) for c in ALL_COMMANDS}
+    for expected in [
+        "project create", "project list", "project delete",
+        "table load", "table list", "table reload", "table sample",
+        "metadata backup", "metadata restore", "ssb generate", "demo",
+    ]:  # fmt: skip
+        assert expected in names
+
+
+def _err(capsys: pytest.CaptureFixture[str]) -> str:
+    return capsys.readouterr().err.strip()
+
+
+def test_project_lifecycle_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home = ["--home", str(tmp_path)]
+    assert run([*home, "project", "create", "sales", "-d", "shop"]) == 0
+    assert "created project sales (default database SHOP)" in capsys.readouterr().out
+    assert run([*home, "project", "create", "sales"]) == 1
+    err = _err(capsys)
+    assert err == "error: project 'sales' already exists"
+    assert run([*home, "project", "list"]) == 0
+    assert "SHOP" in capsys.readouterr().out
+    assert run([*home, "table", "load", "-p", "ghost", str(tmp_path)]) == 1
+    assert _err(capsys) == "error: project 'ghost' does not exist"
+    assert run([*home, "table", "load", "-p", "sales", str(tmp_path / "missing")]) == 1
+    assert "no such file or directory" in _err(capsys)
+    assert run([*home, "project", "delete", "sales", "--yes"]) == 0
+    assert run([*home, "project", "delete", "sales", "--yes"]) == 1
+    assert _err(capsys) == "error: project 'sales' does not exist"
+
+
+def test_debug_shows_the_exception(tmp_path: Path) -> None:
+    assert run(["--home", str(tmp_path), "project", "create", "x"]) == 0
+    with pytest.raises(AlreadyExistsError):
+        run(["--home", str(tmp_path), "--debug", "project", "create", "x"])
+
+
+def test_wrong_postgres_url_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PRECUBE__METADATA__URL", "postgresql://precube:pw@127.0.0.1:1/none")
+    assert run(["--home", str(tmp_path), "project", "list"]) == 1
+    err = _err(capsys)
+    assert err.startswith("error: cannot open metadata store postgresql+psycopg://precube:***@127.0.0.1:1/none")
+    assert "pw" not in err and "\n" not in err
+
+
+def test_usage_error_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["project", "create"]) == 2
+    assert "Missing argument" in capsys.readouterr().err
+
+
+def test_backup_and_restore_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = ["--home", str(tmp_path / "a")], ["--home", str(tmp_path / "b")]
+    assert run([*a, "project", "create", "one"]) == 0
+    assert run([*a, "metadata", "backup", str(tmp_path / "bk")]) == 0
+    assert run([*b, "metadata", "restore", str(tmp_path / "bk")]) == 0
+    assert run([*b, "metadata", "restore", str(tmp_path / "bk")]) == 1
+    assert "already holds projects one" in _err(capsys)
+    assert run([*b, "metadata", "restore", str(tmp_path / "nowhere")]) == 1
+    assert "does not exist" in _err(capsys)
+    assert run([*b, "metadata", "backup", str(tmp_path / "bk2")]) == 0
+    first = sorted(p.relative_to(tmp_path / "bk") for p in (tmp_path / "bk").rglob("*"))
+    assert first == sorted(p.relative_to(tmp_path / "bk2") for p in (tmp_path / "bk2").rglob("*"))
+
+
+@pytest.mark.spark
+def test_demo_generates_loads_and_samples(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    args = [
+        "--home",
+        str(home),
+        "demo",
+        "--scale",
+        "0.01",
+        "--data",
+        str(tmp_path / "ssb"),
+        "--project",
+        "ssb",
+    ]
+    assert run(args) == 0
+    assert "demo done" in capsys.readouterr().out
+    expected = row_counts(0.01)
+    with open_store(f"sqlite:///{home / 'metadata.db'}") as store, store.read("ssb") as tx:
+        assert tx.project().default_database == "SSB"
+        for name in TABLES:
+            ext = tx.require(TableExt, f"SSB.{name}")
+            assert ext.total_rows == expected[name.lower()], name
+    # a second run reuses the data and the project
+    assert run(args) == 0
+    out = capsys.readouterr().out
+    assert "reusing SSB scale 0.01" in out and "reusing project ssb" in out
