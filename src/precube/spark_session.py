@@ -17,6 +17,7 @@ from precube.settings import Settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+LOG4J_CONFIG = Path(__file__).parent / "resources" / "log4j2.properties"
 JAVA_FIX = "install it with: sudo apt-get install -y openjdk-17-jre-headless (or set JAVA_HOME)"
 
 
@@ -33,6 +34,7 @@ def spark_conf(settings: Settings) -> dict[str, str]:
     s = settings.spark
     conf = {
         "spark.ui.enabled": str(s.ui_enabled).lower(),
+        "spark.ui.showConsoleProgress": "false",  # Rich draws progress; Spark's bar would interleave
         "spark.sql.shuffle.partitions": str(s.shuffle_partitions),
         "spark.driver.memory": s.driver_memory,
         # Loopback by default: the machine may have no resolvable hostname or outside network.
@@ -44,7 +46,9 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         # Segment ranges are UTC epoch ms; dates and timestamps must not shift with the machine's zone.
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.warehouse.dir": str(settings.home / "spark-warehouse"),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={settings.home / 'derby'}",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={settings.home / 'derby'} -Dlog4j2.configurationFile={LOG4J_CONFIG}"
+        ),
     }
     conf.update(s.conf)
     return conf
@@ -53,6 +57,9 @@ def spark_conf(settings: Settings) -> dict[str, str]:
 def spark_session(settings: Settings) -> SparkSession:
     """Return the process's Spark session, creating it from `settings` on first use."""
     check_java()
+    # The launcher script reads SPARK_LOCAL_IP before any conf applies; without it Spark probes
+    # the machine's interfaces and warns when the hostname resolves to loopback.
+    os.environ.setdefault("SPARK_LOCAL_IP", settings.spark.bind_address)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(settings.spark.master).appName(settings.spark.app_name)

@@ -13,7 +13,7 @@ import pytest
 
 from precube.metadata import MetadataStore, Project, SourceType, TableExt
 from precube.metadata.table import RowCountStatus
-from precube.sources.sampling import sample_and_store, to_text
+from precube.sources.sampling import RELATIVE_ERROR, sample_and_store, to_text
 from precube.sources.tables import load_file_table
 
 if TYPE_CHECKING:
@@ -34,14 +34,15 @@ def test_ssb_stats_match_pyarrow(
     load_file_table(store, "s", ssb_dir / name, SourceType.PARQUET)
     ext = sample_and_store(store, "s", f"SSB.{name}", spark, max_rows=10**9, sample_rows=5)
     raw = pads.dataset(ssb_dir / name).to_table()
-    assert ext.total_rows == raw.num_rows and ext.row_count_status is RowCountStatus.OK
+    assert ext.total_rows == ext.sampled_rows == raw.num_rows and ext.row_count_status is RowCountStatus.OK
     assert len(ext.sample_rows) == 5 and len(ext.sample_rows[0]) == raw.num_columns
     for field in raw.schema:
         stats = ext.stats(field.name)
         assert stats is not None
         col = raw.column(field.name)
         exact = pc.count_distinct(col).as_py()
-        assert abs(stats.cardinality - exact) <= max(2, 0.06 * exact), field.name
+        # HLL++ at 5 % relative standard error: 3 sigma
+        assert abs(stats.cardinality - exact) <= max(2, 3 * RELATIVE_ERROR * exact), field.name
         assert stats.null_count == col.null_count
         lo_hi = pc.min_max(col)
         assert stats.min_value == _oracle_text(lo_hi["min"]), field.name
@@ -53,16 +54,20 @@ def test_ssb_stats_match_pyarrow(
         assert tx.require(TableExt, f"SSB.{name}").total_rows == raw.num_rows
 
 
-def test_row_cap_marks_count_tentative_and_resample_updates(
+def test_row_cap_samples_but_counts_exactly_and_resample_updates(
     spark: SparkSession, ssb_dir: Path, store: MetadataStore
 ) -> None:
     store.create_project(Project(name="s", default_database="SSB"))
-    load_file_table(store, "s", ssb_dir / "CUSTOMER", SourceType.PARQUET)
-    ext = sample_and_store(store, "s", "SSB.CUSTOMER", spark, max_rows=50, sample_rows=0)
-    assert (ext.total_rows, ext.row_count_status, ext.sample_rows) == (50, RowCountStatus.TENTATIVE, [])
-    again = sample_and_store(store, "s", "SSB.CUSTOMER", spark, max_rows=10**9)
+    load_file_table(store, "s", ssb_dir / "LINEORDER", SourceType.PARQUET)
+    rows = pads.dataset(ssb_dir / "LINEORDER").count_rows()
+    ext = sample_and_store(store, "s", "SSB.LINEORDER", spark, max_rows=rows // 10, sample_rows=0)
+    assert (ext.total_rows, ext.row_count_status, ext.sample_rows) == (rows, RowCountStatus.OK, [])
+    assert 0.7 * rows // 10 < ext.sampled_rows < 1.3 * rows // 10  # Bernoulli sample of ~10 %
+    line = ext.stats("LO_LINENUMBER")
+    assert line is not None and (line.min_value, line.max_value, line.cardinality) == ("1", "7", 7)
+    again = sample_and_store(store, "s", "SSB.LINEORDER", spark, max_rows=10**9)
     assert again.uuid == ext.uuid and again.mvcc == ext.mvcc + 1
-    assert again.row_count_status is RowCountStatus.OK
+    assert again.sampled_rows == again.total_rows == rows
 
 
 def test_csv_is_read_with_the_registered_schema(spark: SparkSession, tmp_path: Path, store: MetadataStore) -> None:

@@ -85,8 +85,8 @@ class ColumnStats(BaseModel):
 
 
 class RowCountStatus(StrEnum):
-    OK = "OK"  # every row was read
-    TENTATIVE = "TENTATIVE"  # the sample was capped; total_rows is a lower bound
+    OK = "OK"  # total_rows is exact
+    TENTATIVE = "TENTATIVE"  # total_rows is an estimate
 
 
 class TableExt(Entity):
@@ -100,6 +100,7 @@ class TableExt(Entity):
     sample_rows: list[list[str | None]] = Field(default_factory=list)
     last_modified_time: int = 0
     total_rows: int = 0
+    sampled_rows: int = 0  # precube: rows the column stats were computed over (<= total_rows)
     row_count_status: RowCountStatus | None = None
     data_source_properties: dict[str, str] = Field(default_factory=dict)
     query_hit_count: int = 0
