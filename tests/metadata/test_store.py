@@ -164,3 +164,39 @@ def test_unsupported_and_unreachable_urls() -> None:
         open_store("mysql://x/y")
     with pytest.raises(StoreUnavailableError, match=r"cannot open metadata store postgresql\+psycopg://u:\*\*\*@127"):
         open_store("postgresql://u:secret@127.0.0.1:1/nodb")
+
+
+def test_concurrent_writers_exactly_one_wins(store_url: str, store: MetadataStore) -> None:
+    """Eight threads, each with its own connection, update the same version of one document."""
+    import threading
+
+    store.create_project(Project(name="p"))
+    with store.transaction("p") as tx:
+        tx.create(_table())
+    table_name = store.backend._docs.name  # type: ignore[attr-defined]
+    outcomes: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def writer(i: int) -> None:
+        with open_store(store_url, table=table_name) as own:
+            with own.read("p") as tx:
+                mine = tx.require(Table, "SSB.DATES")
+            mine.table_comment = f"writer {i}"
+            barrier.wait()
+            try:
+                with own.transaction("p", writer=f"w{i}") as tx:
+                    tx.update(mine)
+                outcomes.append("ok")
+            except VersionConflictError:
+                outcomes.append("conflict")
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["conflict"] * 7 + ["ok"]
+    with store.read("p") as tx:
+        final = tx.require(Table, "SSB.DATES")
+    assert final.mvcc == 1
+    assert [r.mvcc for r in store.audit_log("/p/table/")] == [0, 1]

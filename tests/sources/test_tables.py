@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from precube.errors import InvalidInputError
 from precube.metadata import AlreadyExistsError, MetadataStore, NotFoundError, Project, SourceType, Table
 from precube.sources.errors import UnreadableSourceError
 from precube.sources.source import detect_file_type
@@ -94,6 +95,11 @@ def test_bad_input_leaves_the_store_unchanged(store: MetadataStore, project: str
         load_file_table(store, project, tmp_path / "junk", SourceType.PARQUET)
     with pytest.raises(NotFoundError, match="project 'nope' does not exist"):
         load_file_table(store, "nope", path, SourceType.PARQUET)
+    dashed = _parquet(tmp_path / "my-data", pa.table({"a": [1]}))
+    with pytest.raises(InvalidInputError, match="invalid name 'my-data': use letters, digits and underscores"):
+        load_file_table(store, project, dashed, SourceType.PARQUET)
+    with pytest.raises(InvalidInputError, match="invalid database 'a.b'"):
+        load_file_table(store, project, path, SourceType.PARQUET, name="other", database="a.b")
     with pytest.raises(UnreadableSourceError, match="cannot tell the format"):
         (tmp_path / "odd").mkdir()
         (tmp_path / "odd" / "x.bin").write_text("?")

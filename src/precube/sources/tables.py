@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from precube.errors import InvalidInputError
 from precube.metadata import AlreadyExistsError, Column, MetadataStore, SourceType, Table, TableExt
-from precube.metadata.paths import check_name
 from precube.sources.source import CatalogSource, FileSource, SparkProvider, TableSource, source_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+_IDENTIFIER = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+def check_identifier(name: str, what: str) -> str:
+    """Database and table names must be plain SQL identifiers, so queries can name them unquoted."""
+    if not _IDENTIFIER.match(name.upper()):
+        raise InvalidInputError(f"invalid {what} {name!r}: use letters, digits and underscores (--{what} NAME)")
+    return name.upper()
 
 
 @dataclass(frozen=True)
@@ -107,9 +117,8 @@ def _register(
     writer: str,
     spark: SparkProvider | None = None,
 ) -> Table:
-    db = (database or store.get_project(project).default_database).upper()
-    check_name(db, "database name")
-    check_name(name.upper(), "table name")
+    db = check_identifier(database or store.get_project(project).default_database, "database")
+    check_identifier(name, "name")
     schema = source.schema(spark or _no_spark)
     table = Table(
         name=name,
