@@ -129,9 +129,10 @@ def _sample(cli: CliContext, project: str, tables: list[str], rows: int | None =
 
 
 def print_stats(ext: TableExt) -> None:
-    view = RichTable(
-        "column", "cardinality≈", "nulls", "min", "max", title=f"{ext.table_name}: {ext.total_rows:,} rows"
-    )
+    title = f"{ext.table_name}: {ext.total_rows:,} rows"
+    if ext.sampled_rows < ext.total_rows:
+        title += f" (stats over a sample of {ext.sampled_rows:,})"
+    view = RichTable("column", "cardinality≈", "nulls", "min", "max", title=title)
     for s in ext.columns_stats:
         view.add_row(s.column_name, f"{s.cardinality:,}", f"{s.null_count:,}", s.min_value or "", s.max_value or "")
     console.print(view)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 import uuid as uuidlib
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
@@ -71,14 +71,6 @@ class Entity(BaseModel):
 
     def _stored(self, mvcc: int) -> None:
         self._mvcc = mvcc
-
-    def copy_for_update(self, **changes: Any) -> Self:
-        """A validated copy with `changes` applied that keeps the version it was read at."""
-        data = self.model_dump()
-        data.update(changes)
-        other = type(self).model_validate(data)
-        other._mvcc = self._mvcc
-        return other
 
 
 def _first_line(err: Exception) -> str:

@@ -88,6 +88,16 @@ class Transaction:
         """Create or update, by whether the entity was read from the store."""
         return self._write(entity, entity.mvcc)
 
+    def replace(self, entity: E) -> E:
+        """Store `entity` in place of whatever is at its key; a replaced document keeps its uuid and
+        create_time (e.g. a table's stats after re-sampling)."""
+        doc = self.get_document(entity.key(self.project_name))
+        if doc is None:
+            return self.create(entity)
+        old = type(entity).from_json(doc.content, doc.mvcc, doc.key)
+        entity.uuid, entity.create_time = old.uuid, old.create_time
+        return self._write(entity, doc.mvcc)
+
     def delete(self, entity: Entity) -> None:
         self.delete_document(entity.key(self.project_name), entity.mvcc)
 

@@ -115,8 +115,4 @@ def sample_and_store(
         table = tx.require(Table, identity.upper())
     ext = sample_table(spark, table, max_rows, sample_rows)
     with store.transaction(project, writer) as tx:
-        old = tx.get(TableExt, table.identity)
-        if old is not None:
-            ext = ext.model_copy(update={"uuid": old.uuid, "create_time": old.create_time})
-            ext._stored(old.mvcc)
-        return tx.save(ext)
+        return tx.replace(ext)
