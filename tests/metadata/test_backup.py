@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from precube.metadata import BackupFormatError, MetadataStore, Project, Table, TableExt, open_store
+from precube.metadata import BackupFormatError, MetadataStore, Project, SegmentDetails, Table, TableExt, open_store
 from precube.metadata.backup import backup, restore
 from precube.metadata.table import Column, ColumnStats, SourceType
 
@@ -27,9 +27,9 @@ def _fill(store: MetadataStore) -> None:
                     )
                 )
                 tx.create(TableExt(table_name=f"SSB.{t}", columns_stats=[ColumnStats(column_name="K", cardinality=3)]))
-            # documents of kinds whose entities come later are stored and restored as they are
+            # a kind without an entity yet is stored and restored as it is
             tx.put_document("/" + name + "/execute/1c7dd6c1-6da5-72e6-a2fe-e87e5c764502", b'{"x": 1}', -1)
-            tx.put_document("/" + name + "/dataflow_details/de52affe/0b36355d.json", b'{"layout_instances": []}', -1)
+            tx.create(SegmentDetails(uuid="0b36355d", dataflow="de52affe"))
 
 
 def _tree(directory: Path) -> dict[str, bytes]:

@@ -12,15 +12,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from precube.metadata import paths
+from precube.metadata.dataflow import Dataflow, SegmentDetails
 from precube.metadata.documents import Document
 from precube.metadata.entity import Entity
 from precube.metadata.errors import BackupFormatError, InvalidKeyError, MetadataError
+from precube.metadata.index_plan import IndexPlan
+from precube.metadata.model import Model
 from precube.metadata.project import Project
 from precube.metadata.store import MetadataStore
 from precube.metadata.table import Table, TableExt
 
 # Documents whose content is checked against their entity on restore; others need only be JSON.
-ENTITY_CLASSES: dict[str, type[Entity]] = {"project": Project, "table": Table, "table_exd": TableExt}
+ENTITY_CLASSES: dict[str, type[Entity]] = {
+    cls.kind: cls for cls in (Project, Table, TableExt, Model, IndexPlan, Dataflow, SegmentDetails)
+}
 
 
 def backup(store: MetadataStore, directory: Path, project: str | None = None) -> int:

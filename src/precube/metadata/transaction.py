@@ -59,19 +59,22 @@ class Transaction:
             raise NotFoundError(f"project {self.project_name!r} does not exist")
         return Project.from_json(doc.content, doc.mvcc, doc.key)
 
-    def get(self, cls: type[E], name: str) -> E | None:
-        key = paths.entity_key(self.project_name, cls.kind, name, suffix=cls.suffix)
+    def get(self, cls: type[E], *names: str) -> E | None:
+        """The entity at `/{project}/{kind}/{names…}{suffix}`, or None."""
+        key = paths.entity_key(self.project_name, cls.kind, *names, suffix=cls.suffix)
         doc = self._raw.get(key)
         return None if doc is None else cls.from_json(doc.content, doc.mvcc, doc.key)
 
-    def require(self, cls: type[E], name: str) -> E:
-        entity = self.get(cls, name)
+    def require(self, cls: type[E], *names: str) -> E:
+        entity = self.get(cls, *names)
         if entity is None:
-            raise NotFoundError(f"{cls.kind} {name!r} does not exist in project {self.project_name!r}")
+            raise NotFoundError(f"{cls.kind} {'/'.join(names)!r} does not exist in project {self.project_name!r}")
         return entity
 
-    def list(self, cls: type[E]) -> list[E]:
-        docs = self._raw.scan(f"/{self.project_name}/{cls.kind}/")
+    def list(self, cls: type[E], *folder: str) -> list[E]:
+        """Every entity of a kind (under `folder`, e.g. one dataflow's segment details)."""
+        prefix = "/".join([f"/{self.project_name}", cls.kind, *folder]) + "/"
+        docs = self._raw.scan(prefix)
         return [cls.from_json(d.content, d.mvcc, d.key) for d in docs]
 
     def create(self, entity: E) -> E:
