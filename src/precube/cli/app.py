@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from precube import __version__
-from precube.cli import demo, metadata, project, ssb, table
+from precube.cli import demo, index, metadata, model, project, ssb, table
 from precube.cli.context import CliContext, err_console
 from precube.errors import PrecubeError
 
@@ -21,6 +21,8 @@ app = typer.Typer(
 )
 app.add_typer(project.app, name="project")
 app.add_typer(table.app, name="table")
+app.add_typer(model.app, name="model")
+app.add_typer(index.app, name="index")
 app.add_typer(metadata.app, name="metadata")
 app.add_typer(ssb.app, name="ssb")
 app.command("demo")(demo.demo)

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import typer
+import yaml
 
 from precube.cli.context import console, state
 from precube.cli.ssb import generate_with_progress
 from precube.cli.table import print_stats
 from precube.metadata import Project, SourceType, Table
+from precube.modeling.model_spec import ModelSpec, parse_spec
+from precube.modeling.model_store import create_model, find_model
 from precube.sources.sampling import sample_and_store
 from precube.sources.tables import load_file_table, reload_table
 from precube.ssb.generate import TABLES, read_manifest
 
 SSB_DATABASE = "SSB"
+SSB_MODEL = "ssb"
 
 
 def demo(
@@ -26,7 +31,8 @@ def demo(
     project: str = typer.Option("ssb", "--project", "-p", help="Project to create or reuse."),
     seed: int = typer.Option(1, "--seed", help="Random seed of the generated data."),
 ) -> None:
-    """Run the end-to-end demo: generate SSB data, create the project, load and sample the five tables."""
+    """Run the end-to-end demo: generate SSB data, create the project, load and sample the five tables,
+    create the SSB model."""
     cli = state(ctx)
     data = data or cli.settings.home / "data" / f"ssb-sf{scale:g}"
 
@@ -70,4 +76,22 @@ def demo(
             writer=cli.writer,
         )
         print_stats(ext)
+    console.rule("[bold]4. model")
+    with store.read(project) as tx:
+        existing_model = find_model(tx, SSB_MODEL)
+    if existing_model is None:
+        saved = create_model(store, project, ssb_model_spec(), writer=cli.writer)
+        plan = saved.index_plan
+        console.print(
+            f"created model [bold]{SSB_MODEL}[/]: {len(saved.model.dimensions())} dimensions, "
+            f"{len(saved.model.measures())} measures, {len(plan.all_layouts())} layouts"
+        )
+    else:
+        console.print(f"reusing model [bold]{SSB_MODEL}[/]")
     console.print(f"[bold green]demo done[/]: project {project}, metadata {store.url}")
+
+
+def ssb_model_spec() -> ModelSpec:
+    """The SSB model shipped with precube (`resources/ssb_model.yaml`)."""
+    text = resources.files("precube").joinpath("resources/ssb_model.yaml").read_text(encoding="utf-8")
+    return parse_spec(yaml.safe_load(text), "ssb_model.yaml")

@@ -9,8 +9,10 @@ import typer
 from rich.table import Table as RichTable
 
 from precube.cli.context import CliContext, console, err_console, state
+from precube.cli.model import report_checks
 from precube.errors import InvalidInputError
 from precube.metadata import SourceType, Table, TableExt
+from precube.modeling.model_store import check_models
 from precube.sources.sampling import sample_and_store
 from precube.sources.source import detect_file_type
 from precube.sources.tables import load_catalog_table, load_file_table, reload_table, unload_table
@@ -91,9 +93,13 @@ def reload(
     """Re-read tables' schemas from their sources and report what changed."""
     cli = state(ctx)
     cli.store().require_project(project)
+    changed = False
     for identity in tables:
         table, change = reload_table(cli.store(), project, identity, cli.spark, writer=cli.writer)
         console.print(f"{table.identity}: {change.describe()}")
+        changed = changed or change.changed
+    if changed:  # a dropped or retyped column may break models (seed 002 "Broken Model")
+        report_checks(check_models(cli.store(), project, writer=cli.writer))
 
 
 @app.command("sample")

@@ -51,6 +51,7 @@ class NamedColumn(BaseModel):
     name: str  # unique among the model's named columns; how queries and rules refer to it
     column: str  # "ALIAS.COLUMN"
     status: ColumnStatus = ColumnStatus.EXIST
+    datatype: str = ""  # precube: the source type when the model was saved (detects incompatible reloads)
 
 
 class ComputedColumn(BaseModel):
@@ -99,6 +100,7 @@ class Measure(BaseModel):
     name: str
     function: Function
     comment: str | None = None
+    tomb: bool = False  # removed; its id is never reused
 
 
 class PartitionDesc(BaseModel):
@@ -147,9 +149,12 @@ class Model(Entity):
     def column_by_id(self, column_id: int) -> NamedColumn | None:
         return next((c for c in self.all_named_columns if c.id == column_id), None)
 
+    def measures(self) -> list[Measure]:
+        return [m for m in self.all_measures if not m.tomb]
+
     def measure_by_id(self, measure_id: int) -> Measure | None:
         return next((m for m in self.all_measures if m.id == measure_id), None)
 
     def measure_by_name(self, name: str) -> Measure | None:
         upper = name.upper()
-        return next((m for m in self.all_measures if m.name.upper() == upper), None)
+        return next((m for m in self.measures() if m.name.upper() == upper), None)

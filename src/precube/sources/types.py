@@ -1,38 +1,12 @@
-"""Column types: Arrow and Spark types to Kylin's type names, and Kylin names back to Spark DDL.
-
-Kylin names are what the metadata stores (`integer`, `bigint`, `varchar(4096)`, `decimal(15,2)`…),
-so documents read like Kylin's and model validation has one vocabulary.
-"""
+"""Column types of sources: Arrow and Spark types to the Kylin names of `precube.metadata.datatypes`."""
 
 from __future__ import annotations
 
-import re
-
 import pyarrow as pa
 
-STRING = "varchar(4096)"
+from precube.metadata import datatypes
 
-_SPARK_TO_KYLIN = {
-    "string": STRING,
-    "int": "integer",
-    "integer": "integer",
-    "bigint": "bigint",
-    "long": "bigint",
-    "smallint": "smallint",
-    "short": "smallint",
-    "tinyint": "tinyint",
-    "byte": "tinyint",
-    "float": "float",
-    "real": "float",
-    "double": "double",
-    "boolean": "boolean",
-    "date": "date",
-    "timestamp": "timestamp",
-    "timestamp_ntz": "timestamp",
-    "binary": "binary",
-}
-_KYLIN_TO_SPARK = {"integer": "int", "varchar": "string", "char": "string", "string": "string"}
-_PARAM = re.compile(r"^(\w+)\s*(\(.*\))?$")
+STRING = datatypes.STRING
 
 
 def from_arrow(t: pa.DataType) -> str:
@@ -70,21 +44,7 @@ def from_arrow(t: pa.DataType) -> str:
 
 def from_spark(simple_string: str) -> str:
     """The Kylin type name of a Spark type given by its `simpleString()`."""
-    s = simple_string.strip().lower()
-    if s in _SPARK_TO_KYLIN:
-        return _SPARK_TO_KYLIN[s]
-    m = _PARAM.match(s)
-    if m and m.group(1) in ("decimal", "varchar", "char"):
-        return s.replace(" ", "")
-    return s
+    return datatypes.normalize(simple_string)
 
 
-def to_spark(kylin_type: str) -> str:
-    """The Spark SQL DDL type for a Kylin type name."""
-    m = _PARAM.match(kylin_type.strip().lower())
-    if not m:
-        return kylin_type
-    base = m.group(1)
-    if base in _KYLIN_TO_SPARK:
-        return _KYLIN_TO_SPARK[base]
-    return kylin_type.lower()
+to_spark = datatypes.to_spark

@@ -1,0 +1,119 @@
+"""`precube index preview|set-rules|add-table-index|list`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table as RichTable
+
+from precube.cli.context import console, state
+from precube.metadata import IndexPlan
+from precube.metadata.model import MEASURE_ID_BASE
+from precube.modeling.agg_group import preview as preview_rule
+from precube.modeling.model_spec import load_rules
+from precube.modeling.model_store import (
+    add_model_table_index,
+    model_dims,
+    model_measures,
+    require_model,
+    rule_from_groups,
+    set_model_rules,
+)
+
+app = typer.Typer(help="What to precompute: aggregation groups and table indexes.", no_args_is_help=True)
+
+PROJECT = typer.Option(..., "--project", "-p", help="Project name.")
+MODEL = typer.Option(..., "--model", "-m", help="Model alias.")
+
+
+def _names(values: list[str]) -> list[str]:
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+@app.command("preview")
+def preview(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="YAML/JSON with aggregation_groups (and global_dim_cap)."),
+    project: str = PROJECT,
+    model: str = MODEL,
+) -> None:
+    """Report how many layouts a rule set yields, per group and in all, without saving it."""
+    store = state(ctx).store()
+    store.require_project(project)
+    rules = load_rules(file)
+    with store.read(project) as tx:
+        m = require_model(tx, model)
+    rule = rule_from_groups(m, rules.aggregation_groups, rules.global_dim_cap)
+    result = preview_rule(rule, model_dims(m), model_measures(m))
+    view = RichTable("group", "layouts")
+    for i, count in enumerate(result.group_counts, start=1):
+        view.add_row(str(i), f"{count:,}")
+    console.print(view)
+    bound = "" if result.total_exact else "at most "
+    console.print(f"total distinct layouts (with the base layout): [bold]{bound}{result.total:,}[/]")
+    if result.groups_over_limit:
+        groups = ", ".join(map(str, result.groups_over_limit))
+        console.print(f"[red]groups {groups} exceed {result.group_limit:,} layouts each: set-rules would refuse them")
+    elif result.exceeds_limit:
+        console.print(f"[red]more than {result.total_limit:,} layouts in all: set-rules would refuse them")
+
+
+@app.command("set-rules")
+def set_rules(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="YAML/JSON with aggregation_groups (and global_dim_cap)."),
+    project: str = PROJECT,
+    model: str = MODEL,
+) -> None:
+    """Replace a model's aggregation groups; unchanged layouts keep their ids."""
+    cli = state(ctx)
+    cli.store().require_project(project)
+    rules = load_rules(file)
+    plan = set_model_rules(cli.store(), project, model, rules.aggregation_groups, rules.global_dim_cap, cli.writer)
+    console.print(
+        f"model {model}: {len(plan.rule_based_indexes)} rule-based indexes, {len(plan.all_layouts())} layouts"
+    )
+
+
+@app.command("add-table-index")
+def add_table_index(
+    ctx: typer.Context,
+    project: str = PROJECT,
+    model: str = MODEL,
+    columns: list[str] = typer.Option(..., "--columns", "-c", help="Column names (comma-separated or repeated)."),
+    shard_by: list[str] = typer.Option([], "--shard-by", help="Shard-by columns."),
+    sort_by: list[str] = typer.Option([], "--sort-by", help="Sort-by columns."),
+) -> None:
+    """Add a table (detail) index over model columns."""
+    cli = state(ctx)
+    cli.store().require_project(project)
+    layout = add_model_table_index(
+        cli.store(), project, model, _names(columns), _names(shard_by), _names(sort_by), cli.writer
+    )
+    console.print(f"added table index layout {layout.id} ({len(layout.col_order)} columns)")
+
+
+@app.command("list")
+def list_(ctx: typer.Context, project: str = PROJECT, model: str = MODEL) -> None:
+    """List a model's layouts."""
+    store = state(ctx).store()
+    store.require_project(project)
+    with store.read(project) as tx:
+        m = require_model(tx, model)
+        plan = tx.require(IndexPlan, m.uuid)
+    names = {c.id: c.name for c in m.all_named_columns} | {x.id: x.name for x in m.all_measures}
+    view = RichTable("layout", "kind", "dimensions", "measures")
+    for lay in plan.all_layouts():
+        kind = (
+            ("table" if lay.is_table_index else "agg")
+            + (" base" if lay.base else "")
+            + (" manual" if lay.manual else "")
+        )
+        dims = [names.get(i, str(i)) for i in lay.col_order if i < MEASURE_ID_BASE]
+        measures = [names.get(i, str(i)) for i in lay.col_order if i >= MEASURE_ID_BASE]
+        view.add_row(str(lay.id), kind, ", ".join(dims), ", ".join(measures))
+    console.print(view)
+    if plan.to_be_deleted_indexes:
+        count = sum(len(i.layouts) for i in plan.to_be_deleted_indexes)
+        console.print(f"{count} layouts to be deleted once their segments are rebuilt")

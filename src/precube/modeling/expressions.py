@@ -1,0 +1,65 @@
+"""SQL expressions of a model (computed columns, filter condition) parsed and typed with sqlglot."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, SqlglotError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+
+from precube.metadata import datatypes
+from precube.modeling.errors import InvalidModelError
+
+DIALECT = "spark"
+# alias -> column -> Kylin type
+Schema = Mapping[str, Mapping[str, str]]
+
+
+def parse(sql: str, what: str) -> exp.Expr:
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except ParseError as err:
+        raise InvalidModelError(f"{what} {sql!r} is not valid SQL: {str(err).splitlines()[0]}") from err
+    if tree.find(exp.AggFunc, exp.Window, exp.Subquery, exp.Select) is not None and not isinstance(tree, exp.Select):
+        raise InvalidModelError(f"{what} {sql!r} may not contain aggregates, window functions or subqueries")
+    if isinstance(tree, exp.Select):
+        raise InvalidModelError(f"{what} {sql!r} must be an expression, not a query")
+    return tree
+
+
+def _upper_identifiers(tree: exp.Expr) -> exp.Expr:
+    for ident in tree.find_all(exp.Identifier):
+        ident.set("this", ident.this.upper())
+    return tree
+
+
+def typed(sql: str, schema: Schema, what: str) -> tuple[str, str, set[tuple[str, str]]]:
+    """Parse `sql`, resolve its columns against `schema`, infer its type.
+
+    Returns (normalized SQL with ALIAS.COLUMN references, Kylin type name, the (alias, column) pairs used).
+    An unknown or ambiguous column raises `InvalidModelError` naming it.
+    """
+    tree = parse(sql, what)
+    spark_schema: dict[str, object] = {
+        alias.upper(): {c.upper(): datatypes.to_spark(t) for c, t in cols.items()} for alias, cols in schema.items()
+    }
+    aliases = list(spark_schema)
+    query = exp.select(tree.copy())
+    for i, alias in enumerate(aliases):
+        query = query.from_(alias) if i == 0 else query.join(alias, join_type="cross")
+    try:
+        qualified = qualify(query, schema=spark_schema, dialect=DIALECT, quote_identifiers=False, identify=False)
+        annotated = annotate_types(qualified, schema=spark_schema, dialect=DIALECT)
+    except SqlglotError as err:
+        raise InvalidModelError(f"{what} {sql!r}: {str(err).splitlines()[0]}") from err
+    node = annotated.selects[0]
+    node = node.this if isinstance(node, exp.Alias) else node
+    used = {(c.table.upper(), c.name.upper()) for c in node.find_all(exp.Column)}
+    dtype = node.type
+    if dtype is None or dtype.this == exp.DataType.Type.UNKNOWN:
+        raise InvalidModelError(f"{what} {sql!r}: cannot infer its type")
+    normalized = _upper_identifiers(node.copy()).sql(dialect=DIALECT)
+    return normalized, datatypes.normalize(dtype.sql(dialect=DIALECT)), used

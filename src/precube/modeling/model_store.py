@@ -1,0 +1,254 @@
+"""Saving models: a model, its index plan and its dataflow are created, changed and deleted together,
+in one project transaction (seed 002: the three correspond one to one).
+
+These functions are the only writers of those documents outside the build; they apply the pure rules
+of `model_rules` and `index_plan` and record the outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from precube.metadata import (
+    AggregationGroup,
+    AlreadyExistsError,
+    Dataflow,
+    DataflowStatus,
+    IndexPlan,
+    Layout,
+    MetadataStore,
+    Model,
+    NotFoundError,
+    RuleBasedIndex,
+    SegmentDetails,
+    SelectRule,
+    Table,
+    Transaction,
+)
+from precube.modeling import index_plan as plans
+from precube.modeling.errors import InvalidIndexPlanError
+from precube.modeling.model_rules import broken_reason, build_model, significant_changes, used_columns
+from precube.modeling.model_spec import AggregationGroupSpec, ModelSpec
+
+
+@dataclass(frozen=True)
+class SavedModel:
+    model: Model
+    index_plan: IndexPlan
+    dataflow: Dataflow
+    significant_changes: tuple[str, ...] = ()
+
+
+def find_model(tx: Transaction, alias: str) -> Model | None:
+    upper = alias.upper()
+    return next((m for m in tx.list(Model) if m.alias.upper() == upper), None)
+
+
+def require_model(tx: Transaction, alias: str) -> Model:
+    model = find_model(tx, alias)
+    if model is None:
+        raise NotFoundError(f"model {alias!r} does not exist in project {tx.project_name!r}")
+    return model
+
+
+def model_dims(model: Model) -> list[int]:
+    return sorted(c.id for c in model.dimensions())
+
+
+def model_measures(model: Model) -> list[int]:
+    return sorted(m.id for m in model.measures())
+
+
+def table_index_columns(model: Model) -> list[int]:
+    """Columns of the base table index: every dimension and every column a measure reads."""
+    used = used_columns(model)
+    return sorted(c.id for c in model.live_columns() if c.column in used)
+
+
+def rule_from_groups(
+    model: Model, groups: Sequence[AggregationGroupSpec], global_dim_cap: int | None
+) -> RuleBasedIndex:
+    """Aggregation groups written with names → a `RuleBasedIndex` with ids; unknown names are named."""
+
+    def dim(name: str, where: str) -> int:
+        col = model.column_by_name(name)
+        if col is None or col not in model.dimensions():
+            raise InvalidIndexPlanError(f"{where}: {name} is not a dimension of model {model.alias}")
+        return col.id
+
+    def measure(name: str, where: str) -> int:
+        m = model.measure_by_name(name)
+        if m is None:
+            raise InvalidIndexPlanError(f"{where}: {name} is not a measure of model {model.alias}")
+        return m.id
+
+    result = []
+    for i, g in enumerate(groups, start=1):
+        where = f"aggregation group {i}"
+        rule = g.select_rule
+        result.append(
+            AggregationGroup(
+                includes=[dim(n, where) for n in g.includes],
+                measures=[measure(n, where) for n in g.measures],
+                select_rule=SelectRule(
+                    mandatory_dims=[dim(n, where) for n in rule.mandatory_dims],
+                    hierarchy_dims=[[dim(n, where) for n in h] for h in rule.hierarchy_dims],
+                    joint_dims=[[dim(n, where) for n in j] for j in rule.joint_dims],
+                    dim_cap=rule.dim_cap,
+                ),
+            )
+        )
+    return RuleBasedIndex(aggregation_groups=result, global_dim_cap=global_dim_cap)
+
+
+def _plan_for(model: Model, plan: IndexPlan, spec: ModelSpec, built: set[int]) -> IndexPlan:
+    dims, measures = model_dims(model), model_measures(model)
+    plan = plans.ensure_base_indexes(plan, dims, measures, table_index_columns(model))
+    if spec.aggregation_groups:
+        rule = rule_from_groups(model, spec.aggregation_groups, spec.global_dim_cap)
+        plan = plans.set_rules(plan, rule, dims, measures, built)
+    return plan
+
+
+def create_model(store: MetadataStore, project: str, spec: ModelSpec, writer: str = "precube") -> SavedModel:
+    """Validate and save a new model with its index plan (base indexes + the spec's groups) and an
+    empty OFFLINE dataflow."""
+    with store.transaction(project, writer) as tx:
+        if find_model(tx, spec.alias) is not None:
+            raise AlreadyExistsError(f"model {spec.alias!r} already exists in project {project!r}")
+        tables = {t.identity: t for t in tx.list(Table)}
+        model = build_model(spec, tables)
+        plan = _plan_for(model, IndexPlan(uuid=model.uuid), spec, set())
+        dataflow = Dataflow(uuid=model.uuid, status=DataflowStatus.OFFLINE)
+        return SavedModel(tx.create(model), tx.create(plan), tx.create(dataflow))
+
+
+def update_model(store: MetadataStore, project: str, spec: ModelSpec, writer: str = "precube") -> SavedModel:
+    """Apply an edited spec. A significant change bumps `semantic_version`, drops every built segment
+    and rebuilds the index plan from scratch (seed 002); other edits keep segments and layout ids."""
+    with store.transaction(project, writer) as tx:
+        old = require_model(tx, spec.alias)
+        tables = {t.identity: t for t in tx.list(Table)}
+        model = build_model(spec, tables, old)
+        reasons = tuple(significant_changes(old, model))
+        plan = tx.require(IndexPlan, model.uuid)
+        dataflow = tx.require(Dataflow, model.uuid)
+        built = built_layouts(tx, model)
+        if reasons:
+            _drop_segments(tx, dataflow)
+            built = set()
+            plan = IndexPlan(uuid=model.uuid)  # ids start over: the old layouts describe data that is gone
+        live = set(model_dims(model)) | set(model_measures(model))
+        stale = [lay.id for lay in plan.all_layouts() if not set(lay.col_order) <= live]
+        if stale:
+            plan = plans.remove_layouts(plan, stale, built)
+        plan = _plan_for(model, plan, spec, built)
+        # replace: the documents were read in this same transaction, so nothing can slip in between
+        return SavedModel(tx.replace(model), tx.replace(plan), tx.update(dataflow), reasons)
+
+
+def built_layouts(tx: Transaction, model: Model) -> set[int]:
+    """Layouts built in at least one segment of the model."""
+    return {li.layout_id for d in tx.list(SegmentDetails, model.uuid) for li in d.layout_instances}
+
+
+def set_model_rules(
+    store: MetadataStore,
+    project: str,
+    alias: str,
+    groups: Sequence[AggregationGroupSpec],
+    global_dim_cap: int | None = None,
+    writer: str = "precube",
+) -> IndexPlan:
+    """Replace a model's aggregation groups; unchanged layouts keep their ids (reference §3.4)."""
+    with store.transaction(project, writer) as tx:
+        model = require_model(tx, alias)
+        plan = tx.require(IndexPlan, model.uuid)
+        rule = rule_from_groups(model, groups, global_dim_cap)
+        plan = plans.set_rules(plan, rule, model_dims(model), model_measures(model), built_layouts(tx, model))
+        return tx.replace(plan)
+
+
+def add_model_table_index(
+    store: MetadataStore,
+    project: str,
+    alias: str,
+    columns: Sequence[str],
+    shard_by: Sequence[str] = (),
+    sort_by: Sequence[str] = (),
+    writer: str = "precube",
+) -> Layout:
+    """Add a table (detail) index over named model columns."""
+    with store.transaction(project, writer) as tx:
+        model = require_model(tx, alias)
+
+        def ids(names: Sequence[str]) -> list[int]:
+            found = []
+            for name in names:
+                col = model.column_by_name(name)
+                if col is None:
+                    raise InvalidIndexPlanError(f"table index: {name} is not a column of model {model.alias}")
+                found.append(col.id)
+            return found
+
+        plan = tx.require(IndexPlan, model.uuid)
+        live = [c.id for c in model.live_columns()]
+        plan, layout = plans.add_table_index(plan, ids(columns), ids(shard_by), ids(sort_by), model_columns=live)
+        tx.replace(plan)
+        return layout
+
+
+def _drop_segments(tx: Transaction, dataflow: Dataflow) -> None:
+    for details in tx.list(SegmentDetails, dataflow.uuid):
+        tx.delete(details)
+    dataflow.segments = []
+    if dataflow.status is not DataflowStatus.BROKEN:
+        dataflow.status = DataflowStatus.OFFLINE
+
+
+def delete_model(store: MetadataStore, project: str, alias: str, writer: str = "precube") -> Model:
+    with store.transaction(project, writer) as tx:
+        model = require_model(tx, alias)
+        dataflow = tx.get(Dataflow, model.uuid)
+        if dataflow is not None:
+            _drop_segments(tx, dataflow)
+            tx.delete(dataflow)
+        plan = tx.get(IndexPlan, model.uuid)
+        if plan is not None:
+            tx.delete(plan)
+        tx.delete(model)
+        return model
+
+
+@dataclass(frozen=True)
+class BrokenCheck:
+    model: str
+    reason: str | None  # why it is broken now, None if it fits its tables
+    changed: bool  # whether this check changed its status
+
+
+def check_models(store: MetadataStore, project: str, writer: str = "precube") -> list[BrokenCheck]:
+    """Re-check every model against the project's tables (after a reload). A model that no longer
+    fits becomes BROKEN (reason SCHEMA) and loses its segments, whose data no longer match the
+    source (seed 002); a broken model that fits again recovers, OFFLINE until rebuilt."""
+    results = []
+    with store.transaction(project, writer) as tx:
+        tables = {t.identity: t for t in tx.list(Table)}
+        for model in tx.list(Model):
+            dataflow = tx.require(Dataflow, model.uuid)
+            reason = broken_reason(model, tables)
+            was_broken = dataflow.status is DataflowStatus.BROKEN
+            if reason is not None and (not was_broken or dataflow.broken_detail != reason):
+                _drop_segments(tx, dataflow)
+                dataflow.status, dataflow.broken_reason, dataflow.broken_detail = (
+                    DataflowStatus.BROKEN,
+                    "SCHEMA",
+                    reason,
+                )
+                tx.update(dataflow)
+            elif reason is None and was_broken:
+                dataflow.status, dataflow.broken_reason, dataflow.broken_detail = DataflowStatus.OFFLINE, None, None
+                tx.update(dataflow)
+            results.append(BrokenCheck(model.alias, reason, (reason is not None) != was_broken))
+    return results

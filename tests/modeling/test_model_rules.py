@@ -1,0 +1,269 @@
+"""Model building and validation, significant changes and broken models."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from precube.metadata import ColumnStatus, FunctionExpression, Model, Table
+from precube.metadata.model import MEASURE_ID_BASE
+from precube.modeling.errors import InvalidModelError
+from precube.modeling.model_rules import broken_reason, build_model, significant_changes, spec_of
+from precube.modeling.model_spec import ModelSpec, parse_spec
+from tests.modeling.conftest import ssb_spec_data
+
+
+def _spec(**changes: Any) -> ModelSpec:
+    data = ssb_spec_data()
+    data.update(changes)
+    return parse_spec(data)
+
+
+def test_ssb_model_builds(ssb_spec: ModelSpec, ssb_tables: dict[str, Table]) -> None:
+    model = build_model(ssb_spec, ssb_tables)
+    assert model.fact_table == "SSB.LINEORDER" and model.root_alias == "LINEORDER"
+    assert [j.alias for j in model.join_tables] == ["DATES", "CUSTOMER", "SUPPLIER", "PART"]
+    ids = [c.id for c in model.all_named_columns]
+    assert ids == list(range(len(ids)))  # 0.. in table order, computed columns last
+    cc = model.computed_columns[0]
+    assert (cc.column_name, cc.datatype) == ("V_REVENUE", "bigint")
+    assert cc.inner_expression == "LINEORDER.LO_EXTENDEDPRICE * LINEORDER.LO_DISCOUNT"
+    assert model.column_by_name("V_REVENUE") is not None
+    dims = {c.name for c in model.dimensions()}
+    assert {"D_YEAR", "C_CITY", "P_BRAND", "LO_ORDERDATE"} <= dims and len(dims) == 16
+    measures = {m.name: m for m in model.measures()}
+    assert [m.id for m in model.measures()] == list(range(MEASURE_ID_BASE, MEASURE_ID_BASE + len(measures)))
+    assert measures["REVENUE"].function.returntype == "bigint"
+    assert measures["CUSTOMERS"].function.returntype == "bitmap"
+    assert measures["CUSTOMERS_APPROX"].function.returntype == "hllc(14)"
+    assert measures["COUNT_ALL"].function.parameters[0].value == "1"
+    assert model.partition_desc is not None
+    assert model.partition_desc.partition_date_column == "LINEORDER.LO_ORDERDATE"
+    assert model.semantic_version == 0
+
+
+def test_ambiguous_names_get_alias_prefix(ssb_tables: dict[str, Table]) -> None:
+    tables = dict(ssb_tables)
+    dates = tables["SSB.DATES"]
+    tables["SSB.DATES2"] = dates.model_copy(update={"name": "DATES2"})
+    spec = _spec(
+        join_tables=[
+            *ssb_spec_data()["join_tables"],  # type: ignore[misc]
+            {
+                "table": "SSB.DATES2",
+                "alias": "COMMIT_DATES",
+                "join": {"foreign_key": ["LINEORDER.LO_COMMITDATE"], "primary_key": ["COMMIT_DATES.D_DATEKEY"]},
+            },
+        ],
+        simplified_dimensions=["DATES.D_YEAR", {"column": "COMMIT_DATES.D_YEAR", "name": "COMMIT_YEAR"}],
+        aggregation_groups=[],
+    )
+    model = build_model(spec, tables)
+    assert model.column_by_name("DATES_D_YEAR") is not None  # the name exists on two tables: prefixed
+    names = {c.column: c.name for c in model.all_named_columns}
+    assert names["DATES.D_MONTH"] == "DATES_D_MONTH" and names["COMMIT_DATES.D_MONTH"] == "COMMIT_DATES_D_MONTH"
+    assert names["COMMIT_DATES.D_YEAR"] == "COMMIT_YEAR"
+
+
+def _without_groups(**changes: Any) -> ModelSpec:
+    return _spec(aggregation_groups=[], **changes)
+
+
+def _joins(*overrides: tuple[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    joins = copy.deepcopy(ssb_spec_data()["join_tables"])
+    assert isinstance(joins, list)
+    for i, change in overrides:
+        joins[i].update(change)
+    return joins
+
+
+BAD: list[tuple[str, dict[str, Any], str]] = [
+    ("unknown fact", {"fact_table": "SSB.NOPE"}, "fact_table: table SSB.NOPE is not loaded"),
+    ("unknown lookup", {"join_tables": _joins((0, {"table": "SSB.X"}))}, r"join_tables\[0\].table: table SSB.X"),
+    ("unknown dim", {"simplified_dimensions": ["DATES.D_NOPE"]}, r"unknown column DATES.D_NOPE \(table SSB.DATES\)"),
+    ("unknown alias", {"simplified_dimensions": ["FOO.D_YEAR"]}, "unknown table alias FOO"),
+    ("ambiguous", {"simplified_dimensions": ["D_NOPE"]}, "unknown column D_NOPE"),
+    (
+        "key type",
+        {
+            "join_tables": _joins(
+                (0, {"join": {"foreign_key": ["LINEORDER.LO_SHIPMODE"], "primary_key": ["DATES.D_DATEKEY"]}})
+            )
+        },
+        "join key type mismatch: LINEORDER.LO_SHIPMODE is varchar.4096. but DATES.D_DATEKEY is date",
+    ),
+    (
+        "pk elsewhere",
+        {
+            "join_tables": _joins(
+                (0, {"join": {"foreign_key": ["LINEORDER.LO_ORDERDATE"], "primary_key": ["PART.P_PARTKEY"]}})
+            )
+        },
+        "PART.P_PARTKEY is not a column of DATES",
+    ),
+    (
+        "cycle",
+        {
+            "join_tables": _joins(
+                (1, {"join": {"foreign_key": ["SUPPLIER.S_SUPPKEY"], "primary_key": ["CUSTOMER.C_CUSTKEY"]}}),
+                (2, {"join": {"foreign_key": ["CUSTOMER.C_CUSTKEY"], "primary_key": ["SUPPLIER.S_SUPPKEY"]}}),
+            )
+        },
+        "cycle in joins: CUSTOMER -> SUPPLIER -> CUSTOMER",
+    ),
+    ("dup alias", {"join_tables": _joins((1, {"alias": "DATES"}))}, "duplicate table alias DATES"),
+    (
+        "dup measure",
+        {"simplified_measures": [{"name": "A", "expression": "COUNT"}, {"name": "a", "expression": "COUNT"}]},
+        "duplicate measure name A",
+    ),
+    (
+        "sum text",
+        {"simplified_measures": [{"name": "S", "expression": "SUM", "column": "LINEORDER.LO_SHIPMODE"}]},
+        "SUM needs a numeric column, not varchar",
+    ),
+    (
+        "bad function",
+        {"simplified_measures": [{"name": "S", "expression": "AVG", "column": "LINEORDER.LO_TAX"}]},
+        "unknown function 'AVG'",
+    ),
+    (
+        "hll precision",
+        {
+            "simplified_measures": [
+                {"name": "U", "expression": "COUNT_DISTINCT", "column": "LO_CUSTKEY", "return_type": "hllc(30)"}
+            ]
+        },
+        r"bitmap or hllc\(10..16\)",
+    ),
+    (
+        "topn arity",
+        {"simplified_measures": [{"name": "T", "expression": "TOP_N", "column": "LO_REVENUE"}]},
+        r"TOP_N takes at least 2 parameter\(s\), got 1",
+    ),
+    (
+        "min constant",
+        {
+            "simplified_measures": [
+                {"name": "M", "expression": "MIN", "parameter_value": [{"type": "constant", "value": "1"}]}
+            ]
+        },
+        "MIN takes columns, not the constant '1'",
+    ),
+    (
+        "partition on lookup",
+        {"partition_desc": {"partition_date_column": "DATES.D_DATEKEY", "partition_date_format": "yyyy-MM-dd"}},
+        "partition column DATES.D_DATEKEY must be on the fact table LINEORDER",
+    ),
+    (
+        "cc on lookup",
+        {"computed_columns": [{"column_name": "X", "expression": "DATES.D_YEAR + 1"}]},
+        "computed column X",
+    ),
+    (
+        "cc clash",
+        {"computed_columns": [{"column_name": "LO_TAX", "expression": "LINEORDER.LO_TAX + 1"}]},
+        "computed column LO_TAX clashes",
+    ),
+    (
+        "cc aggregate",
+        {"computed_columns": [{"column_name": "X", "expression": "SUM(LO_TAX)"}]},
+        "may not contain aggregates",
+    ),
+    ("cc syntax", {"computed_columns": [{"column_name": "X", "expression": "LO_TAX +"}]}, "is not valid SQL"),
+    ("filter type", {"filter_condition": "LINEORDER.LO_TAX + 1"}, "is not a condition"),
+    ("filter column", {"filter_condition": "LINEORDER.NOPE > 1"}, "filter_condition"),
+    ("dup dim", {"simplified_dimensions": ["DATES.D_YEAR", "D_YEAR"]}, "listed twice"),
+    ("bad alias", {"alias": "my model"}, "invalid model alias 'my model'"),
+]
+
+
+@pytest.mark.parametrize(("changes", "message"), [(c, m) for _, c, m in BAD], ids=[n for n, _, _ in BAD])
+def test_invalid_models_are_refused(ssb_tables: dict[str, Table], changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidModelError, match=message):
+        build_model(_without_groups(**changes), ssb_tables)
+
+
+def test_edits_keep_ids_and_significant_changes_bump_version(ssb_spec: ModelSpec, ssb_tables: dict[str, Table]) -> None:
+    first = build_model(ssb_spec, ssb_tables)
+    data = ssb_spec_data()
+    data["simplified_measures"] = [m for m in data["simplified_measures"] if m["name"] != "QUANTITY"]  # type: ignore[union-attr,index]
+    data["simplified_measures"].append({"name": "MAX_TAX", "expression": "MAX", "column": "LO_TAX"})  # type: ignore[union-attr]
+    data["simplified_dimensions"] = data["simplified_dimensions"][1:]  # type: ignore[index]
+    second = build_model(parse_spec(data), ssb_tables, first)
+    assert second.uuid == first.uuid and second.semantic_version == 0 and significant_changes(first, second) == []
+    by_name = {m.name: m for m in second.all_measures}
+    assert by_name["QUANTITY"].tomb and by_name["REVENUE"].id == first.measure_by_name("REVENUE").id  # type: ignore[union-attr]
+    assert by_name["MAX_TAX"].id == max(m.id for m in first.all_measures) + 1
+    orderdate = second.column_by_name("LO_ORDERDATE")
+    assert orderdate is not None and orderdate.status is ColumnStatus.EXIST
+    assert {c.column: c.id for c in second.all_named_columns} == {c.column: c.id for c in first.all_named_columns}
+    # a measure that comes back does not get its old id
+    data["simplified_measures"].append({"name": "QUANTITY", "expression": "SUM", "column": "LO_QUANTITY"})  # type: ignore[union-attr]
+    third = build_model(parse_spec(data), ssb_tables, second)
+    assert third.measure_by_name("QUANTITY").id > by_name["MAX_TAX"].id  # type: ignore[union-attr]
+
+    for change, reason in [
+        ({"filter_condition": "LINEORDER.LO_QUANTITY > 0"}, "filter condition changed"),
+        ({"partition_desc": None}, "partition column changed"),
+        (
+            {
+                "join_tables": _joins(
+                    (
+                        0,
+                        {
+                            "join": {
+                                "type": "INNER",
+                                "foreign_key": ["LINEORDER.LO_ORDERDATE"],
+                                "primary_key": ["DATES.D_DATEKEY"],
+                            }
+                        },
+                    )
+                )
+            },
+            "joins changed",
+        ),
+        ({"join_tables": _joins((3, {"flattenable": "normalized"}))}, "a lookup's precompute flag changed"),
+    ]:
+        changed = build_model(_spec(**change), ssb_tables, first)
+        assert significant_changes(first, changed) == [reason]
+        assert changed.semantic_version == first.semantic_version + 1
+
+
+def _reloaded(
+    tables: dict[str, Table], identity: str, drop: str = "", retype: tuple[str, str] | None = None
+) -> dict[str, Table]:
+    table = tables[identity].model_copy(deep=True)
+    table.columns = [c for c in table.columns if c.name != drop]
+    if retype:
+        for c in table.columns:
+            if c.name == retype[0]:
+                c.datatype = retype[1]
+    return {**tables, identity: table}
+
+
+def test_broken_and_recovered(ssb_spec: ModelSpec, ssb_tables: dict[str, Table]) -> None:
+    model = build_model(ssb_spec, ssb_tables)
+    assert broken_reason(model, ssb_tables) is None
+    assert broken_reason(model, _reloaded(ssb_tables, "SSB.PART", drop="P_COLOR")) is None  # unused column
+    dropped = broken_reason(model, _reloaded(ssb_tables, "SSB.CUSTOMER", drop="C_CITY"))
+    assert dropped == "column CUSTOMER.C_CITY used by the model was dropped from SSB.CUSTOMER"
+    retyped = broken_reason(model, _reloaded(ssb_tables, "SSB.LINEORDER", retype=("LO_REVENUE", "varchar(4096)")))
+    assert retyped == "column LINEORDER.LO_REVENUE changed type incompatibly: bigint -> varchar(4096)"
+    widened = _reloaded(ssb_tables, "SSB.DATES", retype=("D_YEAR", "bigint"))
+    assert broken_reason(model, widened) is None  # integer widening is compatible
+    cc_input = broken_reason(model, _reloaded(ssb_tables, "SSB.LINEORDER", drop="LO_DISCOUNT"))
+    assert cc_input is not None and "LO_DISCOUNT" in cc_input
+    gone = {k: v for k, v in ssb_tables.items() if k != "SSB.PART"}
+    assert broken_reason(model, gone) == "table SSB.PART (PART) is no longer loaded"
+
+
+def test_spec_of_round_trips(ssb_spec: ModelSpec, ssb_tables: dict[str, Table]) -> None:
+    model = build_model(ssb_spec, ssb_tables)
+    again = build_model(spec_of(model), ssb_tables, model)
+    assert again.model_dump(exclude={"last_modified", "create_time"}) == model.model_dump(
+        exclude={"last_modified", "create_time"}
+    )
+    assert isinstance(again, Model) and again.measures()[0].function.expression is FunctionExpression.COUNT
