@@ -9,7 +9,7 @@ import pytest
 import typer
 
 from precube.cli.app import app, run
-from precube.metadata import TableExt, open_store
+from precube.metadata import IndexPlan, Model, TableExt, open_store
 from precube.metadata.errors import AlreadyExistsError
 from precube.ssb.generate import TABLES, row_counts
 
@@ -39,6 +39,8 @@ def test_expected_commands_exist() -> None:
         "project create", "project list", "project delete",
         "table load", "table list", "table reload", "table sample",
         "metadata backup", "metadata restore", "ssb generate", "demo",
+        "model create", "model show", "model list", "model delete",
+        "index preview", "index set-rules", "index add-table-index",
     ]:  # fmt: skip
         assert expected in names
 
@@ -124,7 +126,9 @@ def test_demo_generates_loads_and_samples(
         for name in TABLES:
             ext = tx.require(TableExt, f"SSB.{name}")
             assert ext.total_rows == expected[name.lower()], name
+        [model] = tx.list(Model)
+        assert model.alias == "ssb" and len(tx.require(IndexPlan, model.uuid).all_layouts()) > 100
     # a second run reuses the data and the project
     assert run(args) == 0
     out = capsys.readouterr().out
-    assert "reusing SSB scale 0.01" in out and "reusing project ssb" in out
+    assert "reusing SSB scale 0.01" in out and "reusing project ssb" in out and "reusing model ssb" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,8 +18,15 @@ from precube.settings import Settings, load_settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-console = Console()
-err_console = Console(stderr=True)
+
+def _console(stderr: bool = False) -> Console:
+    """Long lines stay whole and tables get room when output goes to a file or pipe (Rich would use 80)."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, soft_wrap=True, width=None if stream.isatty() else 160)
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from precube.metadata import datatypes as dt
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling import expressions, measure_rules
 from precube.modeling.errors import InvalidModelError
-from precube.modeling.model_spec import MeasureSpec, ModelSpec
+from precube.modeling.model_spec import ComputedColumnSpec, DimensionSpec, MeasureSpec, ModelSpec
 from precube.modeling.partition_format import check_format
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -327,8 +327,6 @@ def broken_reason(model: Model, tables: Mapping[str, Table]) -> str | None:
 
 def spec_of(model: Model) -> ModelSpec:
     """The spec that rebuilds `model` (for edits and re-validation)."""
-    from precube.modeling.model_spec import ComputedColumnSpec, DimensionSpec
-
     return ModelSpec(
         alias=model.alias,
         description=model.description,

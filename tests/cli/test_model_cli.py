@@ -1,0 +1,84 @@
+"""`precube model …` and `precube index …` on the SSB tables, through the real command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from precube.cli.app import run
+from precube.metadata import DataflowStatus
+from precube.ssb.generate import TABLES
+from tests.modeling.conftest import ssb_spec_data
+
+
+@pytest.fixture
+def home(tmp_path: Path, ssb_dir: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    args = ["--home", str(tmp_path / "home")]
+    assert run([*args, "project", "create", "ssb", "-d", "SSB"]) == 0
+    assert run([*args, "table", "load", "-p", "ssb", *(str(ssb_dir / t) for t in TABLES)]) == 0
+    spec = tmp_path / "ssb.yaml"
+    spec.write_text(yaml.safe_dump(ssb_spec_data()))
+    assert run([*args, "model", "create", "-p", "ssb", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "created model ssb" in out and "16 dimensions, 8 measures" in out
+    return args
+
+
+def test_list_show_and_update(home: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run([*home, "model", "list", "-p", "ssb"]) == 0
+    assert "SSB.LINEORDER" in capsys.readouterr().out
+    assert run([*home, "model", "show", "-p", "ssb", "ssb"]) == 0
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert shown["fact_table"] == "SSB.LINEORDER" and len(shown["simplified_measures"]) == 8
+    shown["filter_condition"] = "LINEORDER.LO_QUANTITY > 0"
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(shown))
+    assert run([*home, "model", "update", "-p", "ssb", str(edited)]) == 0
+    out = capsys.readouterr().out
+    assert "semantic version 1" in out and "significant change (filter condition changed)" in out
+    assert run([*home, "model", "show", "-p", "ssb", "ssb", "--format", "json"]) == 0
+    docs = json.loads(capsys.readouterr().out)
+    assert docs["model_desc"]["filter_condition"] == "LINEORDER.LO_QUANTITY > 0"
+    assert docs["dataflow"]["status"] == DataflowStatus.OFFLINE
+
+
+def test_index_commands(home: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"aggregation_groups": [{"includes": ["D_YEAR", "C_REGION", "S_REGION"]}]}))
+    assert run([*home, "index", "preview", "-p", "ssb", "-m", "ssb", str(rules)]) == 0
+    assert "total distinct layouts (with the base layout): 7" in capsys.readouterr().out
+    assert run([*home, "index", "set-rules", "-p", "ssb", "-m", "ssb", str(rules)]) == 0
+    assert "7 rule-based indexes" in capsys.readouterr().out
+    assert run([*home, "index", "add-table-index", "-p", "ssb", "-m", "ssb", "-c", "LO_ORDERDATE,C_CITY"]) == 0
+    assert "added table index layout 200000" in capsys.readouterr().out
+    assert run([*home, "index", "list", "-p", "ssb", "-m", "ssb"]) == 0
+    listing = capsys.readouterr().out
+    assert "table manual" in listing and "agg base" in listing
+    big = tmp_path / "big.yaml"
+    dims = ["D_YEAR", "D_YEARMONTH", "D_YEARMONTHNUM", "D_WEEKNUMINYEAR", "C_REGION", "C_NATION", "C_CITY"]
+    dims += ["S_REGION", "S_NATION", "S_CITY", "P_MFGR", "P_CATEGORY", "P_BRAND"]
+    big.write_text(yaml.safe_dump({"aggregation_groups": [{"includes": dims}]}))
+    assert run([*home, "index", "preview", "-p", "ssb", "-m", "ssb", str(big)]) == 0
+    assert "groups 1 exceed 4,096 layouts each" in capsys.readouterr().out
+    assert run([*home, "index", "set-rules", "-p", "ssb", "-m", "ssb", str(big)]) == 1
+    assert "aggregation group 1" in capsys.readouterr().err
+
+
+def test_bad_spec_is_one_line(home: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    data = ssb_spec_data()
+    data["alias"] = "other"
+    data["simplified_measures"] = [{"name": "S", "expression": "SUM", "column": "LINEORDER.LO_SHIPMODE"}]
+    bad.write_text(yaml.safe_dump(data))
+    assert run([*home, "model", "create", "-p", "ssb", str(bad)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "error: simplified_measures[0] (S): SUM needs a numeric column, not varchar(4096)"
+    (tmp_path / "broken.yaml").write_text("alias: [")
+    assert run([*home, "model", "create", "-p", "ssb", str(tmp_path / "broken.yaml")]) == 1
+    assert "is not valid YAML" in capsys.readouterr().err
+    assert run([*home, "model", "delete", "-p", "ssb", "ssb", "--yes"]) == 0
+    assert run([*home, "model", "delete", "-p", "ssb", "ssb", "--yes"]) == 1
+    assert capsys.readouterr().err.strip().endswith("model 'ssb' does not exist in project 'ssb'")
