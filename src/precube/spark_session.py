@@ -60,6 +60,9 @@ def spark_session(settings: Settings) -> SparkSession:
     # The launcher script reads SPARK_LOCAL_IP before any conf applies; without it Spark probes
     # the machine's interfaces and warns when the hostname resolves to loopback.
     os.environ.setdefault("SPARK_LOCAL_IP", settings.spark.bind_address)
+    # Local-mode Python workers are started from PYSPARK_PYTHON, not from spark.pyspark.python:
+    # without it they run the system python3, which lacks pandas/pyroaring for the measure UDFs.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(settings.spark.master).appName(settings.spark.app_name)

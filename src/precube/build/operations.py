@@ -1,0 +1,285 @@
+"""The build operations the job engine calls (seed 003): build, refresh and merge segments, and build
+newly added layouts into existing segments. Each is resumable: rerunning it after a crash finds its
+NEW segment again and skips the layouts already recorded; nothing is queryable until the final
+commit, which promotes the segment and removes the ones it replaces in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from precube.build import columns as names
+from precube.build.context import BuildContext, ModelState, add_segment, built_layouts, load_state
+from precube.build.dictionary import build_dictionary, dictionary_path, encode
+from precube.build.errors import BuildConflictError
+from precube.build.flat_table import flat_table
+from precube.build.layers import build_into_segment, write_layout
+from precube.build.layout_build import compute_layout, measure_inputs, needs_dictionary
+from precube.build.storage import layout_path
+from precube.metadata import (
+    Dataflow,
+    DataflowStatus,
+    Layout,
+    LayoutInstance,
+    Segment,
+    SegmentDetails,
+    SegmentStatus,
+    TimeRange,
+)
+from precube.metadata import datatypes as dt
+from precube.metadata.dataflow import DimensionRange
+from precube.metadata.entity import now_ms
+from precube.metadata.model import MEASURE_ID_BASE
+from precube.modeling.segments import new_segment, promote, validate_build, validate_merge, validate_refresh
+from precube.sources.sampling import to_text
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+OPERATION = "operation"  # Segment.additional_info key: which operation created a NEW segment
+
+
+class _Flat:
+    """The segment's flat table, computed once on first use (cached), with its stats."""
+
+    def __init__(self, ctx: BuildContext, state: ModelState, segment: Segment, layouts: Sequence[Layout]) -> None:
+        self.ctx, self.state, self.segment = ctx, state, segment
+        model = state.model
+        measures = {i for lay in layouts for i in lay.col_order if i >= MEASURE_ID_BASE}
+        self.bitmap_inputs = sorted(
+            {c for m in model.measures() if m.id in measures and needs_dictionary(m) for c in measure_inputs(model, m)}
+        )
+        inputs = {c for m in model.measures() if m.id in measures for c in measure_inputs(model, m)}
+        layout_cols = {i for lay in layouts for i in lay.col_order if i < MEASURE_ID_BASE}
+        self.dims = sorted(c.id for c in model.dimensions())
+        self.columns = sorted(set(self.dims) | inputs | layout_cols)
+        self._df: DataFrame | None = None
+        self.rows = 0
+        self.ranges: dict[str, DimensionRange] = {}
+        self.dictionaries: dict[str, str] = {}
+
+    def get(self) -> tuple[DataFrame, int]:
+        if self._df is None:
+            self._df = self._compute()
+        return self._df, self.rows
+
+    def source_rows(self) -> int:
+        return self.get()[1]
+
+    def _compute(self) -> DataFrame:
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F  # noqa: N812
+
+        ctx, model = self.ctx, self.state.model
+        ctx.progress("flat table", 0, 1)
+        df = flat_table(ctx.spark, model, self.state.tables, self.columns, self.segment.range)
+        for cid in self.bitmap_inputs:  # global dictionaries: append this segment's new values
+            path = dictionary_path(ctx.warehouse_root, ctx.project, model.uuid, cid)
+            version = build_dictionary(ctx.spark, df.select(F.col(names.column(cid)).alias("value")), path)
+            df = encode(ctx.spark, df, names.column(cid), version, names.dict_column(cid))
+            self.dictionaries[f"dict.{cid}"] = str(version.version)
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        aggs = [F.count(F.lit(1)).alias("__rows")]
+        for d in self.dims:
+            aggs += [F.min(names.column(d)).alias(f"lo{d}"), F.max(names.column(d)).alias(f"hi{d}")]
+        row = df.agg(*aggs).first()
+        assert row is not None
+        self.rows = int(row["__rows"])
+        self.ranges = {
+            str(d): DimensionRange(min=_text(row[f"lo{d}"]), max=_text(row[f"hi{d}"]))
+            for d in self.dims
+            if row[f"lo{d}"] is not None
+        }
+        ctx.progress("flat table", 1, 1)
+        return df
+
+    def close(self) -> None:
+        if self._df is not None:
+            self._df.unpersist()
+
+
+def _text(value: object) -> str:
+    text = to_text(value)
+    assert text is not None
+    return text
+
+
+def _layouts(state: ModelState, layout_ids: Iterable[int] | None) -> list[Layout]:
+    layouts = state.plan.all_layouts()
+    if layout_ids is None:
+        return layouts
+    wanted = set(layout_ids)
+    unknown = wanted - {lay.id for lay in layouts}
+    if unknown:
+        raise BuildConflictError(f"model {state.model.alias} has no layouts {sorted(unknown)}")
+    return [lay for lay in layouts if lay.id in wanted]
+
+
+def _resume(state: ModelState, operation: str, rng: TimeRange) -> Segment | None:
+    return next(
+        (
+            s
+            for s in state.dataflow.segments
+            if s.status is SegmentStatus.NEW and s.range == rng and s.additional_info.get(OPERATION) == operation
+        ),
+        None,
+    )
+
+
+def _start(ctx: BuildContext, state: ModelState, operation: str, rng: TimeRange) -> Segment:
+    found = _resume(state, operation, rng)
+    if found is not None:
+        return found
+    segment = new_segment(rng).model_copy(update={"additional_info": {OPERATION: operation}})
+    return add_segment(ctx, state.model, segment)
+
+
+def _built(ctx: BuildContext, state: ModelState, segment_id: str) -> dict[int, tuple[Layout, LayoutInstance]]:
+    result = {}
+    for i, li in built_layouts(ctx, state.model, segment_id).items():
+        layout = state.plan.layout(i)
+        if layout is not None:
+            result[i] = (layout, li)
+    return result
+
+
+def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, layouts: list[Layout]) -> Segment:
+    flat = _Flat(ctx, state, segment, layouts)
+    try:
+        built = _built(ctx, state, segment.id)
+        build_into_segment(ctx, state.model, segment.id, layouts, built, flat.get, flat.source_rows)
+        flat.get()  # the segment's stats come from the flat table even when every layout was resumed
+        info = {**segment.additional_info, **flat.dictionaries}
+        return _commit(ctx, state, segment.id, flat.rows, flat.ranges, info)
+    finally:
+        flat.close()
+
+
+def build_segment(
+    ctx: BuildContext, model_alias: str, time_range: TimeRange | None = None, layout_ids: Iterable[int] | None = None
+) -> Segment:
+    """Build a new segment of `time_range` (None: the full build of a non-partitioned model) from source."""
+    state = load_state(ctx, model_alias)
+    partition = state.model.partition_desc
+    requested = time_range or (TimeRange.full() if partition is None else None)
+    if requested is not None and _resume(state, "build", requested) is not None:
+        rng = requested
+    else:
+        rng = validate_build(state.dataflow.segments, time_range, partition is not None)
+    segment = _start(ctx, state, "build", rng)
+    return _build_from_source(ctx, state, segment, _layouts(state, layout_ids))
+
+
+def refresh_segment(ctx: BuildContext, model_alias: str, target: str) -> Segment:
+    """Rebuild a segment's range from source into a new segment that replaces it atomically."""
+    state = load_state(ctx, model_alias)
+    [old] = validate_refresh(state.dataflow.segments, [target])
+    segment = _start(ctx, state, "refresh", old.range)
+    return _build_from_source(ctx, state, segment, _layouts(state, None))
+
+
+def merge_segments(ctx: BuildContext, model_alias: str, targets: Sequence[str]) -> Segment:
+    """Merge contiguous READY segments: union each layout's files and re-aggregate with the measures'
+    merge functions. The source is never read."""
+    state = load_state(ctx, model_alias)
+    model = state.model
+    held = {s.id: set(built_layouts(ctx, model, s.id)) for s in state.dataflow.segments}
+    rng = validate_merge(state.dataflow.segments, list(targets), held)
+    sources = sorted(
+        (s for s in state.dataflow.segments if s.status is not SegmentStatus.NEW and rng.contains(s.range)),
+        key=lambda s: s.range,
+    )
+    segment = _start(ctx, state, "merge", rng)
+    done = set(built_layouts(ctx, model, segment.id))
+    per_source = {s.id: built_layouts(ctx, model, s.id) for s in sources}
+    todo = [i for i in sorted(per_source[sources[0].id]) if i not in done]
+    for n, layout_id in enumerate(todo, start=1):
+        layout = state.plan.layout(layout_id)
+        if layout is None:  # dropped from the plan since: nothing to merge it into
+            continue
+        paths = [layout_path(ctx.warehouse_root, ctx.project, model.uuid, s.id, layout_id) for s in sources]
+        rows = sum(per_source[s.id][layout_id].rows for s in sources)
+        df = compute_layout(ctx.spark.read.parquet(*paths), layout, model, from_flat=False, input_rows=rows)
+        write_layout(ctx, model, segment.id, layout_id, df, sum(s.source_count for s in sources))
+        ctx.progress("merge", n, len(todo))
+    ranges = _merge_ranges(state, [s.dimension_range_info_map for s in sources])
+    return _commit(ctx, state, segment.id, sum(s.source_count for s in sources), ranges, segment.additional_info)
+
+
+def build_layouts(
+    ctx: BuildContext,
+    model_alias: str,
+    layout_ids: Iterable[int] | None = None,
+    segment_ids: Iterable[str] | None = None,
+) -> dict[str, list[int]]:
+    """Build layouts missing from READY segments, each from its smallest parent already in the segment
+    (the source only for layouts no built layout derives). Returns segment id → layouts built."""
+    state = load_state(ctx, model_alias)
+    wanted = _layouts(state, layout_ids)
+    targets = set(segment_ids) if segment_ids is not None else None
+    result: dict[str, list[int]] = {}
+    for segment in state.dataflow.segments:
+        if segment.status is SegmentStatus.NEW or (targets is not None and segment.id not in targets):
+            continue
+        built = _built(ctx, state, segment.id)
+        missing = [lay for lay in wanted if lay.id not in built]
+        if not missing:
+            continue
+        flat = _Flat(ctx, state, segment, missing)
+        try:
+            # the segment's source rows are known: the flat table is read only for rootless layouts
+            known_rows = segment.source_count
+            build_into_segment(ctx, state.model, segment.id, missing, built, flat.get, lambda: known_rows)
+        finally:
+            flat.close()
+        result[segment.id] = [lay.id for lay in missing]
+    return result
+
+
+def _merge_ranges(state: ModelState, maps: list[dict[str, DimensionRange]]) -> dict[str, DimensionRange]:
+    types = {str(c.id): c.datatype for c in state.model.all_named_columns}
+    merged: dict[str, DimensionRange] = {}
+    for ranges in maps:
+        for key, rng in ranges.items():
+            if key not in merged:
+                merged[key] = rng
+                continue
+            numeric = dt.is_numeric(types.get(key, ""))
+            sort_key = (lambda v: float(v)) if numeric else (lambda v: v)
+            lo = min((v for v in (merged[key].min, rng.min) if v is not None), key=sort_key, default=None)
+            hi = max((v for v in (merged[key].max, rng.max) if v is not None), key=sort_key, default=None)
+            merged[key] = DimensionRange(min=lo, max=hi)
+    return merged
+
+
+def _commit(
+    ctx: BuildContext,
+    state: ModelState,
+    segment_id: str,
+    source_count: int,
+    ranges: dict[str, DimensionRange],
+    info: dict[str, str],
+) -> Segment:
+    """Make the segment READY and drop the segments it replaces, in one transaction."""
+    with ctx.store.transaction(ctx.project, ctx.writer) as tx:
+        dataflow = tx.require(Dataflow, state.model.uuid)
+        segment = dataflow.segment(segment_id)
+        if segment is None:
+            raise BuildConflictError(
+                f"segment {segment_id} disappeared from model {state.model.alias} during the build"
+            )
+        segment.source_count = source_count
+        segment.dimension_range_info_map = ranges
+        segment.last_build_time = now_ms()
+        segment.additional_info = info
+        segments, removed = promote(dataflow.segments, segment_id)
+        for old in removed:
+            details = tx.get(SegmentDetails, state.model.uuid, old.id)
+            if details is not None:
+                tx.delete(details)
+        dataflow.segments = segments
+        dataflow.status = DataflowStatus.ONLINE
+        tx.update(dataflow)
+        ready = dataflow.segment(segment_id)
+        assert ready is not None
+        return ready

@@ -1,0 +1,225 @@
+"""Every layout of every segment equals the same GROUP BY over the raw tables (Spark SQL oracle)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+import pytest
+from precube.build.cells import bitmap_cardinality, hll_estimate
+
+from precube.build import columns as names
+from precube.build.context import BuildContext
+from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
+from precube.build.storage import layout_path
+from precube.metadata import Dataflow, IndexPlan, Layout, Model, SegmentDetails, SegmentStatus, TimeRange
+from precube.metadata.model import MEASURE_ID_BASE
+from precube.modeling.model_spec import AggregationGroupSpec, parse_spec
+from precube.modeling.model_store import create_model, require_model, set_model_rules
+from precube.modeling.partition_format import to_epoch_ms
+from tests.build.conftest import SPEC
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+
+DIM_SQL = {"D_YEAR": "d.D_YEAR", "C_REGION": "c.C_REGION", "S_REGION": "s.S_REGION", "LO_SHIPMODE": "l.LO_SHIPMODE"}
+MEASURE_SQL = {
+    "ROWS": "count(*)",
+    "REVENUE": "sum(l.LO_REVENUE)",
+    "V_REVENUE": "sum(l.LO_EXTENDEDPRICE * l.LO_DISCOUNT)",
+    "MIN_DISCOUNT": "min(l.LO_DISCOUNT)",
+    "MAX_DATE": "max(l.LO_ORDERDATE)",
+    "TAXED": "count(l.LO_TAX)",
+    "CUSTOMERS": "count(DISTINCT l.LO_CUSTKEY)",
+    "CUSTOMERS_HLL": "count(DISTINCT l.LO_CUSTKEY)",
+}
+HLL_BOUND = 3 * 1.04 / math.sqrt(2**12)  # 3 standard errors at lgConfigK 12
+
+
+def day(text: str) -> int:
+    return to_epoch_ms(text, "yyyy-MM-dd")
+
+
+def _views(spark: SparkSession, ssb_dir: Path) -> None:
+    for name in ("LINEORDER", "DATES", "CUSTOMER", "SUPPLIER"):
+        spark.read.parquet(str(ssb_dir / name)).createOrReplaceTempView(f"raw_{name}")
+
+
+def oracle(
+    spark: SparkSession, dims: list[str], measures: list[str], start: str, end: str
+) -> dict[tuple[Any, ...], dict[str, Any]]:
+    select = [f"{DIM_SQL[d]} AS {d}" for d in dims] + [f"{MEASURE_SQL[m]} AS {m}" for m in measures]
+    sql = f"""
+        SELECT {", ".join(select)}
+        FROM raw_LINEORDER l
+        LEFT JOIN raw_DATES d ON l.LO_ORDERDATE = d.D_DATEKEY
+        LEFT JOIN raw_CUSTOMER c ON l.LO_CUSTKEY = c.C_CUSTKEY
+        LEFT JOIN raw_SUPPLIER s ON l.LO_SUPPKEY = s.S_SUPPKEY
+        WHERE l.LO_ORDERDATE >= DATE '{start}' AND l.LO_ORDERDATE < DATE '{end}'
+        {"GROUP BY " + ", ".join(DIM_SQL[d] for d in dims) if dims else ""}
+    """
+    return {tuple(r[d] for d in dims): r.asDict() for r in spark.sql(sql).collect()}
+
+
+def read_layout(ctx: BuildContext, model: Model, segment_id: str, layout: Layout) -> list[dict[str, Any]]:
+    path = layout_path(ctx.warehouse_root, ctx.project, model.uuid, segment_id, layout.id)
+    return pq.read_table(path).to_pylist()
+
+
+def check_segment(ctx: BuildContext, model_alias: str, segment_id: str, start: str, end: str) -> int:
+    """Compare every layout built in the segment with the oracle; returns how many were checked."""
+    with ctx.store.read(ctx.project) as tx:
+        model = require_model(tx, model_alias)
+        plan = tx.require(IndexPlan, model.uuid)
+        details = tx.require(SegmentDetails, model.uuid, segment_id)
+    checked = 0
+    for instance in details.layout_instances:
+        layout = plan.layout(instance.layout_id)
+        assert layout is not None
+        rows = read_layout(ctx, model, segment_id, layout)
+        assert len(rows) == instance.rows
+        if layout.is_table_index:
+            expected = oracle(ctx.spark, [], ["ROWS"], start, end)
+            assert len(rows) == expected[()]["ROWS"]
+            continue
+        dims = [model.column_by_id(i).name for i in layout.col_order if i < MEASURE_ID_BASE]  # type: ignore[union-attr]
+        measures = [model.measure_by_id(i).name for i in layout.col_order if i >= MEASURE_ID_BASE]  # type: ignore[union-attr]
+        expected = oracle(ctx.spark, dims, measures, start, end)
+        assert len(rows) == len(expected), f"layout {layout.id}"
+        by_name = {c.name: names.column(c.id) for c in model.all_named_columns} | {
+            m.name: names.measure_column(m.id) for m in model.measures()
+        }
+        for row in rows:
+            want = expected[tuple(row[by_name[d]] for d in dims)]
+            for m in measures:
+                cell = row[by_name[m]]
+                if m == "CUSTOMERS":
+                    assert bitmap_cardinality(cell) == want[m] == row[names.count_column(int(by_name[m]))]
+                elif m == "CUSTOMERS_HLL":
+                    assert abs(hll_estimate([cell]) - want[m]) <= max(2, HLL_BOUND * want[m])
+                else:
+                    assert cell == want[m], f"layout {layout.id} {m} {row}"
+        checked += 1
+    return checked
+
+
+@pytest.fixture(autouse=True)
+def raw_views(spark: SparkSession, ssb_dir: Path) -> None:
+    _views(spark, ssb_dir)
+
+
+def test_full_build_equals_oracle(ctx: BuildContext) -> None:
+    segment = build_segment(ctx, "sales", TimeRange.of(day("1992-01-01"), day("1999-01-01")))
+    assert segment.status is SegmentStatus.READY and segment.source_count > 0
+    assert check_segment(ctx, "sales", segment.id, "1992-01-01", "1999-01-01") >= 8
+    with ctx.store.read("ssb") as tx:
+        model = require_model(tx, "sales")
+        df = tx.require(Dataflow, model.uuid)
+    assert df.status.value == "ONLINE"
+    year = model.column_by_name("D_YEAR")
+    assert year is not None and df.segments[0].dimension_range_info_map[str(year.id)].model_dump() == {
+        "min": "1992",
+        "max": "1998",
+    }
+
+
+def test_daily_segments_merged_equal_one_full_build(ctx: BuildContext) -> None:
+    days = ["1995-03-01", "1995-03-02", "1995-03-03", "1995-03-04"]
+    daily = [build_segment(ctx, "sales", TimeRange.of(day(a), day(b))) for a, b in itertools.pairwise(days)]
+    for seg, (a, b) in zip(daily, itertools.pairwise(days), strict=True):
+        check_segment(ctx, "sales", seg.id, a, b)
+    merged = merge_segments(ctx, "sales", [s.id for s in daily])
+    assert merged.range == TimeRange.of(day(days[0]), day(days[-1]))
+    assert merged.source_count == sum(s.source_count for s in daily)
+    check_segment(ctx, "sales", merged.id, days[0], days[-1])
+    with ctx.store.read("ssb") as tx:
+        model = require_model(tx, "sales")
+        assert [s.id for s in tx.require(Dataflow, model.uuid).segments] == [merged.id]
+        assert tx.get(SegmentDetails, model.uuid, daily[0].id) is None
+    # the same range built at once gives the same cells (HLL unions of disjoint days are exact)
+    create_model(ctx.store, "ssb", parse_spec({**SPEC, "alias": "sales_once"}))
+    once = build_segment(ctx, "sales_once", merged.range)
+    with ctx.store.read("ssb") as tx:
+        a, b = require_model(tx, "sales"), require_model(tx, "sales_once")
+        plan = tx.require(IndexPlan, a.uuid)
+    for layout in plan.all_layouts():
+        left = sorted(map(_comparable, read_layout(ctx, a, merged.id, layout)))
+        right = sorted(map(_comparable, read_layout(ctx, b, once.id, layout)))
+        assert left == right, f"layout {layout.id}"
+
+
+def _comparable(row: dict[str, Any]) -> tuple[Any, ...]:
+    """Cells as values: bitmaps and sketches by what they count (their bytes may be laid out differently)."""
+    out = []
+    for key in sorted(row):
+        value = row[key]
+        if isinstance(value, bytes):
+            value = bitmap_cardinality(value) if key + "_count" in row else round(hll_estimate([value]), 6)
+        out.append((key, value))
+    return tuple(out)
+
+
+def test_refresh_swaps_in_a_new_segment(ctx: BuildContext) -> None:
+    first = build_segment(ctx, "sales", TimeRange.of(day("1996-01-01"), day("1996-02-01")))
+    refreshed = refresh_segment(ctx, "sales", first.name)
+    assert refreshed.id != first.id and refreshed.range == first.range
+    check_segment(ctx, "sales", refreshed.id, "1996-01-01", "1996-02-01")
+    with ctx.store.read("ssb") as tx:
+        model = require_model(tx, "sales")
+        assert [s.id for s in tx.require(Dataflow, model.uuid).segments] == [refreshed.id]
+
+
+class KilledError(Exception):
+    """Stands for the process dying in the middle of a layer."""
+
+
+def _kill_after(n: int) -> Callable[[str, int, int], None]:
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage.startswith("layer") and done >= n:
+            raise KilledError
+
+    return progress
+
+
+def test_killed_build_leaves_old_segments_and_resumes(ctx: BuildContext) -> None:
+    old = build_segment(ctx, "sales", TimeRange.of(day("1997-01-01"), day("1997-02-01")))
+    ctx.progress, ctx.job_id = _kill_after(2), "first-attempt"
+    with pytest.raises(KilledError):
+        build_segment(ctx, "sales", TimeRange.of(day("1997-02-01"), day("1997-03-01")))
+    with ctx.store.read("ssb") as tx:
+        model = require_model(tx, "sales")
+        segments = tx.require(Dataflow, model.uuid).segments
+        assert [(s.id, s.status) for s in segments if s.status is not SegmentStatus.NEW] == [
+            (old.id, SegmentStatus.READY)
+        ]
+        [new] = [s for s in segments if s.status is SegmentStatus.NEW]
+        recorded = tx.require(SegmentDetails, model.uuid, new.id).layout_instances
+    assert len(recorded) == 2
+    ctx.progress, ctx.job_id = (lambda *_: None), "second-attempt"
+    resumed = build_segment(ctx, "sales", TimeRange.of(day("1997-02-01"), day("1997-03-01")))
+    assert resumed.id == new.id and resumed.status is SegmentStatus.READY
+    with ctx.store.read("ssb") as tx:
+        final = tx.require(SegmentDetails, model.uuid, new.id).layout_instances
+    jobs = {li.layout_id: li.build_job_id for li in final}
+    assert [jobs[li.layout_id] for li in recorded] == ["first-attempt", "first-attempt"]  # not rebuilt
+    assert sorted(jobs.values()).count("second-attempt") == len(final) - 2
+    check_segment(ctx, "sales", new.id, "1997-02-01", "1997-03-01")
+
+
+def test_new_layouts_are_built_from_parents(ctx: BuildContext) -> None:
+    segment = build_segment(ctx, "sales", TimeRange.of(day("1993-01-01"), day("1994-01-01")))
+    set_model_rules(
+        ctx.store, "ssb", "sales", [AggregationGroupSpec(includes=["D_YEAR", "C_REGION", "S_REGION", "LO_SHIPMODE"])]
+    )
+    stages: list[str] = []
+    ctx.progress = lambda stage, done, total: stages.append(stage)
+    built = build_layouts(ctx, "sales")
+    assert len(built[segment.id]) > 0
+    assert "flat table" not in stages  # every new layout had a parent in the segment
+    check_segment(ctx, "sales", segment.id, "1993-01-01", "1994-01-01")
