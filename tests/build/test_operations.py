@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 import pytest
-from precube.build.cells import bitmap_cardinality, hll_estimate
 
 from precube.build import columns as names
+from precube.build.cells import bitmap_cardinality, hll_estimate
 from precube.build.context import BuildContext
 from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
 from precube.build.storage import layout_path

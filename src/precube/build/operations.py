@@ -5,7 +5,7 @@ commit, which promotes the segment and removes the ones it replaces in one trans
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from precube.build import columns as names
@@ -228,12 +228,15 @@ def build_layouts(
         flat = _Flat(ctx, state, segment, missing)
         try:
             # the segment's source rows are known: the flat table is read only for rootless layouts
-            known_rows = segment.source_count
-            build_into_segment(ctx, state.model, segment.id, missing, built, flat.get, lambda: known_rows)
+            build_into_segment(ctx, state.model, segment.id, missing, built, flat.get, _constant(segment.source_count))
         finally:
             flat.close()
         result[segment.id] = [lay.id for lay in missing]
     return result
+
+
+def _constant(value: int) -> Callable[[], int]:
+    return lambda: value
 
 
 def _merge_ranges(state: ModelState, maps: list[dict[str, DimensionRange]]) -> dict[str, DimensionRange]:
