@@ -67,7 +67,7 @@ def flat_table(
     partition = model.partition_desc
     if partition is not None and time_range is not None and not time_range.is_full:
         column = partition.partition_date_column
-        datatype = next(c.datatype for c in model.all_named_columns if c.column == column)
+        datatype = model.column_by_ref(column).datatype
         predicate = range_predicate(column, time_range, partition.partition_date_format, datatype)
         if predicate:
             df = df.where(F.expr(predicate))

@@ -28,7 +28,7 @@ def build_into_segment(
     built: dict[int, tuple[Layout, LayoutInstance]],
     flat: FlatSource,
     source_rows: Callable[[], int],
-) -> dict[int, LayoutInstance]:
+) -> None:
     """Build `to_build` into the segment; `built` are its layouts already there (updated in place)."""
     pending = [lay for lay in to_build if lay.id not in built]
     layers = build_layers(pending, {i: (lay, li.rows) for i, (lay, li) in built.items()})
@@ -47,7 +47,6 @@ def build_into_segment(
             built[layout.id] = (layout, instance)
             done += 1
             ctx.progress(f"layer {number}/{len(layers)}", done, total)
-    return {i: li for i, (_, li) in built.items()}
 
 
 def write_layout(

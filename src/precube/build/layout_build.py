@@ -37,12 +37,7 @@ class LayoutShape:
 
 def measure_inputs(model: Model, measure: Measure) -> list[int]:
     """Model column ids a measure reads from the flat table."""
-    ids = []
-    for p in measure.function.parameters:
-        if p.type is ParameterType.COLUMN:
-            col = next(c for c in model.all_named_columns if c.column == p.value)
-            ids.append(col.id)
-    return ids
+    return [model.column_by_ref(p.value).id for p in measure.function.parameters if p.type is ParameterType.COLUMN]
 
 
 def needs_dictionary(measure: Measure) -> bool:
@@ -57,7 +52,7 @@ def _args(model: Model, measure: Measure) -> list[Column]:
         if p.type is ParameterType.CONSTANT:
             args.append(F.lit(int(p.value)) if p.value.lstrip("-").isdigit() else F.lit(p.value))
         else:
-            cid = next(c.id for c in model.all_named_columns if c.column == p.value)
+            cid = model.column_by_ref(p.value).id
             args.append(F.col(names.dict_column(cid) if needs_dictionary(measure) else names.column(cid)))
     return args
 

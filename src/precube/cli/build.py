@@ -12,15 +12,12 @@ from rich.table import Table as RichTable
 
 from precube.build.context import BuildContext
 from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
-from precube.cli.context import CliContext, console, err_console, state
-from precube.errors import InvalidInputError
+from precube.cli.context import MODEL, PROJECT, CliContext, console, err_console, state
+from precube.errors import InvalidInputError, PrecubeError
 from precube.metadata import Dataflow, Segment, TimeRange
 from precube.modeling.model_store import require_model
 from precube.modeling.partition_format import to_epoch_ms
 from precube.modeling.segments import default_build_start, display_status
-
-PROJECT = typer.Option(..., "--project", "-p", help="Project name.")
-MODEL = typer.Option(..., "--model", "-m", help="Model alias.")
 
 
 def parse_time(value: str) -> int:
@@ -31,7 +28,7 @@ def parse_time(value: str) -> int:
     for fmt in ("yyyy-MM-dd", "yyyy-MM-dd HH:mm:ss", "yyyyMMdd"):
         try:
             return to_epoch_ms(text, fmt)
-        except Exception:  # noqa: BLE001 - try the next accepted spelling
+        except PrecubeError:  # not this spelling: try the next one
             continue
     raise InvalidInputError(f"cannot read time {value!r}: use YYYY-MM-DD, 'YYYY-MM-DD HH:MM:SS' or epoch milliseconds")
 

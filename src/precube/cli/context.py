@@ -62,6 +62,10 @@ class CliContext:
             self._store = None
 
 
+PROJECT = typer.Option(..., "--project", "-p", help="Project name.")
+MODEL = typer.Option(..., "--model", "-m", help="Model alias.")
+
+
 def state(ctx: typer.Context) -> CliContext:
     obj = ctx.find_root().obj
     assert isinstance(obj, CliContext), "the root callback sets the context"

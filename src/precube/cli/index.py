@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table as RichTable
 
-from precube.cli.context import console, state
+from precube.cli.context import MODEL, PROJECT, console, state
 from precube.metadata import IndexPlan
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.agg_group import preview as preview_rule
@@ -22,9 +22,6 @@ from precube.modeling.model_store import (
 )
 
 app = typer.Typer(help="What to precompute: aggregation groups and table indexes.", no_args_is_help=True)
-
-PROJECT = typer.Option(..., "--project", "-p", help="Project name.")
-MODEL = typer.Option(..., "--model", "-m", help="Model alias.")
 
 
 def _names(values: list[str]) -> list[str]:

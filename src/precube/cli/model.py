@@ -10,7 +10,7 @@ import typer
 import yaml
 from rich.table import Table as RichTable
 
-from precube.cli.context import console, state
+from precube.cli.context import PROJECT, console, state
 from precube.metadata import Dataflow, IndexPlan, Model
 from precube.modeling.model_rules import spec_of
 from precube.modeling.model_spec import load_spec
@@ -25,8 +25,6 @@ from precube.modeling.model_store import (
 )
 
 app = typer.Typer(help="Define models: fact and lookup tables, dimensions, measures, partition.", no_args_is_help=True)
-
-PROJECT = typer.Option(..., "--project", "-p", help="Project name.")
 
 
 class ShowFormat(StrEnum):

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table as RichTable
 
-from precube.cli.context import CliContext, console, err_console, state
+from precube.cli.context import PROJECT, CliContext, console, err_console, state
 from precube.cli.model import report_checks
 from precube.errors import InvalidInputError
 from precube.metadata import SourceType, Table, TableExt
@@ -18,8 +18,6 @@ from precube.sources.source import detect_file_type
 from precube.sources.tables import load_catalog_table, load_file_table, reload_table, unload_table
 
 app = typer.Typer(help="Register source tables, reload their schema, sample them.", no_args_is_help=True)
-
-PROJECT = typer.Option(..., "--project", "-p", help="Project name.")
 
 
 class FileFormat(StrEnum):

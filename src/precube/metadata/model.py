@@ -146,6 +146,13 @@ class Model(Entity):
         upper = name.upper()
         return next((c for c in self.live_columns() if c.name.upper() == upper), None)
 
+    def column_by_ref(self, ref: str) -> NamedColumn:
+        """The named column for an `ALIAS.COLUMN` reference stored in the model (measures, partition)."""
+        col = next((c for c in self.all_named_columns if c.column == ref), None)
+        if col is None:
+            raise KeyError(f"model {self.alias} has no column {ref}")
+        return col
+
     def column_by_id(self, column_id: int) -> NamedColumn | None:
         return next((c for c in self.all_named_columns if c.id == column_id), None)
 

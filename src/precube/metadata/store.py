@@ -13,7 +13,7 @@ from precube.errors import InvalidInputError
 from precube.metadata import paths
 from precube.metadata.documents import AuditRecord, Document, StoreBackend
 from precube.metadata.entity import new_uuid
-from precube.metadata.errors import AlreadyExistsError, NotFoundError
+from precube.metadata.errors import AlreadyExistsError
 from precube.metadata.project import Project
 from precube.metadata.transaction import Transaction
 
@@ -112,5 +112,4 @@ class MetadataStore:
             return len(docs) + 1
 
     def require_project(self, name: str) -> None:
-        if not any(p.name == name for p in self.list_projects()):
-            raise NotFoundError(f"project {name!r} does not exist")
+        self.get_project(name)  # raises NotFoundError naming the project
