@@ -75,6 +75,17 @@ def test_create_saves_three_documents(ssb_store: MetadataStore, ssb_spec: ModelS
         create_model(ssb_store, "ssb", ssb_spec)
 
 
+def test_base_index_type_picks_the_base_indexes(ssb_store: MetadataStore) -> None:
+    data = ssb_spec_data()
+    saved = create_model(ssb_store, "ssb", parse_spec({**data, "base_index_type": ["BASE_AGG_INDEX"]}))
+    assert [lay.is_table_index for lay in saved.index_plan.all_layouts() if lay.base] == [False]
+    # an update that does not say keeps what the model has: the table index is not brought back
+    updated = update_model(ssb_store, "ssb", parse_spec({**data, "description": "edited"}))
+    assert [lay.is_table_index for lay in updated.index_plan.all_layouts() if lay.base] == [False]
+    with pytest.raises(InvalidModelError, match="BASE_AGG_INDEX"):
+        parse_spec({**data, "base_index_type": ["BASE_CUBOID"]})
+
+
 def test_bad_model_or_rules_write_nothing(ssb_store: MetadataStore) -> None:
     before = ssb_store.scan("/")
     data = ssb_spec_data()

@@ -350,16 +350,24 @@ def _ensure_base(plan: IndexPlan, dims: list[int], measures: list[int], table: b
 
 
 def ensure_base_indexes(
-    plan: IndexPlan, model_dims: Collection[int], model_measures: Collection[int], table_columns: Collection[int]
+    plan: IndexPlan,
+    model_dims: Collection[int],
+    model_measures: Collection[int],
+    table_columns: Collection[int],
+    agg: bool = True,
+    table: bool = True,
 ) -> IndexPlan:
-    """Base agg index (all dims + all measures, ascending ids) and base table index (all `table_columns`).
+    """Base agg index (all dims + all measures, ascending ids) and base table index (all `table_columns`),
+    each only if asked for (`agg`, `table`).
 
     An up-to-date base is kept; when the model's columns changed the old base is demoted to an
     ordinary layout and a new base is created (or an identical existing layout is flagged base).
     """
     out = plan.model_copy(deep=True)
-    _ensure_base(out, sorted(set(model_dims)), sorted(set(model_measures)), table=False)
-    _ensure_base(out, sorted(set(table_columns)), [], table=True)
+    if agg:
+        _ensure_base(out, sorted(set(model_dims)), sorted(set(model_measures)), table=False)
+    if table:
+        _ensure_base(out, sorted(set(table_columns)), [], table=True)
     return _finish(out, _offsets(plan))
 
 

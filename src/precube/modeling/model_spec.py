@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -73,6 +73,9 @@ class AggregationGroupSpec(BaseModel):
     select_rule: SelectRuleSpec = Field(default_factory=SelectRuleSpec)
 
 
+BaseIndexType = Literal["BASE_AGG_INDEX", "BASE_TABLE_INDEX"]
+
+
 class ModelSpec(BaseModel):
     """A model as a user writes it; `build_model` turns it into a validated `Model`."""
 
@@ -91,6 +94,9 @@ class ModelSpec(BaseModel):
     segment_config: SegmentConfig | None = None
     aggregation_groups: list[AggregationGroupSpec] = Field(default_factory=list)
     global_dim_cap: int | None = None
+    # Kylin's `base_index_type`: which base indexes the model keeps. None: both for a new model; on update,
+    # those the model already has (a base index the user removed is not brought back).
+    base_index_type: list[BaseIndexType] | None = None
 
     @field_validator("simplified_dimensions", mode="before")
     @classmethod

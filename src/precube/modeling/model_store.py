@@ -102,9 +102,19 @@ def rule_from_groups(
     return RuleBasedIndex(aggregation_groups=result, global_dim_cap=global_dim_cap)
 
 
-def _plan_for(model: Model, plan: IndexPlan, spec: ModelSpec, built: set[int]) -> IndexPlan:
+def _base_kinds(spec: ModelSpec, plan: IndexPlan | None) -> set[str]:
+    """The base indexes to keep: the spec's; else both for a new model (`plan` None), else the plan's."""
+    if spec.base_index_type is not None:
+        return set(spec.base_index_type)
+    if plan is None:
+        return {"BASE_AGG_INDEX", "BASE_TABLE_INDEX"}
+    return {"BASE_TABLE_INDEX" if lay.is_table_index else "BASE_AGG_INDEX" for lay in plan.all_layouts() if lay.base}
+
+
+def _plan_for(model: Model, plan: IndexPlan, spec: ModelSpec, built: set[int], kinds: set[str]) -> IndexPlan:
     dims, measures = model_dims(model), model_measures(model)
-    plan = plans.ensure_base_indexes(plan, dims, measures, table_index_columns(model))
+    agg, table = "BASE_AGG_INDEX" in kinds, "BASE_TABLE_INDEX" in kinds
+    plan = plans.ensure_base_indexes(plan, dims, measures, table_index_columns(model), agg=agg, table=table)
     if spec.aggregation_groups:
         rule = rule_from_groups(model, spec.aggregation_groups, spec.global_dim_cap)
         plan = plans.set_rules(plan, rule, dims, measures, built)
@@ -119,7 +129,7 @@ def create_model(store: MetadataStore, project: str, spec: ModelSpec, writer: st
             raise AlreadyExistsError(f"model {spec.alias!r} already exists in project {project!r}")
         tables = {t.identity: t for t in tx.list(Table)}
         model = build_model(spec, tables)
-        plan = _plan_for(model, IndexPlan(uuid=model.uuid), spec, set())
+        plan = _plan_for(model, IndexPlan(uuid=model.uuid), spec, set(), _base_kinds(spec, None))
         dataflow = Dataflow(uuid=model.uuid, status=DataflowStatus.OFFLINE)
         return SavedModel(tx.create(model), tx.create(plan), tx.create(dataflow))
 
@@ -133,6 +143,7 @@ def update_model(store: MetadataStore, project: str, spec: ModelSpec, writer: st
         model = build_model(spec, tables, old)
         reasons = tuple(significant_changes(old, model))
         plan = tx.require(IndexPlan, model.uuid)
+        kinds = _base_kinds(spec, plan)
         dataflow = tx.require(Dataflow, model.uuid)
         built = built_layouts(tx, model)
         if reasons:
@@ -143,7 +154,7 @@ def update_model(store: MetadataStore, project: str, spec: ModelSpec, writer: st
         stale = [lay.id for lay in plan.all_layouts() if not set(lay.col_order) <= live]
         if stale:
             plan = plans.remove_layouts(plan, stale, built)
-        plan = _plan_for(model, plan, spec, built)
+        plan = _plan_for(model, plan, spec, built, kinds)
         # replace: the documents were read in this same transaction, so nothing can slip in between
         return SavedModel(tx.replace(model), tx.replace(plan), tx.update(dataflow), reasons)
 
