@@ -129,6 +129,9 @@ def test_encode_round_trip(spark: SparkSession, tmp_path: Path) -> None:
     unknown = spark.createDataFrame([(1, "a"), (2, "zz")], "k int, `7` string")
     with pytest.raises(BuildError, match="zz"):
         encode(spark, unknown, "7", v, "7_dict")
+    unchecked = encode(spark, unknown, "7", v, "7_dict", check=False)  # no extra pass: the job fails instead
+    with pytest.raises(Exception, match="value missing from dictionary"):
+        unchecked.collect()
 
 
 def test_old_versions_are_pruned(spark: SparkSession, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from precube.build import columns as names
 from precube.build.cells import bitmap_cardinality, hll_estimate
 from precube.build.context import BuildContext
+from precube.build.flat_table import encodable
 from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
 from precube.build.storage import layout_path
 from precube.metadata import Dataflow, IndexPlan, Layout, Model, SegmentDetails, SegmentStatus, TimeRange
@@ -127,6 +128,14 @@ def test_full_build_equals_oracle(ctx: BuildContext) -> None:
         "min": "1992",
         "max": "1998",
     }
+    # C_REGION is built as integer codes (a lookup's string dimension): its range is still in values
+    region = model.column_by_name("C_REGION")
+    assert region is not None and region.id in encodable(model, [region.id], [])
+    [want] = ctx.spark.sql(
+        "SELECT min(c.C_REGION), max(c.C_REGION) FROM raw_LINEORDER l JOIN raw_CUSTOMER c ON l.LO_CUSTKEY = c.C_CUSTKEY"
+        " WHERE l.LO_ORDERDATE >= DATE '1992-01-01' AND l.LO_ORDERDATE < DATE '1999-01-01'"
+    ).collect()
+    assert df.segments[0].dimension_range_info_map[str(region.id)].model_dump() == {"min": want[0], "max": want[1]}
 
 
 def test_daily_segments_merged_equal_one_full_build(ctx: BuildContext) -> None:

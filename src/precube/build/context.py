@@ -40,6 +40,7 @@ class BuildContext:
     writer: str = "build"
     job_id: str | None = None
     progress: Progress = _quiet
+    parallel_layouts: int = 2  # layouts of one layer built as concurrent Spark jobs
 
 
 @dataclass(frozen=True)

@@ -253,11 +253,13 @@ def encode(
     version: DictionaryVersion,
     out_column: str,
     broadcast_max_rows: int = BROADCAST_MAX_ROWS,
+    check: bool = True,
 ) -> DataFrame:
     """`df` plus `out_column` (bigint) = the id of `df[column]` cast to string; NULL stays NULL, all rows kept.
 
-    Raises BuildError (checked eagerly, one pass over the column) if a non-null value has no id: the
-    dictionary was built from other data. The returned frame also fails its job if that ever happens.
+    A non-null value without an id (the dictionary was built from other data) fails the job that reads
+    the returned frame; with `check`, a BuildError is raised at once instead (one extra pass over the
+    column, which a build skips: it has just appended the same frame's values).
     """
     from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
 
@@ -267,13 +269,14 @@ def encode(
     if version.size <= broadcast_max_rows:
         dictionary = F.broadcast(dictionary)
     on = F.col(key) == F.col(dict_value)
-    missing = keyed.select(key).where(F.col(key).isNotNull()).distinct().join(dictionary, on, "left_anti")
-    sample = [row[0] for row in missing.limit(5).collect()]
-    if sample:
-        raise BuildError(
-            f"column {column!r} has values missing from dictionary {version.location} (e.g. {sample}): "
-            "the dictionary was built from other data"
-        )
+    if check:
+        missing = keyed.select(key).where(F.col(key).isNotNull()).distinct().join(dictionary, on, "left_anti")
+        sample = [row[0] for row in missing.limit(5).collect()]
+        if sample:
+            raise BuildError(
+                f"column {column!r} has values missing from dictionary {version.location} (e.g. {sample}): "
+                "the dictionary was built from other data"
+            )
     unknown = F.col(key).isNotNull() & F.col(dict_id).isNull()
     guarded = F.when(unknown, F.raise_error(F.lit(f"value missing from dictionary {version.location}")))
     joined = keyed.join(dictionary, on, "left")

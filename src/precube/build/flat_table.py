@@ -1,16 +1,24 @@
 """The flat table of one segment (seed 003 step 1): the fact table joined to the lookups the build
 needs, computed columns evaluated, the model filter and the segment's range applied, and only the
-needed columns kept, each named by its model column id (`columns.column`)."""
+needed columns kept, each named by its model column id (`columns.column`).
+
+String dimensions of lookup tables can come out as integer codes instead (`encodable`, `Codes`), as
+Kylin encodes dimensions: the codes are dense ranks of the lookup column's distinct values, so they
+sort like the values; the join, shuffle, group-by and sort of the root layouts then move integers, and
+the (much smaller) output is decoded before it is written. Layout files always hold raw values.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from precube.build import columns as names
 from precube.metadata import JoinType, Model, Table, TimeRange
+from precube.metadata import datatypes as dt
 from precube.modeling.expressions import parse
 from precube.modeling.partition_format import range_predicate
 from precube.sources.source import source_for
@@ -33,14 +41,85 @@ def _needed_aliases(model: Model, refs: Collection[str]) -> list[str]:
     return [j.alias for j in model.join_tables if j.alias in closure]
 
 
+@dataclass
+class Codes:
+    """Integer codes of some flat-table columns: flat column name → DataFrame(code int, value)."""
+
+    tables: dict[str, DataFrame] = field(default_factory=dict)
+
+    def decode(self, df: DataFrame) -> DataFrame:
+        """`df` with every coded column replaced by its values, columns and row order unchanged (a
+        broadcast join streams `df` in order, so a sorted frame stays sorted)."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        coded = [c for c in df.columns if c in self.tables]
+        if not coded:
+            return df
+        out, order = df, list(df.columns)
+        for name in coded:
+            code, value = f"__code_{name}", f"__value_{name}"
+            mapping = self.tables[name].select(F.col("code").alias(code), F.col("value").alias(value))
+            out = out.join(F.broadcast(mapping), F.col(name) == F.col(code), "left")
+        return out.select(*[F.col(f"__value_{c}").alias(c) if c in self.tables else F.col(c) for c in order])
+
+    def values_of(self, wanted: Mapping[str, Collection[int]]) -> dict[tuple[str, int], Any]:
+        """The values of some codes of some columns, in one small Spark job (for dimension ranges)."""
+        from functools import reduce
+
+        from pyspark.sql import functions as F  # noqa: N812
+
+        parts = [
+            self.tables[name].where(F.col("code").isin(*codes)).select(F.lit(name).alias("name"), "code", "value")
+            for name, codes in wanted.items()
+            if codes and name in self.tables
+        ]
+        if not parts:
+            return {}
+        rows = reduce(lambda a, b: a.unionByName(b), parts).collect()
+        return {(r["name"], r["code"]): r["value"] for r in rows}
+
+    def release(self) -> None:
+        for mapping in self.tables.values():
+            mapping.unpersist()
+
+
+# A lookup is coded only if Spark estimates it at most this big: each code table is broadcast.
+ENCODE_MAX_BYTES = 256 * 2**20
+
+
+def _broadcastable(df: DataFrame) -> bool:
+    size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+    return int(str(size)) <= ENCODE_MAX_BYTES  # a Scala BigInt: py4j may hand over an int or an object
+
+
+def encodable(model: Model, column_ids: Collection[int], raw_ids: Collection[int]) -> set[int]:
+    """Columns worth coding: plain string columns of lookup tables, unless some use needs their
+    values in the flat table (`raw_ids`: measure inputs; also join keys, the filter, computed columns)."""
+    by_id = {c.id: c for c in model.all_named_columns}
+    computed = {f"{cc.table_alias}.{cc.column_name}" for cc in model.computed_columns}
+    keys = {k for j in model.join_tables for k in (*j.join.foreign_key, *j.join.primary_key)}
+    used = keys | _filter_refs(model) | computed | {by_id[i].column for i in raw_ids if i in by_id}
+    return {
+        i
+        for i in column_ids
+        if i in by_id
+        and by_id[i].column.split(".")[0] != model.root_alias
+        and by_id[i].column not in used
+        and dt.family(by_id[i].datatype) is dt.TypeFamily.STRING
+    }
+
+
 def flat_table(
     spark: SparkSession,
     model: Model,
     tables: Mapping[str, Table],
     column_ids: Collection[int],
     time_range: TimeRange | None,
-) -> DataFrame:
-    """The flat rows of `time_range` (None or the full range: everything) with the given columns."""
+    encode: Collection[int] = (),
+) -> tuple[DataFrame, Codes]:
+    """The flat rows of `time_range` (None or the full range: everything) with the given columns;
+    those in `encode` (see `encodable`) as codes."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F  # noqa: N812
 
     by_id = {c.id: c for c in model.all_named_columns}
@@ -51,9 +130,27 @@ def flat_table(
     aliases = _needed_aliases(model, (refs - cc_inputs) | filter_refs)
     alias_table = {model.root_alias: model.fact_table, **{j.alias: j.table for j in model.join_tables}}
 
+    codes = Codes()
+    coded = {by_id[i].column: i for i in encode if by_id[i].column in refs}
+
     def read(alias: str) -> DataFrame:
         table = tables[alias_table[alias].upper()]
-        return source_for(table).read(spark, table.columns).alias(alias)
+        df = source_for(table).read(spark, table.columns)
+        if not _broadcastable(df):  # its code tables might be too: keep its values
+            return df.alias(alias)
+        for ref, cid in coded.items():
+            owner, column = ref.split(".", 1)
+            if owner != alias:
+                continue
+            order = Window.orderBy(F.col("value").asc_nulls_first())
+            mapping = df.select(F.col(column).alias("value")).distinct()
+            # cached: the flat table and every root layout's decoding read it
+            mapping = mapping.withColumn("code", F.dense_rank().over(order).cast("int")).persist()
+            codes.tables[names.column(cid)] = mapping
+            pairs = mapping.select(F.col("value").alias("__v"), F.col("code").alias("__c"))
+            df = df.join(F.broadcast(pairs), F.col(column).eqNullSafe(F.col("__v")), "left")
+            df = df.drop(column, "__v").withColumnRenamed("__c", column)
+        return df.alias(alias)
 
     df = read(model.root_alias)
     for join in model.join_tables:
@@ -77,7 +174,7 @@ def flat_table(
         )
         for i in sorted(column_ids)
     ]
-    return df.select(*selected)
+    return df.select(*selected), codes
 
 
 def _filter_refs(model: Model) -> set[str]:

@@ -1,23 +1,111 @@
 """Building a set of layouts into one segment, layer by layer (seed 003, reference §4.1): a layout
 reads its smallest already-built parent (fewest rows, then fewest columns), the flat table only when
-no built layout derives it. Each finished layout is recorded at once, so a rerun skips it."""
+no built layout derives it. Each finished layout is recorded at once, so a rerun skips it.
+
+Two things keep small layouts from costing a Spark job each (most of their time would be scheduling
+and file commits):
+- When the chosen parent is small (`SMALL_PARENT_ROWS`), that parent's pending descendants, in this
+  layer and later ones, are computed together in one Spark job (GROUPING SETS with the measures'
+  merge functions) and written from the driver with pyarrow (on a local warehouse; elsewhere each
+  layout is a Spark job of its own).
+- The work items of a layer (one layout, a run of same-column layouts, or a batch) are independent, so
+  up to `BuildContext.parallel_layouts` run as concurrent Spark jobs. Layouts with the same columns in
+  another order go one after the other: all but the first re-sort their sibling.
+"""
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
+import pyarrow.compute as pc
+
 from precube.build.context import BuildContext, record_layout
-from precube.build.layout_build import compute_layout
-from precube.build.storage import layout_path, written
+from precube.build.layout_build import GROUPING_ID, compute_batch, compute_layout, grouping_id, layout_columns
+from precube.build.storage import is_local, layout_path, write_arrow, written
 from precube.metadata import Layout, LayoutInstance, Model
-from precube.modeling.spanning_tree import build_layers, choose_parent
+from precube.modeling.spanning_tree import build_layers, choose_parent, fully_derives
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-# Returns the flat table of the segment and its row count; called only if some layout needs it.
-FlatSource = Callable[[], tuple["DataFrame", int]]
+# The segment's flat table and the decoder of its coded columns, given how many layouts will read it
+# (so it is cached only when worth it).
+FlatSource = Callable[[int], tuple["DataFrame", Callable[["DataFrame"], "DataFrame"]]]
+
+SMALL_PARENT_ROWS = 1_000_000  # a parent this small feeds all its pending descendants in one job
+BATCH_MAX_ROWS = 20_000_000  # parent rows x grouping sets per batch job (its Expand size)
+
+
+def _shape(layout: Layout) -> tuple[bool, frozenset[int]]:
+    return layout.is_table_index, frozenset(layout.col_order)
+
+
+class _Segment:
+    """One segment's build: what is built so far, and how to build more."""
+
+    def __init__(
+        self,
+        ctx: BuildContext,
+        model: Model,
+        segment_id: str,
+        built: dict[int, tuple[Layout, LayoutInstance]],
+        flat: FlatSource,
+        source_rows: int | None,
+        total: int,
+    ) -> None:
+        self.ctx, self.model, self.segment_id, self.built = ctx, model, segment_id, built
+        self.flat, self.source_rows, self.total = flat, source_rows, total
+        self.lock = threading.Lock()  # guards `built`, the metadata record and the progress count
+        self.done = 0
+        self.stage = ""
+
+    def path(self, layout_id: int) -> str:
+        return layout_path(self.ctx.warehouse_root, self.ctx.project, self.model.uuid, self.segment_id, layout_id)
+
+    def parent_of(self, layout: Layout) -> Layout | None:
+        with self.lock:
+            return choose_parent(layout, {i: (lay, li.rows) for i, (lay, li) in self.built.items()})
+
+    def rows(self, layout_id: int) -> int:
+        with self.lock:
+            return self.built[layout_id][1].rows
+
+    def finished(self, layout: Layout, instance: LayoutInstance) -> None:
+        with self.lock:
+            record_layout(self.ctx, self.model, self.segment_id, instance)
+            self.built[layout.id] = (layout, instance)
+            self.done += 1
+            self.ctx.progress(self.stage, self.done, self.total)
+
+    def build_run(self, run: list[Layout], roots: int) -> None:
+        """Layouts with the same columns: the first from its parent (or the flat table), the rest re-sort it."""
+        for layout in run:
+            parent = self.parent_of(layout)
+            if parent is None:
+                source, decode = self.flat(roots)
+                df = decode(compute_layout(source, layout, self.model, True, None))
+            else:
+                source = self.ctx.spark.read.parquet(self.path(parent.id))
+                same_grain = _shape(parent) == _shape(layout)
+                df = compute_layout(source, layout, self.model, False, self.rows(parent.id), same_grain)
+            self.finished(layout, write_layout(self.ctx, self.model, self.segment_id, layout.id, df, self.source_rows))
+
+    def build_batch(self, parent: Layout, batch: list[Layout]) -> None:
+        """Descendants of one small parent: computed in one Spark job, written from the driver."""
+        source = self.ctx.spark.read.parquet(self.path(parent.id))
+        df, all_dims = compute_batch(source, batch, self.model)
+        table = df.toArrow()
+        for layout in batch:
+            dims, cells = layout_columns(layout, self.model)
+            one = table.filter(pc.equal(table[GROUPING_ID], grouping_id(layout, all_dims))).select(dims + cells)
+            if dims:
+                one = one.sort_by([(d, "ascending", "at_start") for d in dims])
+            write_arrow(self.path(layout.id), one)
+            self.finished(layout, _instance(self.ctx, self.path(layout.id), layout.id, self.source_rows))
 
 
 def build_into_segment(
@@ -27,48 +115,82 @@ def build_into_segment(
     to_build: Sequence[Layout],
     built: dict[int, tuple[Layout, LayoutInstance]],
     flat: FlatSource,
-    source_rows: Callable[[], int],
+    source_rows: int | None,
 ) -> None:
-    """Build `to_build` into the segment; `built` are its layouts already there (updated in place)."""
+    """Build `to_build` into the segment; `built` are its layouts already there (updated in place).
+    `source_rows`: the segment's, when known before the build (else the commit records them)."""
     pending = [lay for lay in to_build if lay.id not in built]
     layers = build_layers(pending, {i: (lay, li.rows) for i, (lay, li) in built.items()})
-    total = len(pending)
-    done = 0
+    seg = _Segment(ctx, model, segment_id, built, flat, source_rows, len(pending))
+    taken: set[int] = set()  # layouts given to a batch
+    batching = is_local(ctx.warehouse_root)  # batches are written from the driver
     for number, layer in enumerate(layers, start=1):
+        seg.stage = f"layer {number}/{len(layers)}"
+        runs: dict[tuple[bool, frozenset[int]], list[Layout]] = {}
+        batches: dict[int, list[Layout]] = {}
         for layout in layer:
-            parent = choose_parent(layout, {i: (lay, li.rows) for i, (lay, li) in built.items()})
-            if parent is None:
-                source, rows = flat()
+            if layout.id in taken:
+                continue
+            parent = seg.parent_of(layout)
+            small = parent is not None and seg.rows(parent.id) <= SMALL_PARENT_ROWS
+            if batching and parent is not None and small and not layout.is_table_index:
+                in_runs = {lay.id for run in runs.values() for lay in run}
+                batch = [
+                    c
+                    for c in pending
+                    if c.id not in taken | in_runs and not c.is_table_index and fully_derives(parent, c)
+                ]
+                taken.update(c.id for c in batch)
+                batches.setdefault(parent.id, []).extend(batch)
             else:
-                source = ctx.spark.read.parquet(_path(ctx, model, segment_id, parent.id))
-                rows = built[parent.id][1].rows
-            df = compute_layout(source, layout, model, from_flat=parent is None, input_rows=rows)
-            instance = write_layout(ctx, model, segment_id, layout.id, df, source_rows())
-            built[layout.id] = (layout, instance)
-            done += 1
-            ctx.progress(f"layer {number}/{len(layers)}", done, total)
+                runs.setdefault(_shape(layout), []).append(layout)
+        roots = sum(1 for run in runs.values() if seg.parent_of(run[0]) is None)
+        work = [functools.partial(seg.build_run, run, roots) for run in runs.values()]
+        for parent_id, members in batches.items():
+            for chunk in _chunks(members, max(1, BATCH_MAX_ROWS // max(1, seg.rows(parent_id)))):
+                work.append(functools.partial(seg.build_batch, built[parent_id][0], chunk))
+        _run_all(work, ctx.parallel_layouts)
 
 
-def write_layout(
-    ctx: BuildContext, model: Model, segment_id: str, layout_id: int, df: DataFrame, source_rows: int
-) -> LayoutInstance:
-    """Write one layout's rows into the segment and record it as built."""
-    path = _path(ctx, model, segment_id, layout_id)
-    # overwrite: a killed earlier attempt may have left part of this (unrecorded) directory
-    df.write.mode("overwrite").parquet(path)
+def _chunks(items: list[Layout], size: int) -> list[list[Layout]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _run_all(work: Sequence[Callable[[], None]], parallel: int) -> None:
+    """Run independent work items, up to `parallel` at a time; the first failure is raised once the
+    running ones end (what they finished is recorded), and the rest never start."""
+    if parallel <= 1 or len(work) <= 1:
+        for item in work:
+            item()
+        return
+    with ThreadPoolExecutor(min(parallel, len(work)), thread_name_prefix="precube-layout") as pool:
+        futures = [pool.submit(item) for item in work]
+        finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in finished if f.exception() is not None]
+        if failed:
+            for f in futures:
+                f.cancel()
+            raise failed[0].exception()  # type: ignore[misc]
+
+
+def _instance(ctx: BuildContext, path: str, layout_id: int, source_rows: int | None) -> LayoutInstance:
     files = written(ctx.spark, path)
-    instance = LayoutInstance(
+    return LayoutInstance(
         layout_id=layout_id,
         build_job_id=ctx.job_id,
         rows=files.rows,
         byte_size=files.bytes,
         file_count=files.files,
-        source_rows=source_rows,
+        source_rows=source_rows or 0,
         is_ready=True,
     )
-    record_layout(ctx, model, segment_id, instance)
-    return instance
 
 
-def _path(ctx: BuildContext, model: Model, segment_id: str, layout_id: int) -> str:
-    return layout_path(ctx.warehouse_root, ctx.project, model.uuid, segment_id, layout_id)
+def write_layout(
+    ctx: BuildContext, model: Model, segment_id: str, layout_id: int, df: DataFrame, source_rows: int | None
+) -> LayoutInstance:
+    """Write one layout's rows into the segment with Spark; the caller records the returned instance."""
+    path = layout_path(ctx.warehouse_root, ctx.project, model.uuid, segment_id, layout_id)
+    # overwrite: a killed earlier attempt may have left part of this (unrecorded) directory
+    df.write.mode("overwrite").parquet(path)
+    return _instance(ctx, path, layout_id, source_rows)

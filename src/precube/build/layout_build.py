@@ -3,7 +3,7 @@ the flat table for a root, else the smallest built parent layout — then sort b
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,7 @@ from precube.metadata.model import MEASURE_ID_BASE
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-ROWS_PER_FILE = 2_000_000  # above this a layout is range-partitioned into several sorted files
+ROWS_PER_FILE = 2_000_000  # up to this many input rows a layout is written as one file
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,11 @@ class LayoutShape:
                 if m is None:
                     raise ValueError(f"layout {layout.id} refers to measure {i}, which model {model.alias} lacks")
                 measures.append(m)
-        return cls([i for i in layout.col_order if i < MEASURE_ID_BASE], measures)
+        return cls(cls.of_dims(layout), measures)
+
+    @staticmethod
+    def of_dims(layout: Layout) -> list[int]:
+        return [i for i in layout.col_order if i < MEASURE_ID_BASE]
 
 
 def measure_inputs(model: Model, measure: Measure) -> list[int]:
@@ -57,14 +61,27 @@ def _args(model: Model, measure: Measure) -> list[Column]:
     return args
 
 
-def compute_layout(source: DataFrame, layout: Layout, model: Model, from_flat: bool, input_rows: int) -> DataFrame:
-    """The layout's rows from `source` (flat rows when `from_flat`, else a parent layout's cells)."""
+def compute_layout(
+    source: DataFrame,
+    layout: Layout,
+    model: Model,
+    from_flat: bool,
+    input_rows: int | None,
+    same_grain: bool = False,
+) -> DataFrame:
+    """The layout's rows from `source` (flat rows when `from_flat`, else a parent layout's cells).
+
+    `same_grain`: the source already has one row per value of the layout's dimensions (a parent layout
+    with the same dimensions in another order), so the rows are only projected and sorted again.
+    `input_rows` (None: unknown, as for the flat table) picks one file for small inputs; larger ones keep
+    Spark's post-shuffle partitions (adaptive execution sizes them), a file each.
+    """
     from pyspark.sql import functions as F  # noqa: N812
 
     shape = LayoutShape.of(layout, model)
     dims = [names.column(d) for d in shape.dims]
-    if layout.is_table_index:
-        df = source.select(*dims)
+    if layout.is_table_index or same_grain:
+        df = source
     elif not shape.measures:
         df = source.select(*dims).dropDuplicates()
     else:
@@ -77,11 +94,41 @@ def compute_layout(source: DataFrame, layout: Layout, model: Model, from_flat: b
             df = kind_of(m).finish(df, m)
     ordered = dims + [c for m in shape.measures for c in kind_of(m).cell_columns(m)]
     df = df.select(*ordered)
-    if not dims:
-        return df.coalesce(1)
-    files = max(1, math.ceil(input_rows / ROWS_PER_FILE))
-    # Sorted by the layout's column order so Parquet row-group statistics prune well (DESIGN §4).
-    sort = [F.col(d).asc_nulls_first() for d in dims]
-    if files == 1:
-        return df.coalesce(1).sortWithinPartitions(*sort)
-    return df.repartitionByRange(files, *sort).sortWithinPartitions(*sort)
+    if not dims or (input_rows is not None and input_rows <= ROWS_PER_FILE):
+        df = df.coalesce(1)
+    # Each file sorted by the layout's column order, so Parquet row-group statistics prune well (DESIGN §4).
+    # Kylin sorts within partitions too: a global range sort would cost a sampling pass and a shuffle more.
+    return df.sortWithinPartitions(*[F.col(d).asc_nulls_first() for d in dims]) if dims else df
+
+
+GROUPING_ID = "__grouping_id"
+
+
+def grouping_id(layout: Layout, all_dims: list[int]) -> int:
+    """Spark's `grouping_id()` of the layout's grouping set: one bit per dimension of `all_dims`
+    (first = highest), set when the dimension is not grouped."""
+    own = set(LayoutShape.of_dims(layout))
+    return sum(1 << (len(all_dims) - 1 - i) for i, d in enumerate(all_dims) if d not in own)
+
+
+def compute_batch(source: DataFrame, layouts: Sequence[Layout], model: Model) -> tuple[DataFrame, list[int]]:
+    """Several agg layouts from one built parent in one job (GROUPING SETS, each measure's merge):
+    rows of every layout, told apart by `GROUPING_ID` (see `grouping_id`), and the dimensions used."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    shapes = [LayoutShape.of(layout, model) for layout in layouts]
+    all_dims = sorted({d for shape in shapes for d in shape.dims})
+    measures = {m.id: m for shape in shapes for m in shape.measures}
+    sets = list({tuple(sorted(shape.dims)): None for shape in shapes})
+    aggs = [agg for m in measures.values() for agg in kind_of(m).merge(m)]
+    grouped = source.groupingSets([[names.column(d) for d in s] for s in sets], *[names.column(d) for d in all_dims])
+    df = grouped.agg(*aggs, F.grouping_id().alias(GROUPING_ID))
+    for m in measures.values():
+        df = kind_of(m).finish(df, m)
+    return df, all_dims
+
+
+def layout_columns(layout: Layout, model: Model) -> tuple[list[str], list[str]]:
+    """The layout's dimension columns and measure cell columns, in its column order."""
+    shape = LayoutShape.of(layout, model)
+    return [names.column(d) for d in shape.dims], [c for m in shape.measures for c in kind_of(m).cell_columns(m)]

@@ -5,14 +5,16 @@ commit, which promotes the segment and removes the ones it replaces in one trans
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from precube.build import columns as names
-from precube.build.context import BuildContext, ModelState, add_segment, built_layouts, load_state
+from precube.build.context import BuildContext, ModelState, add_segment, built_layouts, load_state, record_layout
 from precube.build.dictionary import build_dictionary, dictionary_path, encode
 from precube.build.errors import BuildConflictError
-from precube.build.flat_table import flat_table
+from precube.build.flat_table import Codes, encodable, flat_table
 from precube.build.layers import build_into_segment, write_layout
 from precube.build.layout_build import compute_layout, measure_inputs, needs_dictionary
 from precube.build.storage import layout_path
@@ -34,13 +36,15 @@ from precube.modeling.segments import new_segment, promote, validate_build, vali
 from precube.sources.sampling import to_text
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame, Observation
 
 OPERATION = "operation"  # Segment.additional_info key: which operation created a NEW segment
 
 
 class _Flat:
-    """The segment's flat table, computed once on first use (cached), with its stats."""
+    """The segment's flat table, computed on first use, and its stats (source rows, dimension min/max),
+    which the first job reading it observes on the way (`DataFrame.observe`) instead of a pass of their own.
+    It is cached only when read more than once: by dictionaries, or by several root layouts."""
 
     def __init__(self, ctx: BuildContext, state: ModelState, segment: Segment, layouts: Sequence[Layout]) -> None:
         self.ctx, self.state, self.segment = ctx, state, segment
@@ -54,48 +58,86 @@ class _Flat:
         self.dims = sorted(c.id for c in model.dimensions())
         self.columns = sorted(set(self.dims) | inputs | layout_cols)
         self._df: DataFrame | None = None
-        self.rows = 0
-        self.ranges: dict[str, DimensionRange] = {}
+        self._cached: DataFrame | None = None
+        self._observation: Observation | None = None
+        self._stats: dict[str, Any] | None = None
+        self.encoded = encodable(model, self.columns, inputs)
+        self.codes = Codes()
         self.dictionaries: dict[str, str] = {}
+        self._lock = threading.Lock()
 
-    def get(self) -> tuple[DataFrame, int]:
-        if self._df is None:
-            self._df = self._compute()
-        return self._df, self.rows
+    def read(self, readers: int) -> tuple[DataFrame, Callable[[DataFrame], DataFrame]]:
+        """The flat rows, some columns coded, and how to decode a layout computed from them;
+        `readers`: how many layouts will read them (known at the first call)."""
+        with self._lock:  # root layouts of one layer ask from several threads
+            if self._df is None:
+                self._df = self._compute(cache=readers > 1 or bool(self.bitmap_inputs))
+            return self._df, self.codes.decode
 
-    def source_rows(self) -> int:
-        return self.get()[1]
-
-    def _compute(self) -> DataFrame:
+    def _compute(self, cache: bool) -> DataFrame:
         from pyspark import StorageLevel
+        from pyspark.sql import Observation
         from pyspark.sql import functions as F  # noqa: N812
 
         ctx, model = self.ctx, self.state.model
-        ctx.progress("flat table", 0, 1)
-        df = flat_table(ctx.spark, model, self.state.tables, self.columns, self.segment.range)
+        df, self.codes = flat_table(ctx.spark, model, self.state.tables, self.columns, self.segment.range, self.encoded)
+        if cache:
+            df = self._cached = df.persist(StorageLevel.MEMORY_AND_DISK)
         for cid in self.bitmap_inputs:  # global dictionaries: append this segment's new values
             path = dictionary_path(ctx.warehouse_root, ctx.project, model.uuid, cid)
+            ctx.progress(f"dictionary {cid}", 0, 1)
             version = build_dictionary(ctx.spark, df.select(F.col(names.column(cid)).alias("value")), path)
-            df = encode(ctx.spark, df, names.column(cid), version, names.dict_column(cid))
+            # no eager check: the dictionary has just taken every value of this frame
+            df = encode(ctx.spark, df, names.column(cid), version, names.dict_column(cid), check=False)
             self.dictionaries[f"dict.{cid}"] = str(version.version)
-        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+            ctx.progress(f"dictionary {cid}", 1, 1)
+        self._observation = Observation(f"flat-{uuid.uuid4().hex}")
+        return df.observe(self._observation, *self._stat_columns())
+
+    def _stat_columns(self) -> list[Column]:
+        from pyspark.sql import functions as F  # noqa: N812
+
         aggs = [F.count(F.lit(1)).alias("__rows")]
         for d in self.dims:
             aggs += [F.min(names.column(d)).alias(f"lo{d}"), F.max(names.column(d)).alias(f"hi{d}")]
-        row = df.agg(*aggs).first()
-        assert row is not None
-        self.rows = int(row["__rows"])
-        self.ranges = {
-            str(d): DimensionRange(min=_text(row[f"lo{d}"]), max=_text(row[f"hi{d}"]))
-            for d in self.dims
-            if row[f"lo{d}"] is not None
-        }
-        ctx.progress("flat table", 1, 1)
-        return df
+        return aggs
+
+    def stats(self) -> dict[str, Any]:
+        """Observed by the first job that read the flat table; computed by a job of its own if none did."""
+        if self._stats is None:
+            if self._observation is not None:
+                self._stats = dict(self._observation.get)
+            else:  # every layout was resumed or had a parent: one pass for the segment's stats only
+                df, _ = flat_table(
+                    self.ctx.spark, self.state.model, self.state.tables, self.columns, self.segment.range
+                )
+                row = df.agg(*self._stat_columns()).first()
+                assert row is not None
+                self._stats = row.asDict()
+        return self._stats
+
+    @property
+    def rows(self) -> int:
+        return int(self.stats()["__rows"])
+
+    def ranges(self) -> dict[str, DimensionRange]:
+        stats = self.stats()
+        ends = {d: (stats[f"lo{d}"], stats[f"hi{d}"]) for d in self.dims}
+        # a coded column's extremes are those of its codes: translate them (one small job)
+        coded = {d for d in self.dims if names.column(d) in self.codes.tables}
+        values = self.codes.values_of({names.column(d): [c for c in ends[d] if c is not None] for d in coded})
+        ranges = {}
+        for d, (lo, hi) in ends.items():
+            if d in coded:
+                lo, hi = values.get((names.column(d), lo)), values.get((names.column(d), hi))
+            if lo is not None:
+                ranges[str(d)] = DimensionRange(min=_text(lo), max=_text(hi))
+        return ranges
 
     def close(self) -> None:
-        if self._df is not None:
-            self._df.unpersist()
+        if self._cached is not None:
+            self._cached.unpersist()
+        self.codes.release()
 
 
 def _text(value: object) -> str:
@@ -147,10 +189,9 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
     flat = _Flat(ctx, state, segment, layouts)
     try:
         built = _built(ctx, state, segment.id)
-        build_into_segment(ctx, state.model, segment.id, layouts, built, flat.get, flat.source_rows)
-        flat.get()  # the segment's stats come from the flat table even when every layout was resumed
+        build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None)
         info = {**segment.additional_info, **flat.dictionaries}
-        return _commit(ctx, state, segment.id, flat.rows, flat.ranges, info)
+        return _commit(ctx, state, segment.id, flat.rows, flat.ranges(), info)
     finally:
         flat.close()
 
@@ -200,7 +241,8 @@ def merge_segments(ctx: BuildContext, model_alias: str, targets: Sequence[str]) 
         paths = [layout_path(ctx.warehouse_root, ctx.project, model.uuid, s.id, layout_id) for s in sources]
         rows = sum(per_source[s.id][layout_id].rows for s in sources)
         df = compute_layout(ctx.spark.read.parquet(*paths), layout, model, from_flat=False, input_rows=rows)
-        write_layout(ctx, model, segment.id, layout_id, df, sum(s.source_count for s in sources))
+        instance = write_layout(ctx, model, segment.id, layout_id, df, sum(s.source_count for s in sources))
+        record_layout(ctx, model, segment.id, instance)
         ctx.progress("merge", n, len(todo))
     ranges = _merge_ranges(state, [s.dimension_range_info_map for s in sources])
     return _commit(ctx, state, segment.id, sum(s.source_count for s in sources), ranges, segment.additional_info)
@@ -228,15 +270,11 @@ def build_layouts(
         flat = _Flat(ctx, state, segment, missing)
         try:
             # the segment's source rows are known: the flat table is read only for rootless layouts
-            build_into_segment(ctx, state.model, segment.id, missing, built, flat.get, _constant(segment.source_count))
+            build_into_segment(ctx, state.model, segment.id, missing, built, flat.read, segment.source_count)
         finally:
             flat.close()
         result[segment.id] = [lay.id for lay in missing]
     return result
-
-
-def _constant(value: int) -> Callable[[], int]:
-    return lambda: value
 
 
 def _merge_ranges(state: ModelState, maps: list[dict[str, DimensionRange]]) -> dict[str, DimensionRange]:
@@ -275,11 +313,15 @@ def _commit(
         segment.dimension_range_info_map = ranges
         segment.last_build_time = now_ms()
         segment.additional_info = info
+        details = tx.require(SegmentDetails, state.model.uuid, segment_id)
+        for li in details.layout_instances:  # a build learns its source rows only with its first job
+            li.source_rows = li.source_rows or source_count
+        tx.update(details)
         segments, removed = promote(dataflow.segments, segment_id)
         for old in removed:
-            details = tx.get(SegmentDetails, state.model.uuid, old.id)
-            if details is not None:
-                tx.delete(details)
+            old_details = tx.get(SegmentDetails, state.model.uuid, old.id)
+            if old_details is not None:
+                tx.delete(old_details)
         dataflow.segments = segments
         dataflow.status = DataflowStatus.ONLINE
         tx.update(dataflow)

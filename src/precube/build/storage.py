@@ -8,11 +8,14 @@ data becomes visible only when the metadata that points at it commits.
 
 from __future__ import annotations
 
+import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 if TYPE_CHECKING:
@@ -39,6 +42,22 @@ class WrittenFiles:
     rows: int
     bytes: int
     files: int
+
+
+def is_local(path: str) -> bool:
+    return _local(path) is not None
+
+
+def write_arrow(path: str, table: pa.Table) -> None:
+    """Write a small layout from the driver (local warehouses only): replaces whatever a killed earlier
+    attempt left in the directory, then one Parquet file."""
+    local = _local(path)
+    if local is None:
+        raise ValueError(f"{path} is not on the local file system")
+    if local.exists():
+        shutil.rmtree(local)
+    local.mkdir(parents=True)
+    pq.write_table(table, local / f"part-00000-{uuid.uuid4()}.parquet")
 
 
 def written(spark: SparkSession, path: str) -> WrittenFiles:
