@@ -136,8 +136,19 @@ def flat_table(
     def read(alias: str) -> DataFrame:
         table = tables[alias_table[alias].upper()]
         df = source_for(table).read(spark, table.columns)
-        if not _broadcastable(df):  # its code tables might be too: keep its values
+        own = [(ref.split(".", 1)[1], cid) for ref, cid in coded.items() if ref.split(".", 1)[0] == alias]
+        if not own or not _broadcastable(df):  # a big lookup's code tables might be too: keep its values
             return df.alias(alias)
+        for column, cid in own:
+            order = Window.orderBy(F.col("value").asc_nulls_first())
+            mapping = df.select(F.col(column).alias("value")).distinct()
+            # cached: the flat table and every root layout's decoding read it
+            mapping = mapping.withColumn("code", F.dense_rank().over(order).cast("int")).persist()
+            codes.tables[names.column(cid)] = mapping
+            pairs = mapping.select(F.col("value").alias("__v"), F.col("code").alias("__c"))
+            df = df.join(F.broadcast(pairs), F.col(column).eqNullSafe(F.col("__v")), "left")
+            df = df.drop(column, "__v").withColumnRenamed("__c", column)
+        return df.alias(alias)
         for ref, cid in coded.items():
             owner, column = ref.split(".", 1)
             if owner != alias:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import pyarrow.compute as pc
 
 from precube.build.context import BuildContext, record_layout
-from precube.build.layout_build import GROUPING_ID, compute_batch, compute_layout, grouping_id, layout_columns
+from precube.build.layout_build import GROUPING_ID, LayoutShape, compute_batch, compute_layout, grouping_id
 from precube.build.storage import is_local, layout_path, write_arrow, written
 from precube.metadata import Layout, LayoutInstance, Model
 from precube.modeling.spanning_tree import build_layers, choose_parent, fully_derives
@@ -100,7 +100,7 @@ class _Segment:
         df, all_dims = compute_batch(source, batch, self.model)
         table = df.toArrow()
         for layout in batch:
-            dims, cells = layout_columns(layout, self.model)
+            dims, cells = LayoutShape.of(layout, self.model).columns()
             one = table.filter(pc.equal(table[GROUPING_ID], grouping_id(layout, all_dims))).select(dims + cells)
             if dims:
                 one = one.sort_by([(d, "ascending", "at_start") for d in dims])
@@ -132,8 +132,12 @@ def build_into_segment(
             if layout.id in taken:
                 continue
             parent = seg.parent_of(layout)
-            small = parent is not None and seg.rows(parent.id) <= SMALL_PARENT_ROWS
-            if batching and parent is not None and small and not layout.is_table_index:
+            if (
+                batching
+                and parent is not None
+                and not layout.is_table_index
+                and seg.rows(parent.id) <= SMALL_PARENT_ROWS
+            ):
                 in_runs = {lay.id for run in runs.values() for lay in run}
                 batch = [
                     c

@@ -38,6 +38,10 @@ class LayoutShape:
     def of_dims(layout: Layout) -> list[int]:
         return [i for i in layout.col_order if i < MEASURE_ID_BASE]
 
+    def columns(self) -> tuple[list[str], list[str]]:
+        """Dimension columns and measure cell columns, in the layout's column order."""
+        return [names.column(d) for d in self.dims], [c for m in self.measures for c in kind_of(m).cell_columns(m)]
+
 
 def measure_inputs(model: Model, measure: Measure) -> list[int]:
     """Model column ids a measure reads from the flat table."""
@@ -79,7 +83,7 @@ def compute_layout(
     from pyspark.sql import functions as F  # noqa: N812
 
     shape = LayoutShape.of(layout, model)
-    dims = [names.column(d) for d in shape.dims]
+    dims, cells = shape.columns()
     if layout.is_table_index or same_grain:
         df = source
     elif not shape.measures:
@@ -92,8 +96,7 @@ def compute_layout(
         df = source.groupBy(*dims).agg(*aggs) if dims else source.agg(*aggs)
         for m in shape.measures:
             df = kind_of(m).finish(df, m)
-    ordered = dims + [c for m in shape.measures for c in kind_of(m).cell_columns(m)]
-    df = df.select(*ordered)
+    df = df.select(*dims, *cells)
     if not dims or (input_rows is not None and input_rows <= ROWS_PER_FILE):
         df = df.coalesce(1)
     # Each file sorted by the layout's column order, so Parquet row-group statistics prune well (DESIGN §4).
@@ -126,9 +129,3 @@ def compute_batch(source: DataFrame, layouts: Sequence[Layout], model: Model) ->
     for m in measures.values():
         df = kind_of(m).finish(df, m)
     return df, all_dims
-
-
-def layout_columns(layout: Layout, model: Model) -> tuple[list[str], list[str]]:
-    """The layout's dimension columns and measure cell columns, in its column order."""
-    shape = LayoutShape.of(layout, model)
-    return [names.column(d) for d in shape.dims], [c for m in shape.measures for c in kind_of(m).cell_columns(m)]

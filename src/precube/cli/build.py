@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 
 from precube.build.context import BuildContext
 from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
-from precube.cli.context import MODEL, PROJECT, CliContext, console, err_console, state
+from precube.cli.context import MODEL, PROJECT, CliContext, console, err_console, project_state
 from precube.errors import InvalidInputError, PrecubeError
 from precube.metadata import Dataflow, Segment, TimeRange
 from precube.modeling.model_store import require_model
@@ -72,8 +72,7 @@ def build(
     add_layouts: bool = typer.Option(False, "--add-layouts", help="Build layouts missing from existing segments."),
 ) -> None:
     """Build a segment from source (incremental: it starts where the last segment ends)."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     with _running(cli, project) as bctx:
         if add_layouts:
             built = build_layouts(bctx, model)
@@ -107,8 +106,7 @@ def refresh(
     model: str = MODEL,
 ) -> None:
     """Rebuild a segment from source and swap it in atomically."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     with _running(cli, project) as bctx:
         _done(refresh_segment(bctx, model, segment), "refreshed")
 
@@ -120,16 +118,14 @@ def merge(
     model: str = MODEL,
 ) -> None:
     """Merge contiguous segments into one (no source read)."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     with _running(cli, project) as bctx:
         _done(merge_segments(bctx, model, segments), "merged into")
 
 
 def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL) -> None:
     """List a model's segments."""
-    store = state(ctx).store()
-    store.require_project(project)
+    store = project_state(ctx, project).store()
     with store.read(project) as tx:
         m = require_model(tx, model)
         dataflow = tx.require(Dataflow, m.uuid)

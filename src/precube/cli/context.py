@@ -70,3 +70,10 @@ def state(ctx: typer.Context) -> CliContext:
     obj = ctx.find_root().obj
     assert isinstance(obj, CliContext), "the root callback sets the context"
     return obj
+
+
+def project_state(ctx: typer.Context, project: str) -> CliContext:
+    """The CLI state, once `project` is known to exist (else a clear error naming it)."""
+    cli = state(ctx)
+    cli.store().require_project(project)
+    return cli

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table as RichTable
 
-from precube.cli.context import MODEL, PROJECT, console, state
+from precube.cli.context import MODEL, PROJECT, console, project_state
 from precube.metadata import IndexPlan
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.agg_group import preview as preview_rule
@@ -36,8 +36,7 @@ def preview(
     model: str = MODEL,
 ) -> None:
     """Report how many layouts a rule set yields, per group and in all, without saving it."""
-    store = state(ctx).store()
-    store.require_project(project)
+    store = project_state(ctx, project).store()
     rules = load_rules(file)
     with store.read(project) as tx:
         m = require_model(tx, model)
@@ -64,8 +63,7 @@ def set_rules(
     model: str = MODEL,
 ) -> None:
     """Replace a model's aggregation groups; unchanged layouts keep their ids."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     rules = load_rules(file)
     plan = set_model_rules(cli.store(), project, model, rules.aggregation_groups, rules.global_dim_cap, cli.writer)
     console.print(
@@ -83,8 +81,7 @@ def add_table_index(
     sort_by: list[str] = typer.Option([], "--sort-by", help="Sort-by columns."),
 ) -> None:
     """Add a table (detail) index over model columns."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     layout = add_model_table_index(
         cli.store(), project, model, _names(columns), _names(shard_by), _names(sort_by), cli.writer
     )
@@ -94,8 +91,7 @@ def add_table_index(
 @app.command("list")
 def list_(ctx: typer.Context, project: str = PROJECT, model: str = MODEL) -> None:
     """List a model's layouts."""
-    store = state(ctx).store()
-    store.require_project(project)
+    store = project_state(ctx, project).store()
     with store.read(project) as tx:
         m = require_model(tx, model)
         plan = tx.require(IndexPlan, m.uuid)

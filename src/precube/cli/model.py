@@ -10,7 +10,7 @@ import typer
 import yaml
 from rich.table import Table as RichTable
 
-from precube.cli.context import PROJECT, console, state
+from precube.cli.context import PROJECT, console, project_state
 from precube.metadata import Dataflow, IndexPlan, Model
 from precube.modeling.model_rules import spec_of
 from precube.modeling.model_spec import load_spec
@@ -46,8 +46,7 @@ def create(
     ctx: typer.Context, file: Path = typer.Argument(..., help="Model spec (.yaml or .json)."), project: str = PROJECT
 ) -> None:
     """Create a model from a spec file, with its index plan and an empty dataflow."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     _summary(create_model(cli.store(), project, load_spec(file), writer=cli.writer), "created")
 
 
@@ -57,8 +56,7 @@ def update(
 ) -> None:
     """Apply an edited spec to the model of the same alias. A significant change (partition column,
     fact table, joins, filter, precompute flag) drops the built segments."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     saved = update_model(cli.store(), project, load_spec(file), writer=cli.writer)
     _summary(saved, "updated")
     if saved.significant_changes:
@@ -73,8 +71,7 @@ def show(
     fmt: ShowFormat = typer.Option(ShowFormat.spec, "--format", help="spec (editable YAML) or json (documents)."),
 ) -> None:
     """Print a model as an editable spec or as its stored documents."""
-    store = state(ctx).store()
-    store.require_project(project)
+    store = project_state(ctx, project).store()
     with store.read(project) as tx:
         model = require_model(tx, name)
         if fmt is ShowFormat.spec:
@@ -92,8 +89,7 @@ def show(
 @app.command("list")
 def list_(ctx: typer.Context, project: str = PROJECT) -> None:
     """List a project's models."""
-    store = state(ctx).store()
-    store.require_project(project)
+    store = project_state(ctx, project).store()
     view = RichTable("model", "fact table", "dims", "measures", "layouts", "segments", "status", "semantic version")
     with store.read(project) as tx:
         for m in sorted(tx.list(Model), key=lambda m: m.alias):
@@ -121,8 +117,7 @@ def delete(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
 ) -> None:
     """Delete a model with its index plan and segments."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     if not yes:
         typer.confirm(f"delete model {name} and all of its segments?", abort=True)
     model = delete_model(cli.store(), project, name, writer=cli.writer)
@@ -132,8 +127,7 @@ def delete(
 @app.command("check")
 def check(ctx: typer.Context, project: str = PROJECT) -> None:
     """Re-check every model against its tables: mark broken ones, recover fixed ones."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     report_checks(check_models(cli.store(), project, writer=cli.writer))
 
 

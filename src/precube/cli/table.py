@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table as RichTable
 
-from precube.cli.context import PROJECT, CliContext, console, err_console, state
+from precube.cli.context import PROJECT, CliContext, console, err_console, project_state, state
 from precube.cli.model import report_checks
 from precube.errors import InvalidInputError
 from precube.metadata import SourceType, Table, TableExt
@@ -73,8 +73,7 @@ def load(
 @app.command("list")
 def list_(ctx: typer.Context, project: str = PROJECT) -> None:
     """List a project's tables with their sampled row counts."""
-    store = state(ctx).store()
-    store.require_project(project)
+    store = project_state(ctx, project).store()
     view = RichTable("table", "source", "columns", "rows (sampled)", "location")
     with store.read(project) as tx:
         for t in tx.list(Table):
@@ -89,8 +88,7 @@ def reload(
     ctx: typer.Context, tables: list[str] = typer.Argument(..., help="DB.TABLE"), project: str = PROJECT
 ) -> None:
     """Re-read tables' schemas from their sources and report what changed."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     changed = False
     for identity in tables:
         table, change = reload_table(cli.store(), project, identity, cli.spark, writer=cli.writer)
@@ -108,8 +106,7 @@ def sample(
     rows: int | None = typer.Option(None, "--rows", min=1, help="Read at most this many rows."),
 ) -> None:
     """Sample tables on Spark: row count, per-column cardinality, min, max, nulls, example rows."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     _sample(cli, project, tables, rows)
 
 
@@ -147,8 +144,7 @@ def unload(
     ctx: typer.Context, tables: list[str] = typer.Argument(..., help="DB.TABLE"), project: str = PROJECT
 ) -> None:
     """Remove tables (and their stats) from a project."""
-    cli = state(ctx)
-    cli.store().require_project(project)
+    cli = project_state(ctx, project)
     for identity in tables:
         unload_table(cli.store(), project, identity, writer=cli.writer)
         console.print(f"unloaded {identity.upper()}")
