@@ -3,7 +3,6 @@ and the Kylin 3/4 duration thresholds of seed 001 §4.4 (CubeManagerTest)."""
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import itertools
 from collections.abc import Sequence
@@ -25,26 +24,11 @@ from precube.modeling.auto_merge import (
 from precube.modeling.errors import SegmentRuleError
 from precube.modeling.partition_format import utc_fields
 from precube.modeling.segments import check_invariants, new_segment, promote
+from tests.modeling.times import DAY, rng, seg, ts
 
 NEW, READY, WARNING = SegmentStatus.NEW, SegmentStatus.READY, SegmentStatus.WARNING
 L = AutoMergeTimeRange
-DAY = 86_400_000
 HOUR = 3_600_000
-
-
-def ts(text: str) -> int:
-    """Epoch ms (UTC) of 'YYYY-MM-DD[ HH:MM[:SS]]'."""
-    return calendar.timegm(dt.datetime.fromisoformat(text).timetuple()) * 1000
-
-
-def rng(start: str, end: str) -> TimeRange:
-    return TimeRange.of(ts(start), ts(end))
-
-
-def seg(start: int | str, end: int | str, status: SegmentStatus = READY) -> Segment:
-    lo = ts(start) if isinstance(start, str) else start
-    hi = ts(end) if isinstance(end, str) else end
-    return new_segment(TimeRange.of(lo, hi), status)
 
 
 def daily(first: str, count: int, step_days: int = 1) -> list[Segment]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 
 import pytest
@@ -25,12 +24,7 @@ from precube.modeling.partition_format import (
     utc_fields,
     utc_ms,
 )
-
-
-def ts(text: str) -> int:
-    """Epoch ms (UTC) of 'YYYY-MM-DD[ HH:MM[:SS]]'."""
-    return calendar.timegm(dt.datetime.fromisoformat(text).timetuple()) * 1000
-
+from tests.modeling.times import ts
 
 JAN1 = ts("2024-01-01")
 FEB1 = ts("2024-02-01")

@@ -3,7 +3,6 @@ retention of seed 001 §4.5."""
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 
 import pytest
@@ -20,21 +19,10 @@ from precube.modeling.retention import (
     shift_calendar,
 )
 from precube.modeling.segments import new_segment
+from tests.modeling.times import DAY, seg, ts
 
 NEW, READY, WARNING = SegmentStatus.NEW, SegmentStatus.READY, SegmentStatus.WARNING
 L = AutoMergeTimeRange
-DAY = 86_400_000
-
-
-def ts(text: str) -> int:
-    """Epoch ms (UTC) of 'YYYY-MM-DD[ HH:MM[:SS]]'."""
-    return calendar.timegm(dt.datetime.fromisoformat(text).timetuple()) * 1000
-
-
-def seg(start: int | str, end: int | str, status: SegmentStatus = READY) -> Segment:
-    lo = ts(start) if isinstance(start, str) else start
-    hi = ts(end) if isinstance(end, str) else end
-    return new_segment(TimeRange.of(lo, hi), status)
 
 
 def weeks(first: str, count: int, status: SegmentStatus = NEW) -> list[Segment]:

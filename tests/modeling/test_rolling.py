@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 
 import pytest
@@ -13,22 +12,9 @@ from precube.metadata.dataflow import Segment, SegmentStatus, TimeRange
 from precube.modeling.errors import SegmentRuleError
 from precube.modeling.rolling import RollingPlan, plan_rolling
 from precube.modeling.segments import check_invariants, new_segment, promote, validate_build
+from tests.modeling.times import DAY, rng, seg
 
 NEW, READY = SegmentStatus.NEW, SegmentStatus.READY
-DAY = 86_400_000
-
-
-def ts(text: str) -> int:
-    """Epoch ms (UTC) of 'YYYY-MM-DD[ HH:MM[:SS]]'."""
-    return calendar.timegm(dt.datetime.fromisoformat(text).timetuple()) * 1000
-
-
-def rng(start: str, end: str) -> TimeRange:
-    return TimeRange.of(ts(start), ts(end))
-
-
-def seg(start: str, end: str, status: SegmentStatus = READY) -> Segment:
-    return new_segment(rng(start, end), status)
 
 
 A = rng("2024-01-01", "2024-01-08")

@@ -3,9 +3,6 @@ to-be segments and promotion (NDataflowManagerTest, CubeManagerTest, SegmentsTes
 
 from __future__ import annotations
 
-import calendar
-import datetime as dt
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,19 +23,9 @@ from precube.modeling.segments import (
     validate_merge,
     validate_refresh,
 )
+from tests.modeling.times import seg, ts
 
 NEW, READY, WARNING = SegmentStatus.NEW, SegmentStatus.READY, SegmentStatus.WARNING
-
-
-def ts(text: str) -> int:
-    """Epoch ms (UTC) of 'YYYY-MM-DD[ HH:MM[:SS]]'."""
-    return calendar.timegm(dt.datetime.fromisoformat(text).timetuple()) * 1000
-
-
-def seg(start: int | str, end: int | str, status: SegmentStatus = READY) -> Segment:
-    lo = ts(start) if isinstance(start, str) else start
-    hi = ts(end) if isinstance(end, str) else end
-    return new_segment(TimeRange.of(lo, hi), status)
 
 
 def ranges(segments: list[Segment]) -> list[tuple[int, int]]:
