@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -12,16 +13,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from precube.build import columns as names
+from precube.build import segment_stats as segment_stats_module
 from precube.build.cells import bitmap_cardinality, hll_estimate
-from precube.build.context import BuildContext
+from precube.build.context import BuildContext, built_layouts
 from precube.build.flat_table import encodable
 from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
+from precube.build.segment_stats import SegmentStats, segment_stats
 from precube.build.storage import layout_path
 from precube.metadata import Dataflow, IndexPlan, Layout, Model, SegmentDetails, SegmentStatus, TimeRange
 from precube.metadata.model import MEASURE_ID_BASE
+from precube.modeling.measure_rules import count_star
 from precube.modeling.model_spec import AggregationGroupSpec, parse_spec
 from precube.modeling.model_store import create_model, require_model, set_model_rules
 from precube.modeling.partition_format import to_epoch_ms
+from precube.sources.sampling import to_text
 from tests.build.conftest import SPEC
 
 if TYPE_CHECKING:
@@ -40,6 +45,13 @@ MEASURE_SQL = {
     "CUSTOMERS": "count(DISTINCT l.LO_CUSTKEY)",
     "CUSTOMERS_HLL": "count(DISTINCT l.LO_CUSTKEY)",
 }
+FLAT_SQL = """
+    FROM raw_LINEORDER l
+    LEFT JOIN raw_DATES d ON l.LO_ORDERDATE = d.D_DATEKEY
+    LEFT JOIN raw_CUSTOMER c ON l.LO_CUSTKEY = c.C_CUSTKEY
+    LEFT JOIN raw_SUPPLIER s ON l.LO_SUPPKEY = s.S_SUPPKEY
+    WHERE l.LO_ORDERDATE >= DATE '{start}' AND l.LO_ORDERDATE < DATE '{end}'
+"""
 HLL_BOUND = 3 * 1.04 / math.sqrt(2**12)  # 3 standard errors at lgConfigK 12
 
 
@@ -57,12 +69,7 @@ def oracle(
 ) -> dict[tuple[Any, ...], dict[str, Any]]:
     select = [f"{DIM_SQL[d]} AS {d}" for d in dims] + [f"{MEASURE_SQL[m]} AS {m}" for m in measures]
     sql = f"""
-        SELECT {", ".join(select)}
-        FROM raw_LINEORDER l
-        LEFT JOIN raw_DATES d ON l.LO_ORDERDATE = d.D_DATEKEY
-        LEFT JOIN raw_CUSTOMER c ON l.LO_CUSTKEY = c.C_CUSTKEY
-        LEFT JOIN raw_SUPPLIER s ON l.LO_SUPPKEY = s.S_SUPPKEY
-        WHERE l.LO_ORDERDATE >= DATE '{start}' AND l.LO_ORDERDATE < DATE '{end}'
+        SELECT {", ".join(select)} {FLAT_SQL.format(start=start, end=end)}
         {"GROUP BY " + ", ".join(DIM_SQL[d] for d in dims) if dims else ""}
     """
     return {tuple(r[d] for d in dims): r.asDict() for r in spark.sql(sql).collect()}
@@ -115,27 +122,41 @@ def raw_views(spark: SparkSession, ssb_dir: Path) -> None:
     _views(spark, ssb_dir)
 
 
-def test_full_build_equals_oracle(ctx: BuildContext) -> None:
+def test_full_build_equals_oracle(ctx: BuildContext, monkeypatch: pytest.MonkeyPatch) -> None:
     segment = build_segment(ctx, "sales", TimeRange.of(day("1992-01-01"), day("1999-01-01")))
     assert segment.status is SegmentStatus.READY and segment.source_count > 0
     assert check_segment(ctx, "sales", segment.id, "1992-01-01", "1999-01-01") >= 8
     with ctx.store.read("ssb") as tx:
         model = require_model(tx, "sales")
         df = tx.require(Dataflow, model.uuid)
+        plan = tx.require(IndexPlan, model.uuid)
     assert df.status.value == "ONLINE"
-    year = model.column_by_name("D_YEAR")
-    assert year is not None and df.segments[0].dimension_range_info_map[str(year.id)].model_dump() == {
-        "min": "1992",
-        "max": "1998",
-    }
-    # C_REGION is built as integer codes (a lookup's string dimension): its range is still in values
+    rows = oracle(ctx.spark, [], ["ROWS"], "1992-01-01", "1999-01-01")[()]["ROWS"]
+    assert segment.source_count == rows
+    # each dimension's range, read from the built layouts, equals the raw tables' min/max; C_REGION is
+    # built as integer codes (a lookup's string dimension), yet its range is in values
     region = model.column_by_name("C_REGION")
     assert region is not None and region.id in encodable(model, [region.id], [])
-    [want] = ctx.spark.sql(
-        "SELECT min(c.C_REGION), max(c.C_REGION) FROM raw_LINEORDER l JOIN raw_CUSTOMER c ON l.LO_CUSTKEY = c.C_CUSTKEY"
-        " WHERE l.LO_ORDERDATE >= DATE '1992-01-01' AND l.LO_ORDERDATE < DATE '1999-01-01'"
-    ).collect()
-    assert df.segments[0].dimension_range_info_map[str(region.id)].model_dump() == {"min": want[0], "max": want[1]}
+    ranges = df.segments[0].dimension_range_info_map
+    for name, sql in DIM_SQL.items():
+        column = model.column_by_name(name)
+        assert column is not None
+        flat = FLAT_SQL.format(start="1992-01-01", end="1999-01-01")
+        [want] = ctx.spark.sql(f"SELECT min({sql}), max({sql}) {flat}").collect()
+        assert ranges[str(column.id)].model_dump() == {"min": to_text(want[0]), "max": to_text(want[1])}, name
+    # a remote warehouse's stats come from Spark instead of the footers: the same figures
+    built = {i: (plan.layout(i), li) for i, li in built_layouts(ctx, model, segment.id).items()}
+    path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, model.uuid, segment.id)
+    monkeypatch.setattr(segment_stats_module, "local_files", lambda _: None)
+    assert segment_stats(ctx.spark, model, built, path, lambda: -1) == SegmentStats(rows, ranges)
+    # without a built layout that counts rows, the flat table does
+    counting = {m.id for m in model.measures() if m.function == count_star()}
+    uncounted = {
+        i: (lay.model_copy(update={"col_order": [c for c in lay.col_order if c not in counting]}), li)
+        for i, (lay, li) in built.items()
+        if not lay.is_table_index
+    }
+    assert counting and segment_stats(ctx.spark, model, uncounted, path, lambda: -1).source_rows == -1
 
 
 def test_daily_segments_merged_equal_one_full_build(ctx: BuildContext) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
@@ -61,22 +61,6 @@ class Codes:
             mapping = self.tables[name].select(F.col("code").alias(code), F.col("value").alias(value))
             out = out.join(F.broadcast(mapping), F.col(name) == F.col(code), "left")
         return out.select(*[F.col(f"__value_{c}").alias(c) if c in self.tables else F.col(c) for c in order])
-
-    def values_of(self, wanted: Mapping[str, Collection[int]]) -> dict[tuple[str, int], Any]:
-        """The values of some codes of some columns, in one small Spark job (for dimension ranges)."""
-        from functools import reduce
-
-        from pyspark.sql import functions as F  # noqa: N812
-
-        parts = [
-            self.tables[name].where(F.col("code").isin(*codes)).select(F.lit(name).alias("name"), "code", "value")
-            for name, codes in wanted.items()
-            if codes and name in self.tables
-        ]
-        if not parts:
-            return {}
-        rows = reduce(lambda a, b: a.unionByName(b), parts).collect()
-        return {(r["name"], r["code"]): r["value"] for r in rows}
 
     def release(self) -> None:
         for mapping in self.tables.values():
@@ -140,19 +124,6 @@ def flat_table(
         if not own or not _broadcastable(df):  # a big lookup's code tables might be too: keep its values
             return df.alias(alias)
         for column, cid in own:
-            order = Window.orderBy(F.col("value").asc_nulls_first())
-            mapping = df.select(F.col(column).alias("value")).distinct()
-            # cached: the flat table and every root layout's decoding read it
-            mapping = mapping.withColumn("code", F.dense_rank().over(order).cast("int")).persist()
-            codes.tables[names.column(cid)] = mapping
-            pairs = mapping.select(F.col("value").alias("__v"), F.col("code").alias("__c"))
-            df = df.join(F.broadcast(pairs), F.col(column).eqNullSafe(F.col("__v")), "left")
-            df = df.drop(column, "__v").withColumnRenamed("__c", column)
-        return df.alias(alias)
-        for ref, cid in coded.items():
-            owner, column = ref.split(".", 1)
-            if owner != alias:
-                continue
             order = Window.orderBy(F.col("value").asc_nulls_first())
             mapping = df.select(F.col(column).alias("value")).distinct()
             # cached: the flat table and every root layout's decoding read it

@@ -5,10 +5,10 @@ commit, which promotes the segment and removes the ones it replaces in one trans
 
 from __future__ import annotations
 
+import functools
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from precube.build import columns as names
 from precube.build.context import BuildContext, ModelState, add_segment, built_layouts, load_state, record_layout
@@ -17,6 +17,7 @@ from precube.build.errors import BuildConflictError
 from precube.build.flat_table import Codes, encodable, flat_table
 from precube.build.layers import build_into_segment, write_layout
 from precube.build.layout_build import compute_layout, measure_inputs, needs_dictionary
+from precube.build.segment_stats import segment_stats
 from precube.build.storage import layout_path
 from precube.metadata import (
     Dataflow,
@@ -33,18 +34,16 @@ from precube.metadata.dataflow import DimensionRange
 from precube.metadata.entity import now_ms
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.segments import new_segment, promote, validate_build, validate_merge, validate_refresh
-from precube.sources.sampling import to_text
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Observation
+    from pyspark.sql import DataFrame
 
 OPERATION = "operation"  # Segment.additional_info key: which operation created a NEW segment
 
 
 class _Flat:
-    """The segment's flat table, computed on first use, and its stats (source rows, dimension min/max),
-    which the first job reading it observes on the way (`DataFrame.observe`) instead of a pass of their own.
-    It is cached only when read more than once: by dictionaries, or by several root layouts."""
+    """The segment's flat table, computed on first use. It is cached only when read more than once: by
+    dictionaries, or by several root layouts."""
 
     def __init__(self, ctx: BuildContext, state: ModelState, segment: Segment, layouts: Sequence[Layout]) -> None:
         self.ctx, self.state, self.segment = ctx, state, segment
@@ -55,12 +54,9 @@ class _Flat:
         )
         inputs = {c for m in model.measures() if m.id in measures for c in measure_inputs(model, m)}
         layout_cols = {i for lay in layouts for i in lay.col_order if i < MEASURE_ID_BASE}
-        self.dims = sorted(c.id for c in model.dimensions())
-        self.columns = sorted(set(self.dims) | inputs | layout_cols)
+        self.columns = sorted(inputs | layout_cols)
         self._df: DataFrame | None = None
         self._cached: DataFrame | None = None
-        self._observation: Observation | None = None
-        self._stats: dict[str, Any] | None = None
         self.encoded = encodable(model, self.columns, inputs)
         self.codes = Codes()
         self.dictionaries: dict[str, str] = {}
@@ -76,7 +72,6 @@ class _Flat:
 
     def _compute(self, cache: bool) -> DataFrame:
         from pyspark import StorageLevel
-        from pyspark.sql import Observation
         from pyspark.sql import functions as F  # noqa: N812
 
         ctx, model = self.ctx, self.state.model
@@ -91,59 +86,17 @@ class _Flat:
             df = encode(ctx.spark, df, names.column(cid), version, names.dict_column(cid), check=False)
             self.dictionaries[f"dict.{cid}"] = str(version.version)
             ctx.progress(f"dictionary {cid}", 1, 1)
-        self._observation = Observation(f"flat-{uuid.uuid4().hex}")
-        return df.observe(self._observation, *self._stat_columns())
+        return df
 
-    def _stat_columns(self) -> list[Column]:
-        from pyspark.sql import functions as F  # noqa: N812
-
-        aggs = [F.count(F.lit(1)).alias("__rows")]
-        for d in self.dims:
-            aggs += [F.min(names.column(d)).alias(f"lo{d}"), F.max(names.column(d)).alias(f"hi{d}")]
-        return aggs
-
-    def stats(self) -> dict[str, Any]:
-        """Observed by the first job that read the flat table; computed by a job of its own if none did."""
-        if self._stats is None:
-            if self._observation is not None:
-                self._stats = dict(self._observation.get)
-            else:  # every layout was resumed or had a parent: one pass for the segment's stats only
-                df, _ = flat_table(
-                    self.ctx.spark, self.state.model, self.state.tables, self.columns, self.segment.range
-                )
-                row = df.agg(*self._stat_columns()).first()
-                assert row is not None
-                self._stats = row.asDict()
-        return self._stats
-
-    @property
-    def rows(self) -> int:
-        return int(self.stats()["__rows"])
-
-    def ranges(self) -> dict[str, DimensionRange]:
-        stats = self.stats()
-        ends = {d: (stats[f"lo{d}"], stats[f"hi{d}"]) for d in self.dims}
-        # a coded column's extremes are those of its codes: translate them (one small job)
-        coded = {d for d in self.dims if names.column(d) in self.codes.tables}
-        values = self.codes.values_of({names.column(d): [c for c in ends[d] if c is not None] for d in coded})
-        ranges = {}
-        for d, (lo, hi) in ends.items():
-            if d in coded:
-                lo, hi = values.get((names.column(d), lo)), values.get((names.column(d), hi))
-            if lo is not None:
-                ranges[str(d)] = DimensionRange(min=_text(lo), max=_text(hi))
-        return ranges
+    def count(self) -> int:
+        """The flat rows, counted by a job of their own (when no built layout counts them)."""
+        df, _ = flat_table(self.ctx.spark, self.state.model, self.state.tables, self.columns, self.segment.range)
+        return df.count()
 
     def close(self) -> None:
         if self._cached is not None:
             self._cached.unpersist()
         self.codes.release()
-
-
-def _text(value: object) -> str:
-    text = to_text(value)
-    assert text is not None
-    return text
 
 
 def _layouts(state: ModelState, layout_ids: Iterable[int] | None) -> list[Layout]:
@@ -191,7 +144,9 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
         built = _built(ctx, state, segment.id)
         build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None)
         info = {**segment.additional_info, **flat.dictionaries}
-        return _commit(ctx, state, segment.id, flat.rows, flat.ranges(), info)
+        path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
+        stats = segment_stats(ctx.spark, state.model, built, path, flat.count)
+        return _commit(ctx, state, segment.id, stats.source_rows, stats.ranges, info)
     finally:
         flat.close()
 
