@@ -56,6 +56,21 @@ SPEC: dict[str, Any] = {
             "column": "LINEORDER.LO_CUSTKEY",
             "return_type": "hllc(12)",
         },
+        {
+            "name": "TOP_SUPPLIERS",
+            "expression": "TOP_N",
+            "parameter_value": [
+                {"type": "column", "value": "LINEORDER.LO_REVENUE"},
+                {"type": "column", "value": "LINEORDER.LO_SUPPKEY"},
+            ],
+            "return_type": "topn(10)",
+        },
+        {
+            "name": "DISCOUNT_MEDIAN",
+            "expression": "PERCENTILE_APPROX",
+            "column": "LINEORDER.LO_DISCOUNT",
+            "return_type": "percentile(100)",
+        },
     ],
     "aggregation_groups": [{"includes": ["D_YEAR", "C_REGION", "S_REGION"]}],
 }

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +16,15 @@ import pytest
 
 from precube.build import columns as names
 from precube.build import segment_stats as segment_stats_module
-from precube.build.cells import bitmap_cardinality, hll_estimate
+from precube.build.cells import (
+    bitmap_cardinality,
+    encode_key,
+    hll_estimate,
+    kll_k,
+    kll_merged,
+    kll_quantile,
+    kll_rank_error,
+)
 from precube.build.context import BuildContext, built_layouts
 from precube.build.flat_table import encodable
 from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
@@ -44,6 +54,8 @@ MEASURE_SQL = {
     "TAXED": "count(l.LO_TAX)",
     "CUSTOMERS": "count(DISTINCT l.LO_CUSTKEY)",
     "CUSTOMERS_HLL": "count(DISTINCT l.LO_CUSTKEY)",
+    "TOP_SUPPLIERS": "collect_list(struct(l.LO_SUPPKEY AS key, l.LO_REVENUE AS value))",
+    "DISCOUNT_MEDIAN": "collect_list(l.LO_DISCOUNT)",
 }
 FLAT_SQL = """
     FROM raw_LINEORDER l
@@ -73,6 +85,22 @@ def oracle(
         {"GROUP BY " + ", ".join(DIM_SQL[d] for d in dims) if dims else ""}
     """
     return {tuple(r[d] for d in dims): r.asDict() for r in spark.sql(sql).collect()}
+
+
+def exact_topn(pairs: list[Any]) -> list[tuple[str, float]]:
+    """TOP_N's cell from raw (key, value) rows: sums per key, value desc then key asc."""
+    totals: dict[str, float] = defaultdict(float)
+    for p in pairs:
+        totals[encode_key([str(p["key"])])] += p["value"]
+    return sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def assert_median_within_bound(cell: bytes, values: list[float]) -> None:
+    """The sketch's median has a rank among the raw values within the KLL sketch's rank error."""
+    median = kll_quantile([cell], 0.5)
+    ordered, eps = sorted(values), kll_rank_error(kll_k(100))
+    low, high = bisect.bisect_left(ordered, median) / len(ordered), bisect.bisect_right(ordered, median) / len(ordered)
+    assert low - eps <= 0.5 <= high + eps, (median, low, high)
 
 
 def read_layout(ctx: BuildContext, model: Model, segment_id: str, layout: Layout) -> list[dict[str, Any]]:
@@ -111,6 +139,10 @@ def check_segment(ctx: BuildContext, model_alias: str, segment_id: str, start: s
                     assert bitmap_cardinality(cell) == want[m] == row[names.count_column(int(by_name[m]))]
                 elif m == "CUSTOMERS_HLL":
                     assert abs(hll_estimate([cell]) - want[m]) <= max(2, HLL_BOUND * want[m])
+                elif m == "TOP_SUPPLIERS":  # fewer suppliers than the capacity: exact
+                    assert [(e["key"], e["value"]) for e in cell] == exact_topn(want[m]), f"layout {layout.id}"
+                elif m == "DISCOUNT_MEDIAN":
+                    assert_median_within_bound(cell, want[m])
                 else:
                     assert cell == want[m], f"layout {layout.id} {m} {row}"
         checked += 1
@@ -179,20 +211,31 @@ def test_daily_segments_merged_equal_one_full_build(ctx: BuildContext) -> None:
         a, b = require_model(tx, "sales"), require_model(tx, "sales_once")
         plan = tx.require(IndexPlan, a.uuid)
     for layout in plan.all_layouts():
-        left = sorted(map(_comparable, read_layout(ctx, a, merged.id, layout)))
-        right = sorted(map(_comparable, read_layout(ctx, b, once.id, layout)))
+        left = sorted(map(_comparable(a), read_layout(ctx, a, merged.id, layout)))
+        right = sorted(map(_comparable(b), read_layout(ctx, b, once.id, layout)))
         assert left == right, f"layout {layout.id}"
 
 
-def _comparable(row: dict[str, Any]) -> tuple[Any, ...]:
-    """Cells as values: bitmaps and sketches by what they count (their bytes may be laid out differently)."""
-    out = []
-    for key in sorted(row):
-        value = row[key]
-        if isinstance(value, bytes):
-            value = bitmap_cardinality(value) if key + "_count" in row else round(hll_estimate([value]), 6)
-        out.append((key, value))
-    return tuple(out)
+def _comparable(model: Model) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """A layout row with its cells as values: bitmaps and sketches by what they count (their bytes may be
+    laid out differently); a KLL sketch by its exact parts (count, min, max), top-n lists as tuples."""
+    returns = {names.measure_column(m.id): m.function.returntype for m in model.measures()}
+
+    def value(key: str, cell: Any) -> Any:
+        kind = returns.get(key, "")
+        if cell is None or not kind.startswith(("bitmap", "hllc", "percentile", "topn")):
+            return cell
+        if kind == "bitmap":
+            return bitmap_cardinality(cell)
+        if kind.startswith("hllc"):
+            return round(hll_estimate([cell]), 6)
+        if kind.startswith("topn"):
+            return tuple((e["key"], e["value"]) for e in cell)
+        sketch = kll_merged([cell])
+        assert sketch is not None
+        return sketch.n, sketch.get_min_value(), sketch.get_max_value()
+
+    return lambda row: tuple((key, value(key, row[key])) for key in sorted(row))
 
 
 def test_refresh_swaps_in_a_new_segment(ctx: BuildContext) -> None:

@@ -132,7 +132,9 @@ def flat_table(
             pairs = mapping.select(F.col("value").alias("__v"), F.col("code").alias("__c"))
             df = df.join(F.broadcast(pairs), F.col(column).eqNullSafe(F.col("__v")), "left")
             df = df.drop(column, "__v").withColumnRenamed("__c", column)
-        return df.alias(alias)
+        # Spark cannot size a lookup joined to cached code tables, and would plan a shuffle of the fact
+        # rows for a sort-merge join; it is known to be small enough to broadcast.
+        return F.broadcast(df.alias(alias))
 
     df = read(model.root_alias)
     for join in model.join_tables:

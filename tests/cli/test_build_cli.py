@@ -1,0 +1,86 @@
+"""`precube build|refresh|merge|segments` through the real command line, on real Spark."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pytest
+import yaml
+
+from precube.cli.app import run
+from precube.ssb.generate import TABLES
+from tests.modeling.conftest import ssb_spec_data
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+
+SEGMENT = re.compile(r"(built|merged into|refreshed) segment \S+ \(([0-9a-f-]{36})\): ([\d,]+) source rows")
+
+
+@pytest.fixture
+def home(spark: SparkSession, tmp_path: Path, ssb_dir: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    del spark  # the CLI finds the shared session
+    args = ["--home", str(tmp_path / "home")]
+    assert run([*args, "project", "create", "ssb", "-d", "SSB"]) == 0
+    assert run([*args, "table", "load", "-p", "ssb", *(str(ssb_dir / t) for t in TABLES)]) == 0
+    spec = {**ssb_spec_data(), "aggregation_groups": [{"includes": ["D_YEAR", "C_REGION"]}]}
+    path = tmp_path / "ssb.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    assert run([*args, "model", "create", "-p", "ssb", str(path)]) == 0
+    capsys.readouterr()
+    return args
+
+
+def _segment(capsys: pytest.CaptureFixture[str], verb: str) -> tuple[str, int]:
+    out = capsys.readouterr().out
+    found = SEGMENT.search(out)
+    assert found is not None and found.group(1) == verb, out
+    return found.group(2), int(found.group(3).replace(",", ""))
+
+
+def _rows(ssb_dir: Path, start: str, end: str) -> int:
+    """The oracle: LINEORDER rows in [start, end), counted by pyarrow on the raw files."""
+    day = pc.field("LO_ORDERDATE")
+    lo, hi = dt.date.fromisoformat(start), dt.date.fromisoformat(end)
+    return int(ds.dataset(ssb_dir / "LINEORDER").count_rows(filter=(day >= lo) & (day < hi)))
+
+
+def test_build_merge_refresh_and_segments(home: list[str], ssb_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = ["-p", "ssb", "-m", "ssb"]
+    assert run([*home, "build", *model, "--end", "1992-01-02"]) != 0
+    assert "has no segment yet: give --start" in capsys.readouterr().err
+
+    assert run([*home, "build", *model, "--start", "1992-01-01", "--end", "1992-01-02"]) == 0
+    first, rows1 = _segment(capsys, "built")
+    assert run([*home, "build", *model, "--end", "1992-01-03"]) == 0  # starts where the last one ends
+    second, rows2 = _segment(capsys, "built")
+    assert (rows1, rows2) == (_rows(ssb_dir, "1992-01-01", "1992-01-02"), _rows(ssb_dir, "1992-01-02", "1992-01-03"))
+
+    assert run([*home, "build", *model, "--start", "1992-01-01", "--end", "1992-01-02"]) != 0
+    assert "overlaps" in capsys.readouterr().err
+
+    assert run([*home, "segments", *model]) == 0
+    listing = capsys.readouterr().out
+    assert (
+        first in listing and second in listing and listing.count(" ONLINE ") == 2
+    )  # the rows; the title shows the model's
+
+    assert run([*home, "merge", *model, first, second]) == 0
+    merged, rows = _segment(capsys, "merged into")
+    assert rows == _rows(ssb_dir, "1992-01-01", "1992-01-03")
+    assert run([*home, "segments", *model]) == 0
+    listing = capsys.readouterr().out
+    assert merged in listing and first not in listing and "1992-01-01" in listing and "1992-01-03" in listing
+
+    assert run([*home, "refresh", *model, merged]) == 0
+    refreshed, rows = _segment(capsys, "refreshed")
+    assert refreshed != merged and rows == _rows(ssb_dir, "1992-01-01", "1992-01-03")
+    assert run([*home, "merge", *model, refreshed]) != 0  # one segment cannot be merged
+    assert "segment" in capsys.readouterr().err
