@@ -77,18 +77,21 @@ def _source_rows(
 def _ranges(
     spark: SparkSession, model: Model, smallest: list[tuple[Layout, LayoutInstance]], path: Callable[[int], str]
 ) -> dict[str, DimensionRange]:
-    found: dict[int, tuple[Any, Any]] = {}
-    todo: dict[int, list[int]] = {}  # layout id → dimensions whose ends Spark reads from it
+    chosen: dict[int, list[int]] = {}  # layout id → the dimensions read from it
     for dim in sorted(c.id for c in model.dimensions()):
         layout = next((lay for lay, _ in smallest if dim in lay.col_order), None)
-        if layout is None:
-            continue
-        files = local_files(path(layout.id))
-        ends = footer_ranges(files, [names.column(dim)]) if files is not None else {}
-        if names.column(dim) in ends:
-            found[dim] = ends[names.column(dim)]
-        else:
-            todo.setdefault(layout.id, []).append(dim)
+        if layout is not None:
+            chosen.setdefault(layout.id, []).append(dim)
+    found: dict[int, tuple[Any, Any]] = {}
+    todo: dict[int, list[int]] = {}  # what the footers cannot tell: Spark reads it
+    for layout_id, dims in chosen.items():
+        files = local_files(path(layout_id))
+        ends = footer_ranges(files, [names.column(d) for d in dims]) if files is not None else {}
+        for d in dims:
+            if names.column(d) in ends:
+                found[d] = ends[names.column(d)]
+            else:
+                todo.setdefault(layout_id, []).append(d)
     if todo:
         found.update(_spark_ranges(spark, todo, path))
     return {
