@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from precube.metadata import BackupFormatError, MetadataStore, Project, SegmentDetails, Table, TableExt, open_store
+from precube.metadata import (
+    BackupFormatError,
+    Job,
+    JobType,
+    MetadataStore,
+    Project,
+    SegmentDetails,
+    Table,
+    TableExt,
+    open_store,
+)
 from precube.metadata.backup import backup, restore
 from precube.metadata.table import Column, ColumnStats, SourceType
 
@@ -27,8 +37,8 @@ def _fill(store: MetadataStore) -> None:
                     )
                 )
                 tx.create(TableExt(table_name=f"SSB.{t}", columns_stats=[ColumnStats(column_name="K", cardinality=3)]))
-            # a kind without an entity yet is stored and restored as it is
-            tx.put_document("/" + name + "/execute/1c7dd6c1-6da5-72e6-a2fe-e87e5c764502", b'{"x": 1}', -1)
+            # jobs live under execute/ with no suffix, as in Kylin
+            tx.create(Job(uuid="1c7dd6c1-6da5-72e6-a2fe-e87e5c764502", job_type=JobType.INC_BUILD))
             tx.create(SegmentDetails(uuid="0b36355d", dataflow="de52affe"))
 
 

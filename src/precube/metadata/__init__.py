@@ -23,6 +23,16 @@ from precube.metadata.errors import (
     VersionConflictError,
 )
 from precube.metadata.index_plan import AggregationGroup, Index, IndexPlan, Layout, RuleBasedIndex, SelectRule
+from precube.metadata.job import (
+    InvalidJobStateError,
+    Job,
+    JobAction,
+    JobState,
+    JobStats,
+    JobStep,
+    JobType,
+    new_job_id,
+)
 from precube.metadata.model import (
     ColumnStatus,
     ComputedColumn,
@@ -59,6 +69,13 @@ __all__ = [
     "FunctionExpression",
     "Index",
     "IndexPlan",
+    "InvalidJobStateError",
+    "Job",
+    "JobAction",
+    "JobState",
+    "JobStats",
+    "JobStep",
+    "JobType",
     "Join",
     "JoinTable",
     "JoinType",
@@ -89,5 +106,6 @@ __all__ = [
     "Transaction",
     "VersionConflictError",
     "VolatileRange",
+    "new_job_id",
     "open_store",
 ]
