@@ -1,0 +1,18 @@
+"""Errors of the jobs domain."""
+
+from __future__ import annotations
+
+from precube.errors import PrecubeError
+
+
+class JobError(PrecubeError):
+    """Base of job errors."""
+
+    code = "JOB_ERROR"
+
+
+class JobConflictError(JobError):
+    """A job cannot be submitted: an unfinished job of the same model covers part of its range
+    (Kylin's KE-010032206)."""
+
+    code = "JOB_CONFLICT"

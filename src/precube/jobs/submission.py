@@ -1,0 +1,43 @@
+"""Submitting jobs and acting on them (pause, resume, discard, restart), each in one metadata
+transaction, so two processes cannot both submit overlapping jobs of one model."""
+
+from __future__ import annotations
+
+from precube.jobs.errors import JobConflictError
+from precube.metadata import Job, JobAction, MetadataStore, TimeRange
+
+
+def _span(job: Job) -> TimeRange:
+    """The time a job writes; a job without a range (a full build) covers all of it."""
+    return job.time_range or TimeRange.full()
+
+
+def submit(store: MetadataStore, project: str, job: Job, writer: str = "precube") -> Job:
+    """Record a READY job, refusing one whose range overlaps that of an unfinished job (READY, RUNNING,
+    PAUSED or ERROR: an ERROR job still holds its new segment) of the same model."""
+    with store.transaction(project, writer) as tx:
+        busy = [o for o in tx.list(Job) if o.target_model == job.target_model and not o.state.is_final]
+        for other in busy if job.target_model is not None else []:
+            if _span(other).overlaps(_span(job)):
+                raise JobConflictError(
+                    f"cannot submit {job.job_type} on model {job.model_alias or job.target_model}: "
+                    f"job {other.uuid} ({other.job_type}, {other.state}) already covers part of its range; "
+                    "wait for it, or discard it"
+                )
+        return tx.create(job)
+
+
+def act(store: MetadataStore, project: str, job_id: str, action: JobAction, writer: str = "precube") -> Job:
+    """Apply a user's action to a job (`Job.apply` refuses one its state does not allow)."""
+    with store.transaction(project, writer) as tx:
+        job = tx.require(Job, job_id)
+        job.apply(action)
+        return tx.update(job)
+
+
+def jobs_of(store: MetadataStore, project: str, model_uuid: str | None = None) -> list[Job]:
+    """A project's jobs (of one model), newest first."""
+    with store.read(project) as tx:
+        jobs = tx.list(Job)
+    chosen = [j for j in jobs if model_uuid is None or j.target_model == model_uuid]
+    return sorted(chosen, key=lambda j: j.create_time, reverse=True)
