@@ -1,0 +1,186 @@
+"""Running one job in this process: its operation from `precube.build`, with each step's state and
+progress persisted in the job's document as it goes, so another process (the CLI, a server) can follow
+it, and a user's pause or discard stops it between two layouts.
+
+The operations are resumable, so running a job again (after ERROR, or a resume) continues where it
+stopped: the NEW segment is found again and the layouts it already holds are skipped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+from precube.build.context import BuildContext
+from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
+from precube.jobs.errors import JobError
+from precube.metadata import Job, JobState, JobStats, JobStep, JobType, Model, TimeRange, new_job_id
+from precube.metadata.entity import now_ms
+
+# The steps of each job type, in order; the build's progress stages name which one is running.
+STEPS: dict[JobType, tuple[str, ...]] = {
+    JobType.FULL_BUILD: ("dictionaries", "layers", "commit"),
+    JobType.INC_BUILD: ("dictionaries", "layers", "commit"),
+    JobType.INDEX_REFRESH: ("dictionaries", "layers", "commit"),
+    JobType.INDEX_BUILD: ("layers", "commit"),
+    JobType.INDEX_MERGE: ("merge", "commit"),
+}
+SAVE_EVERY_S = 0.5  # progress is written at most this often (and at every change of step)
+
+
+class JobInterruptedError(JobError):
+    """The job was paused or discarded while it ran; it stopped between two layouts."""
+
+    code = "JOB_INTERRUPTED"
+
+
+def new_job(
+    model: Model,
+    job_type: JobType,
+    time_range: TimeRange | None = None,
+    segment_ids: tuple[str, ...] = (),
+    layout_ids: tuple[int, ...] = (),
+    priority: int = 3,
+    submitter: str = "precube",
+) -> Job:
+    """A READY job on `model` with the steps of its type (submit it with `submission.submit`)."""
+    if job_type not in STEPS:
+        raise JobError(f"{job_type} jobs do not run on models")
+    return Job(
+        uuid=new_job_id(model.uuid),
+        job_type=job_type,
+        target_model=model.uuid,
+        model_alias=model.alias,
+        time_range=time_range,
+        segment_ids=list(segment_ids),
+        layout_ids=list(layout_ids),
+        priority=priority,
+        submitter=submitter,
+        steps=[JobStep(name=name) for name in STEPS[job_type]],
+    )
+
+
+class _Recorder:
+    """Writes a running job's progress to its document; raises when a user paused or discarded it."""
+
+    def __init__(self, ctx: BuildContext, job_id: str) -> None:
+        self.ctx, self.job_id = ctx, job_id
+        self.saved_at = 0.0
+        self.step = ""  # the step last written as running
+
+    def update(self, change: Callable[[Job], None], force: bool = False, running: bool = True) -> Job | None:
+        """Apply `change` to the stored job (None when throttled away); `running`: refuse to, and stop the
+        build, if a user moved the job out of RUNNING meanwhile."""
+        if not force and time.monotonic() - self.saved_at < SAVE_EVERY_S:
+            return None
+        with self.ctx.store.transaction(self.ctx.project, self.ctx.writer) as tx:
+            job = tx.require(Job, self.job_id)
+            if running and job.state is not JobState.RUNNING:
+                raise JobInterruptedError(f"job {self.job_id} was {job.state.value.lower()} while it ran")
+            change(job)
+            tx.update(job)
+        self.saved_at = time.monotonic()
+        return job
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        self.ctx.progress(stage, done, total)
+        first = stage.split(" ")[0]
+        name = {"dictionary": "dictionaries", "layer": "layers"}.get(first, first)
+
+        def change(job: Job) -> None:
+            index = next((i for i, s in enumerate(job.steps) if s.name == name), None)
+            if index is None:
+                return
+            _advance(job, index)
+            step = job.steps[index]
+            step.done, step.total, step.output = done, total, f"{stage}: {done}/{total}"
+
+        self.update(change, force=name != self.step)
+        self.step = name
+
+
+def _advance(job: Job, step: int) -> None:
+    """Make `step` the running one: the steps before it are done."""
+    now = now_ms()
+    for earlier in job.steps[:step]:
+        if earlier.state is not JobState.SUCCEED:
+            earlier.state, earlier.end_time = JobState.SUCCEED, now
+            earlier.start_time = earlier.start_time or now
+    current = job.steps[step]
+    if current.state is not JobState.RUNNING:
+        current.state, current.start_time, current.error = JobState.RUNNING, current.start_time or now, None
+
+
+def run_job(ctx: BuildContext, job_id: str) -> Job:
+    """Run a READY job to its end here: SUCCEED, ERROR (with the error on the job and its step), or left
+    PAUSED/DISCARDED by a user. Returns the job as stored at the end."""
+    recorder = _Recorder(ctx, job_id)
+
+    def start(job: Job) -> None:
+        job.move_to(JobState.RUNNING)
+        job.start_time = job.start_time or now_ms()
+        job.error = None
+
+    job = recorder.update(start, force=True, running=False)
+    assert job is not None
+    build_ctx = dataclasses.replace(ctx, job_id=job_id, progress=recorder.progress)
+    try:
+        source_rows = _execute(build_ctx, job)
+    except JobInterruptedError:
+        with ctx.store.read(ctx.project) as tx:
+            return tx.require(Job, job_id)
+    except Exception as err:  # noqa: BLE001 (any failure, Spark's included, ends the job in ERROR, resumable)
+        message = f"{type(err).__name__}: {err}"
+
+        def fail(failed: Job) -> None:
+            failed.move_to(JobState.ERROR)
+            failed.error = message
+            step = failed.current_step
+            if step is not None:
+                step.state, step.error, step.end_time = JobState.ERROR, message, now_ms()
+
+        ended = recorder.update(fail, force=True, running=False)
+        assert ended is not None
+        return ended
+    return _succeed(ctx, job_id, source_rows)
+
+
+def _succeed(ctx: BuildContext, job_id: str, source_rows: int) -> Job:
+    with ctx.store.transaction(ctx.project, ctx.writer) as tx:
+        job = tx.require(Job, job_id)
+        _advance(job, len(job.steps) - 1)
+        last = job.steps[-1]
+        last.state, last.end_time = JobState.SUCCEED, now_ms()
+        # The operation has committed its segment: the work is done even if a user paused or discarded
+        # the job in its last moments, so it ends SUCCEED whatever state it was moved to meanwhile.
+        job.state = JobState.SUCCEED
+        job.end_time = now_ms()
+        day = time.strftime("%Y-%m-%d", time.gmtime(job.end_time / 1000))
+        stats = tx.get(JobStats, day)
+        if stats is None:
+            stats = JobStats(uuid=day)
+            stats.add(job, source_rows)
+            tx.create(stats)
+        else:
+            stats.add(job, source_rows)
+            tx.update(stats)
+        return tx.update(job)
+
+
+def _execute(ctx: BuildContext, job: Job) -> int:
+    """Run the job's operation; returns the source rows it read."""
+    alias = job.model_alias or job.target_model
+    assert alias is not None, "model jobs carry their model"
+    if job.job_type in (JobType.FULL_BUILD, JobType.INC_BUILD):
+        return build_segment(ctx, alias, job.time_range).source_count
+    if job.job_type is JobType.INDEX_REFRESH:
+        [segment] = job.segment_ids
+        return refresh_segment(ctx, alias, segment).source_count
+    if job.job_type is JobType.INDEX_MERGE:
+        merge_segments(ctx, alias, job.segment_ids)
+        return 0  # a merge reads no source
+    if job.job_type is JobType.INDEX_BUILD:
+        build_layouts(ctx, alias, job.layout_ids or None, job.segment_ids or None)
+        return 0
+    raise JobError(f"{job.job_type} jobs do not run on models")

@@ -1,0 +1,94 @@
+"""Running jobs on real Spark: steps and progress persisted, failures kept as ERROR and resumed, a pause
+honoured between layouts, job statistics per day."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import pytest
+
+from precube.build.context import BuildContext
+from precube.jobs import runner
+from precube.jobs.runner import new_job, run_job
+from precube.jobs.submission import act, submit
+from precube.metadata import Dataflow, Job, JobAction, JobState, JobStats, JobType, SegmentDetails, TimeRange
+from precube.modeling.model_store import require_model
+from tests.build.test_operations import _views, check_segment, day
+
+pytestmark = pytest.mark.spark
+
+
+def _submit(ctx: BuildContext, start: str, end: str) -> Job:
+    with ctx.store.read("ssb") as tx:
+        model = require_model(tx, "sales")
+    job = new_job(model, JobType.INC_BUILD, TimeRange.of(day(start), day(end)))
+    return submit(ctx.store, "ssb", job)
+
+
+def _stored(ctx: BuildContext, job_id: str) -> Job:
+    with ctx.store.read("ssb") as tx:
+        return tx.require(Job, job_id)
+
+
+def test_a_build_job_runs_its_steps_and_counts_in_the_days_stats(ctx: BuildContext) -> None:
+    job = _submit(ctx, "1995-03-01", "1995-03-02")
+    done = run_job(ctx, job.uuid)
+    assert done.state is JobState.SUCCEED and done.error is None and done.progress == 1
+    assert [s.name for s in done.steps] == ["dictionaries", "layers", "commit"]
+    assert all(s.state is JobState.SUCCEED and s.start_time and s.end_time for s in done.steps)
+    assert done.start_time is not None and done.end_time is not None and done.duration_ms > 0
+    with ctx.store.read("ssb") as tx:
+        model = require_model(tx, "sales")
+        [segment] = tx.require(Dataflow, model.uuid).segments
+        details = tx.require(SegmentDetails, model.uuid, segment.id)
+        stats = tx.require(JobStats, time.strftime("%Y-%m-%d", time.gmtime(done.end_time / 1000)))
+    assert {li.build_job_id for li in details.layout_instances} == {job.uuid}
+    assert (stats.count, stats.source_rows, stats.by_model) == (1, segment.source_count, {model.uuid: 1})
+
+
+def test_a_failed_job_keeps_its_error_and_resumes_where_it_stopped(ctx: BuildContext, ssb_dir: Path) -> None:
+    _views(ctx.spark, ssb_dir)  # the oracle's raw tables
+    job = _submit(ctx, "1995-03-01", "1995-03-03")
+    layouts = 0
+
+    def disk_full_after_two(stage: str, done: int, total: int) -> None:
+        nonlocal layouts
+        layouts += stage.startswith("layer")
+        if layouts > 2:
+            raise OSError("No space left on device")
+
+    failed = run_job(dataclasses.replace(ctx, progress=disk_full_after_two), job.uuid)
+    assert failed.state is JobState.ERROR and failed.error == "OSError: No space left on device"
+    assert [s.state for s in failed.steps] == [JobState.SUCCEED, JobState.ERROR, JobState.READY]
+    assert failed.steps[1].error == failed.error and 0 < failed.steps[1].done < failed.steps[1].total
+    with pytest.raises(Exception, match="cannot go from ERROR to RUNNING"):
+        run_job(ctx, job.uuid)  # resume first
+    act(ctx.store, "ssb", job.uuid, JobAction.RESUME)
+    done = run_job(ctx, job.uuid)
+    assert done.state is JobState.SUCCEED and done.error is None
+    with ctx.store.read("ssb") as tx:
+        model = require_model(tx, "sales")
+        [segment] = tx.require(Dataflow, model.uuid).segments
+    assert check_segment(ctx, "sales", segment.id, "1995-03-01", "1995-03-03") > 0
+
+
+def test_a_pause_stops_the_job_between_layouts(ctx: BuildContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "SAVE_EVERY_S", 0.0)  # look at the stored state at every layout
+    job = _submit(ctx, "1995-03-01", "1995-03-02")
+
+    def pause_at_first_layout(stage: str, done: int, total: int) -> None:
+        if stage.startswith("layer") and done == 1:
+            act(ctx.store, "ssb", job.uuid, JobAction.PAUSE)
+
+    paused = run_job(dataclasses.replace(ctx, progress=pause_at_first_layout), job.uuid)
+    assert paused.state is JobState.PAUSED
+    with ctx.store.read("ssb") as tx:
+        model = require_model(tx, "sales")
+        [segment] = tx.require(Dataflow, model.uuid).segments
+        built = tx.require(SegmentDetails, model.uuid, segment.id).layout_instances
+    assert segment.status.value == "NEW" and len(built) > 0  # nothing visible, the finished layouts kept
+    act(ctx.store, "ssb", job.uuid, JobAction.RESUME)
+    assert run_job(ctx, job.uuid).state is JobState.SUCCEED
+    assert _stored(ctx, job.uuid).steps[-1].state is JobState.SUCCEED
