@@ -110,6 +110,8 @@ def main() -> None:
         help="also build this base index (Kylin's API default is none: the groups' own base cuboid remains)",
     )
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
 
     work = Path(tempfile.mkdtemp(prefix="precube-bench-"))
     data = args.data or Path(tempfile.gettempdir()) / f"precube-ssb-sf{args.scale:g}"
