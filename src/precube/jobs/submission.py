@@ -4,7 +4,7 @@ transaction, so two processes cannot both submit overlapping jobs of one model."
 from __future__ import annotations
 
 from precube.jobs.errors import JobConflictError
-from precube.metadata import Job, JobAction, MetadataStore, TimeRange
+from precube.metadata import Job, JobAction, MetadataStore, NotFoundError, TimeRange, Transaction
 
 
 def _span(job: Job) -> TimeRange:
@@ -27,10 +27,22 @@ def submit(store: MetadataStore, project: str, job: Job, writer: str = "precube"
         return tx.create(job)
 
 
+def _require(tx: Transaction, job_id: str) -> Job:
+    job = tx.get(Job, job_id)
+    if job is None:
+        raise NotFoundError(f"job {job_id!r} does not exist in project {tx.project_name!r}")
+    return job
+
+
+def get_job(store: MetadataStore, project: str, job_id: str) -> Job:
+    with store.read(project) as tx:
+        return _require(tx, job_id)
+
+
 def act(store: MetadataStore, project: str, job_id: str, action: JobAction, writer: str = "precube") -> Job:
     """Apply a user's action to a job (`Job.apply` refuses one its state does not allow)."""
     with store.transaction(project, writer) as tx:
-        job = tx.require(Job, job_id)
+        job = _require(tx, job_id)
         job.apply(action)
         return tx.update(job)
 

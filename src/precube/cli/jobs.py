@@ -1,0 +1,103 @@
+"""`precube jobs list|show|pause|resume|discard|restart`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+
+import typer
+from rich.table import Table as RichTable
+
+from precube.cli.context import PROJECT, console, project_state
+from precube.jobs.submission import act, get_job, jobs_of
+from precube.metadata import JobAction
+from precube.modeling.model_store import require_model
+
+app = typer.Typer(
+    help="Build, refresh and merge jobs: list, inspect, pause, resume, discard, restart.", no_args_is_help=True
+)
+
+
+def _when(ms: int | None) -> str:
+    return "" if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@app.command("list")
+def list_jobs(
+    ctx: typer.Context,
+    project: str = PROJECT,
+    model: str | None = typer.Option(None, "--model", "-m", help="Only this model's jobs."),
+) -> None:
+    """A project's jobs, newest first."""
+    store = project_state(ctx, project).store()
+    target = None
+    if model is not None:
+        with store.read(project) as tx:
+            target = require_model(tx, model).uuid
+    view = RichTable("job", "type", "model", "state", "progress", "created", "duration", title=f"jobs of {project}")
+    for job in jobs_of(store, project, target):
+        view.add_row(
+            job.uuid,
+            job.job_type.value,
+            job.model_alias or job.target_model or job.target_table or "",
+            job.state.value,
+            f"{job.progress:.0%}",
+            _when(job.create_time),
+            f"{job.duration_ms / 1000:.1f} s",
+        )
+    console.print(view)
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    job_id: str = typer.Argument(..., help="Job id."),
+    project: str = PROJECT,
+    output: str = typer.Option("table", "--format", help="table or json"),
+) -> None:
+    """One job: its target, state, error, and each step's state, progress and output."""
+    job = get_job(project_state(ctx, project).store(), project, job_id)
+    if output == "json":
+        console.print_json(json.dumps(job.model_dump(mode="json")))
+        return
+    console.print(
+        f"job [bold]{job.uuid}[/] {job.job_type.value} on {job.model_alias or job.target_model}: "
+        f"[bold]{job.state.value}[/] {job.progress:.0%}, priority {job.priority}"
+    )
+    if job.error:
+        console.print(f"error: {job.error}")
+    view = RichTable("step", "state", "progress", "started", "ended", "output")
+    for step in job.steps:
+        view.add_row(
+            step.name,
+            step.state.value,
+            f"{step.done}/{step.total}" if step.total else "",
+            _when(step.start_time),
+            _when(step.end_time),
+            step.error or step.output,
+        )
+    console.print(view)
+
+
+def _action(action: JobAction) -> Callable[..., None]:
+    def command(
+        ctx: typer.Context,
+        job_id: str = typer.Argument(..., help="Job id."),
+        project: str = PROJECT,
+    ) -> None:
+        cli = project_state(ctx, project)
+        job = act(cli.store(), project, job_id, action, cli.writer)
+        console.print(f"job {job.uuid}: {job.state.value}")
+
+    command.__doc__ = {
+        JobAction.PAUSE: "Pause a job (a running one stops after its current layout).",
+        JobAction.RESUME: "Make a paused or failed job ready again; it continues where it stopped.",
+        JobAction.DISCARD: "Discard a job for good.",
+        JobAction.RESTART: "Run a job again from its first step.",
+    }[action]
+    return command
+
+
+for _action_kind in JobAction:
+    app.command(_action_kind.value.lower())(_action(_action_kind))
