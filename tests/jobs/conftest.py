@@ -1,5 +1,6 @@
-"""The build tests' store (SSB tables, the `sales` model) and build context, for jobs that build."""
+"""Fixtures of the build and modeling tests that jobs reuse: the SSB store, the `sales` model, a build context."""
 
 from tests.build.conftest import build_store, ctx
+from tests.modeling.conftest import ssb_store
 
-__all__ = ["build_store", "ctx"]
+__all__ = ["build_store", "ctx", "ssb_store"]

@@ -1,0 +1,52 @@
+"""Jobs made from a user's request and checked against the model's segments before they exist, as
+Kylin refuses a bad build, refresh or merge at submission (reference §2): a refused request leaves
+no job behind."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from precube.jobs.runner import new_job
+from precube.metadata import Dataflow, Job, JobType, MetadataStore, Model, SegmentDetails, SegmentStatus, TimeRange
+from precube.modeling.model_store import require_model
+from precube.modeling.segments import validate_build, validate_merge, validate_refresh
+
+
+def _model(store: MetadataStore, project: str, alias: str) -> tuple[Model, Dataflow]:
+    with store.read(project) as tx:
+        model = require_model(tx, alias)
+        return model, tx.require(Dataflow, model.uuid)
+
+
+def build_job(store: MetadataStore, project: str, alias: str, time_range: TimeRange | None, priority: int = 3) -> Job:
+    """A new segment: of `time_range` (partitioned model), or the full build (None)."""
+    model, dataflow = _model(store, project, alias)
+    partition = model.partition_desc
+    fmt = partition.partition_date_format if partition is not None else None
+    rng = validate_build(dataflow.segments, time_range, partition is not None, fmt)
+    kind = JobType.INC_BUILD if partition is not None else JobType.FULL_BUILD
+    return new_job(model, kind, rng, priority=priority)
+
+
+def refresh_job(store: MetadataStore, project: str, alias: str, target: str, priority: int = 3) -> Job:
+    """Rebuild one READY segment (id or name) from source."""
+    model, dataflow = _model(store, project, alias)
+    [segment] = validate_refresh(dataflow.segments, [target])
+    return new_job(model, JobType.INDEX_REFRESH, segment.range, segment_ids=(segment.id,), priority=priority)
+
+
+def merge_job(store: MetadataStore, project: str, alias: str, targets: Sequence[str], priority: int = 3) -> Job:
+    """Merge contiguous READY segments (ids or names) into one."""
+    model, dataflow = _model(store, project, alias)
+    with store.read(project) as tx:
+        held = {
+            s.id: {li.layout_id for li in d.layout_instances if li.is_ready}
+            for s in dataflow.segments
+            if (d := tx.get(SegmentDetails, model.uuid, s.id)) is not None
+        }
+    rng = validate_merge(dataflow.segments, list(targets), held)
+    merged = tuple(
+        s.id for s in sorted(dataflow.segments, key=lambda s: s.range)
+        if s.status is not SegmentStatus.NEW and rng.contains(s.range)
+    )  # fmt: skip
+    return new_job(model, JobType.INDEX_MERGE, rng, segment_ids=merged, priority=priority)
