@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -12,7 +11,7 @@ from rich.table import Table as RichTable
 
 from precube.build.context import BuildContext
 from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
-from precube.cli.context import MODEL, PROJECT, CliContext, console, err_console, project_state
+from precube.cli.context import MODEL, PROJECT, CliContext, console, err_console, project_state, when
 from precube.errors import InvalidInputError, PrecubeError
 from precube.metadata import Dataflow, Segment, TimeRange
 from precube.modeling.model_store import require_model
@@ -31,12 +30,6 @@ def parse_time(value: str) -> int:
         except PrecubeError:  # not this spelling: try the next one
             continue
     raise InvalidInputError(f"cannot read time {value!r}: use YYYY-MM-DD, 'YYYY-MM-DD HH:MM:SS' or epoch milliseconds")
-
-
-def _when(ms: int) -> str:
-    if ms >= 2**63 - 1:
-        return "∞"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S").removesuffix(" 00:00:00")
 
 
 @contextmanager
@@ -58,7 +51,7 @@ def _running(cli: CliContext, project: str) -> Iterator[BuildContext]:
 def _done(segment: Segment, verb: str) -> None:
     console.print(
         f"{verb} segment [bold]{segment.name}[/] ({segment.id}): {segment.source_count:,} source rows, "
-        f"[{_when(segment.range.start)}, {_when(segment.range.end)})"
+        f"[{when(segment.range.start)}, {when(segment.range.end)})"
     )
 
 
@@ -134,8 +127,8 @@ def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL) -> 
         view.add_row(
             seg.name,
             seg.id,
-            _when(seg.range.start),
-            _when(seg.range.end),
+            when(seg.range.start),
+            when(seg.range.end),
             str(display_status(seg, dataflow.segments)),
             f"{seg.source_count:,}",
         )

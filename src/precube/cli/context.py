@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import getpass
 import sys
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ import typer
 from rich.console import Console
 
 from precube.metadata import MetadataStore, open_store
+from precube.metadata.dataflow import MAX_TIME
 from precube.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -77,3 +79,12 @@ def project_state(ctx: typer.Context, project: str) -> CliContext:
     cli = state(ctx)
     cli.store().require_project(project)
     return cli
+
+
+def when(ms: int | None) -> str:
+    """A time in epoch ms as UTC text (midnight as the date alone; no time: empty; the open end: ∞)."""
+    if ms is None:
+        return ""
+    if ms >= MAX_TIME:
+        return "∞"
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S").removesuffix(" 00:00:00")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Callable
 
 import typer
 from rich.table import Table as RichTable
 
-from precube.cli.context import PROJECT, console, project_state
+from precube.cli.context import PROJECT, console, project_state, when
 from precube.jobs.submission import act, get_job, jobs_of
 from precube.metadata import JobAction
 from precube.modeling.model_store import require_model
@@ -17,10 +16,6 @@ from precube.modeling.model_store import require_model
 app = typer.Typer(
     help="Build, refresh and merge jobs: list, inspect, pause, resume, discard, restart.", no_args_is_help=True
 )
-
-
-def _when(ms: int | None) -> str:
-    return "" if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 @app.command("list")
@@ -43,7 +38,7 @@ def list_jobs(
             job.model_alias or job.target_model or job.target_table or "",
             job.state.value,
             f"{job.progress:.0%}",
-            _when(job.create_time),
+            when(job.create_time),
             f"{job.duration_ms / 1000:.1f} s",
         )
     console.print(view)
@@ -73,8 +68,8 @@ def show(
             step.name,
             step.state.value,
             f"{step.done}/{step.total}" if step.total else "",
-            _when(step.start_time),
-            _when(step.end_time),
+            when(step.start_time),
+            when(step.end_time),
             step.error or step.output,
         )
     console.print(view)

@@ -157,14 +157,12 @@ def _succeed(ctx: BuildContext, job_id: str, source_rows: int) -> Job:
         job.state = JobState.SUCCEED
         job.end_time = now_ms()
         day = time.strftime("%Y-%m-%d", time.gmtime(job.end_time / 1000))
-        stats = tx.get(JobStats, day)
-        if stats is None:
-            stats = JobStats(uuid=day)
-            stats.add(job, source_rows)
-            tx.create(stats)
-        else:
-            stats.add(job, source_rows)
+        stats = tx.get(JobStats, day) or JobStats(uuid=day)
+        stats.add(job, source_rows)
+        if stats.mvcc >= 0:  # the day already has a document
             tx.update(stats)
+        else:
+            tx.create(stats)
         return tx.update(job)
 
 
