@@ -50,6 +50,15 @@ class SamplingSettings(BaseModel):
     sample_rows: int = Field(default=10, ge=0, le=1000)
 
 
+class JobSettings(BaseModel):
+    """The job scheduler: how many jobs run at once (of different models), how long a silent lease
+    holder is trusted, and how old unreferenced warehouse directories must be before GC removes them."""
+
+    concurrency: int = Field(default=1, ge=1, le=16)
+    lease_ttl_s: float = Field(default=30.0, gt=0)
+    gc_grace_hours: float = Field(default=24.0, ge=0)
+
+
 class Settings(BaseSettings):
     """All of precube's configuration. Sections map to `[section]` tables in TOML."""
 
@@ -66,6 +75,7 @@ class Settings(BaseSettings):
     warehouse: WarehouseSettings = Field(default_factory=WarehouseSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
     sampling: SamplingSettings = Field(default_factory=SamplingSettings)
+    jobs: JobSettings = Field(default_factory=JobSettings)
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

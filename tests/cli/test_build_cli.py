@@ -54,16 +54,16 @@ def _rows(ssb_dir: Path, start: str, end: str) -> int:
 
 def test_build_merge_refresh_and_segments(home: list[str], ssb_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = ["-p", "ssb", "-m", "ssb"]
-    assert run([*home, "build", *model, "--end", "1992-01-02"]) != 0
+    assert run([*home, "build", "--wait", *model, "--end", "1992-01-02"]) != 0
     assert "has no segment yet: give --start" in capsys.readouterr().err
 
-    assert run([*home, "build", *model, "--start", "1992-01-01", "--end", "1992-01-02"]) == 0
+    assert run([*home, "build", "--wait", *model, "--start", "1992-01-01", "--end", "1992-01-02"]) == 0
     first, rows1 = _segment(capsys, "built")
-    assert run([*home, "build", *model, "--end", "1992-01-03"]) == 0  # starts where the last one ends
+    assert run([*home, "build", "--wait", *model, "--end", "1992-01-03"]) == 0  # starts where the last one ends
     second, rows2 = _segment(capsys, "built")
     assert (rows1, rows2) == (_rows(ssb_dir, "1992-01-01", "1992-01-02"), _rows(ssb_dir, "1992-01-02", "1992-01-03"))
 
-    assert run([*home, "build", *model, "--start", "1992-01-01", "--end", "1992-01-02"]) != 0
+    assert run([*home, "build", "--wait", *model, "--start", "1992-01-01", "--end", "1992-01-02"]) != 0
     assert "overlaps" in capsys.readouterr().err
 
     assert run([*home, "segments", *model]) == 0
@@ -72,15 +72,15 @@ def test_build_merge_refresh_and_segments(home: list[str], ssb_dir: Path, capsys
         first in listing and second in listing and listing.count(" ONLINE ") == 2
     )  # the rows; the title shows the model's
 
-    assert run([*home, "merge", *model, first, second]) == 0
+    assert run([*home, "merge", "--wait", *model, first, second]) == 0
     merged, rows = _segment(capsys, "merged into")
     assert rows == _rows(ssb_dir, "1992-01-01", "1992-01-03")
     assert run([*home, "segments", *model]) == 0
     listing = capsys.readouterr().out
     assert merged in listing and first not in listing and "1992-01-01" in listing and "1992-01-03" in listing
 
-    assert run([*home, "refresh", *model, merged]) == 0
+    assert run([*home, "refresh", "--wait", *model, merged]) == 0
     refreshed, rows = _segment(capsys, "refreshed")
     assert refreshed != merged and rows == _rows(ssb_dir, "1992-01-01", "1992-01-03")
-    assert run([*home, "merge", *model, refreshed]) != 0  # one segment cannot be merged
+    assert run([*home, "merge", "--wait", *model, refreshed]) != 0  # one segment cannot be merged
     assert "segment" in capsys.readouterr().err

@@ -35,7 +35,7 @@ ROWS_PER_FILE = 5_000_000
 BROADCAST_MAX_ROWS = 1_000_000
 MAX_ATTEMPTS = 5
 _VERSION_DIR = re.compile(r"v(\d+)")
-_TMP_DIR = re.compile(r"_tmp-v(\d+)-[0-9a-f]+")
+TMP_DIR = re.compile(r"_tmp-v(\d+)-[0-9a-f]+")
 _SCHEMA = "value string, id bigint"
 
 
@@ -157,7 +157,7 @@ def _prune(fs: _Fs, path: str, keep_versions: int) -> None:
         if n < kept[0]:
             fs.delete(version_location(path, n))
     for name in fs.children(path):  # temp dirs of builds that can no longer commit
-        if (m := _TMP_DIR.fullmatch(name)) and int(m.group(1)) < kept[0]:
+        if (m := TMP_DIR.fullmatch(name)) and int(m.group(1)) < kept[0]:
             fs.delete(f"{path.rstrip('/')}/{name}")
 
 

@@ -32,7 +32,7 @@ def layout_path(root: str, project: str, model_uuid: str, segment_id: str, layou
     return f"{segment_path(root, project, model_uuid, segment_id)}/{layout_id}"
 
 
-def _local(path: str) -> Path | None:
+def local_path(path: str) -> Path | None:
     parsed = urlparse(path)
     if parsed.scheme in ("", "file"):
         return Path(parsed.path if parsed.scheme else path)
@@ -47,13 +47,13 @@ class WrittenFiles:
 
 
 def is_local(path: str) -> bool:
-    return _local(path) is not None
+    return local_path(path) is not None
 
 
 def write_arrow(path: str, table: pa.Table) -> None:
     """Write a small layout from the driver (local warehouses only): replaces whatever a killed earlier
     attempt left in the directory, then one Parquet file."""
-    local = _local(path)
+    local = local_path(path)
     if local is None:
         raise ValueError(f"{path} is not on the local file system")
     if local.exists():
@@ -77,7 +77,7 @@ def written(spark: SparkSession, path: str) -> WrittenFiles:
 
 def local_files(path: str) -> list[Path] | None:
     """The Parquet files of a local layout directory, None for a remote path."""
-    local = _local(path)
+    local = local_path(path)
     return None if local is None else sorted(p for p in local.glob("*.parquet") if p.is_file())
 
 

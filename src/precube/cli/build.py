@@ -1,21 +1,24 @@
-"""`precube build|refresh|merge|segments`: run builds synchronously, with a progress bar per stage."""
+"""`precube build|refresh|merge|segments` and `precube segment list|delete|rolling`: each operation
+becomes a job, run here with `--wait` (live progress) or handed to the background job runner."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import datetime as dt
+from collections.abc import Callable, Sequence
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
-from precube.build.context import BuildContext
-from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
-from precube.cli.context import MODEL, PROJECT, CliContext, console, err_console, project_state, when
+from precube.cli.context import MODEL, PROJECT, CliContext, console, project_state, when
+from precube.cli.follow import hand_off, wait_for
 from precube.errors import InvalidInputError, PrecubeError
-from precube.metadata import Dataflow, Segment, TimeRange
+from precube.jobs.lifecycle import delete_segments
+from precube.jobs.plans import build_job, index_build_job, merge_job, refresh_job, segments_in
+from precube.jobs.submission import submit
+from precube.metadata import Dataflow, Job, TimeRange
 from precube.modeling.model_store import require_model
 from precube.modeling.partition_format import to_epoch_ms
+from precube.modeling.rolling import plan_rolling
 from precube.modeling.segments import default_build_start, display_status
 
 
@@ -32,27 +35,18 @@ def parse_time(value: str) -> int:
     raise InvalidInputError(f"cannot read time {value!r}: use YYYY-MM-DD, 'YYYY-MM-DD HH:MM:SS' or epoch milliseconds")
 
 
-@contextmanager
-def _running(cli: CliContext, project: str) -> Iterator[BuildContext]:
-    columns = (TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    spark = cli.spark()
-    with Progress(*columns, console=err_console) as bars:
-        tasks: dict[str, TaskID] = {}
-
-        def report(stage: str, done: int, total: int) -> None:
-            key = stage.split("/")[0] if stage.startswith("layer") else stage
-            if key not in tasks:
-                tasks[key] = bars.add_task(stage, total=total)
-            bars.update(tasks[key], completed=done, total=total, description=stage)
-
-        yield BuildContext(spark, cli.store(), project, cli.settings.warehouse_root, cli.writer, progress=report)
+WAIT = typer.Option(False, "--wait", "-w", help="Run the job here and block until it (and the jobs after it) end.")
+PRIORITY = typer.Option(3, "--priority", min=0, max=4, help="0 runs first, 4 last.")
 
 
-def _done(segment: Segment, verb: str) -> None:
-    console.print(
-        f"{verb} segment [bold]{segment.name}[/] ({segment.id}): {segment.source_count:,} source rows, "
-        f"[{when(segment.range.start)}, {when(segment.range.end)})"
-    )
+def _go(cli: CliContext, project: str, jobs: Sequence[Job], wait: bool) -> None:
+    """Submit `jobs` (each checked against the running ones), then wait for them or hand them off."""
+    store = cli.store()
+    submitted = [submit(store, project, job, cli.writer) for job in jobs]
+    if wait:
+        wait_for(cli, project, submitted)
+    else:
+        hand_off(cli, project, submitted)
 
 
 def build(
@@ -63,17 +57,17 @@ def build(
     end: str | None = typer.Option(None, "--end", help="End (exclusive); required for a partitioned model."),
     full: bool = typer.Option(False, "--full", help="Full build (non-partitioned models)."),
     add_layouts: bool = typer.Option(False, "--add-layouts", help="Build layouts missing from existing segments."),
+    priority: int = PRIORITY,
+    wait: bool = WAIT,
 ) -> None:
     """Build a segment from source (incremental: it starts where the last segment ends)."""
     cli = project_state(ctx, project)
-    with _running(cli, project) as bctx:
-        if add_layouts:
-            built = build_layouts(bctx, model)
-            count = sum(len(v) for v in built.values())
-            console.print(f"built {count} layouts into {len(built)} segments")
-            return
-        rng = None if full else _range(cli, project, model, start, end)
-        _done(build_segment(bctx, model, rng), "built")
+    store = cli.store()
+    if add_layouts:
+        job = index_build_job(store, project, model, priority)
+    else:
+        job = build_job(store, project, model, None if full else _range(cli, project, model, start, end), priority)
+    _go(cli, project, [job], wait)
 
 
 def _range(cli: CliContext, project: str, model: str, start: str | None, end: str | None) -> TimeRange | None:
@@ -94,14 +88,25 @@ def _range(cli: CliContext, project: str, model: str, start: str | None, end: st
 
 def refresh(
     ctx: typer.Context,
-    segment: str = typer.Argument(..., help="Segment id or name."),
+    segments: list[str] = typer.Argument(None, help="Segment ids or names (or give --start/--end)."),
     project: str = PROJECT,
     model: str = MODEL,
+    start: str | None = typer.Option(None, "--start", help="Refresh every segment holding data from here…"),
+    end: str | None = typer.Option(None, "--end", help="…to here (exclusive)."),
+    priority: int = PRIORITY,
+    wait: bool = WAIT,
 ) -> None:
-    """Rebuild a segment from source and swap it in atomically."""
+    """Rebuild segments from source, each swapped in atomically when its job ends (one job per segment)."""
     cli = project_state(ctx, project)
-    with _running(cli, project) as bctx:
-        _done(refresh_segment(bctx, model, segment), "refreshed")
+    store = cli.store()
+    targets = list(segments or [])
+    if start is not None or end is not None:
+        if start is None or end is None or targets:
+            raise InvalidInputError("refresh takes segments, or a range with both --start and --end, not both")
+        targets = segments_in(store, project, model, TimeRange.of(parse_time(start), parse_time(end)))
+    if not targets:
+        raise InvalidInputError("name the segments to refresh, or give --start and --end")
+    _go(cli, project, [refresh_job(store, project, model, t, priority) for t in targets], wait)
 
 
 def merge(
@@ -109,11 +114,12 @@ def merge(
     segments: list[str] = typer.Argument(..., help="Two or more contiguous segments (ids or names)."),
     project: str = PROJECT,
     model: str = MODEL,
+    priority: int = PRIORITY,
+    wait: bool = WAIT,
 ) -> None:
     """Merge contiguous segments into one (no source read)."""
     cli = project_state(ctx, project)
-    with _running(cli, project) as bctx:
-        _done(merge_segments(bctx, model, segments), "merged into")
+    _go(cli, project, [merge_job(cli.store(), project, model, segments, priority)], wait)
 
 
 def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL) -> None:
@@ -136,3 +142,53 @@ def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL) -> 
 
 
 COMMANDS: dict[str, Callable[..., None]] = {"build": build, "refresh": refresh, "merge": merge, "segments": segments}
+
+segment_app = typer.Typer(help="A model's segments: list, delete, rolling refresh.", no_args_is_help=True)
+segment_app.command("list")(segments)
+
+
+@segment_app.command("delete")
+def delete(
+    ctx: typer.Context,
+    targets: list[str] = typer.Argument(..., help="Segment ids or names."),
+    project: str = PROJECT,
+    model: str = MODEL,
+) -> None:
+    """Delete segments (not one being refreshed or merged); their files go at the next GC."""
+    cli = project_state(ctx, project)
+    for segment in delete_segments(cli.store(), project, model, targets, cli.writer):
+        console.print(
+            f"deleted segment [bold]{segment.name}[/] ({segment.id}), "
+            f"[{when(segment.range.start)}, {when(segment.range.end)})"
+        )
+
+
+@segment_app.command("rolling")
+def rolling(
+    ctx: typer.Context,
+    days: int = typer.Option(..., "--days", min=0, help="Refresh the segments holding the last N days."),
+    project: str = PROJECT,
+    model: str = MODEL,
+    segment_days: int | None = typer.Option(None, "--segment-days", min=1, help="Segment length; default N."),
+    today: str | None = typer.Option(None, "--today", help="The day to build (UTC); default today."),
+    priority: int = PRIORITY,
+    wait: bool = WAIT,
+) -> None:
+    """Seed 001 §4.6: build the N-day segment holding today if it is missing, and refresh the segments that
+    still hold data of the last N days, as one set of jobs."""
+    cli = project_state(ctx, project)
+    store = cli.store()
+    day = dt.date.fromisoformat(today) if today else dt.datetime.now(dt.UTC).date()
+    with store.read(project) as tx:
+        m = require_model(tx, model)
+        current = tx.require(Dataflow, m.uuid).segments
+    if m.partition_desc is None:
+        raise InvalidInputError(f"model {m.alias} has no partition column: rolling segments need one")
+    plan = plan_rolling(day, current, days, segment_days or max(days, 1))
+    jobs = [build_job(store, project, model, plan.build, priority)] if plan.build is not None else []
+    by_range = {s.range: s.id for s in current}
+    jobs += [refresh_job(store, project, model, by_range[r], priority) for r in plan.refresh]
+    if not jobs:
+        console.print("nothing to do")
+        return
+    _go(cli, project, jobs, wait)

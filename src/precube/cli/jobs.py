@@ -1,16 +1,21 @@
-"""`precube jobs list|show|pause|resume|discard|restart`."""
+"""`precube jobs list|show|pause|resume|discard|restart|run`."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 
 import typer
 from rich.table import Table as RichTable
 
 from precube.cli.context import PROJECT, console, project_state, when
+from precube.cli.follow import result, scheduler, tell
+from precube.jobs.lease import Lease
+from precube.jobs.lifecycle import Aftermath
+from precube.jobs.queue import ready_jobs
 from precube.jobs.submission import act, get_job, jobs_of
-from precube.metadata import JobAction
+from precube.metadata import Job, JobAction
 from precube.modeling.model_store import require_model
 
 app = typer.Typer(
@@ -96,3 +101,35 @@ def _action(action: JobAction) -> Callable[..., None]:
 
 for _action_kind in JobAction:
     app.command(_action_kind.value.lower())(_action(_action_kind))
+
+
+@app.command("run")
+def run(
+    ctx: typer.Context,
+    project: str = PROJECT,
+    serve: bool = typer.Option(False, "--serve", help="Keep running and take new jobs until interrupted."),
+) -> None:
+    """Run the project's READY jobs in this process (the background runner `build` starts), until none is
+    left, or with --serve until interrupted. Jobs a dead process left RUNNING become ERROR first."""
+    cli = project_state(ctx, project)
+    holder = Lease(cli.store(), project).holder()
+    if holder is not None:
+        console.print(f"the job runner {holder.owner} runs the jobs of project {project}")
+        return
+
+    def told(job: Job, aftermath: Aftermath | None) -> None:
+        console.print(result(job, project))
+        tell(aftermath)
+
+    runner = scheduler(cli, project, told)
+    try:
+        if serve:
+            runner.start()
+            while True:  # until Ctrl-C
+                time.sleep(1)
+        while runner.run_until_idle() and ready_jobs(cli.store(), project):
+            continue  # a job submitted as this runner finished: go on
+    finally:
+        runner.stop()
+        for job in runner.recovered:
+            console.print(f"job {job.uuid} was left RUNNING by a process that died: now ERROR, resumable")

@@ -7,7 +7,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from precube.jobs.runner import new_job
-from precube.metadata import Dataflow, Job, JobType, MetadataStore, Model, SegmentDetails, SegmentStatus, TimeRange
+from precube.metadata import (
+    Dataflow,
+    IndexPlan,
+    Job,
+    JobType,
+    MetadataStore,
+    Model,
+    SegmentDetails,
+    SegmentStatus,
+    TimeRange,
+)
+from precube.modeling.errors import SegmentRuleError
 from precube.modeling.model_store import require_model
 from precube.modeling.segments import validate_build, validate_merge, validate_refresh
 
@@ -35,7 +46,46 @@ def refresh_job(store: MetadataStore, project: str, alias: str, target: str, pri
     return new_job(model, JobType.INDEX_REFRESH, segment.range, segment_ids=(segment.id,), priority=priority)
 
 
-def merge_job(store: MetadataStore, project: str, alias: str, targets: Sequence[str], priority: int = 3) -> Job:
+def segments_in(store: MetadataStore, project: str, alias: str, time_range: TimeRange) -> list[str]:
+    """The ids of the segments holding data of `time_range` (overlapping it), in range order: what a
+    refresh of a range rebuilds. Refused when there are none."""
+    model, dataflow = _model(store, project, alias)
+    found = [s.id for s in sorted(dataflow.segments, key=lambda s: s.range) if s.range.overlaps(time_range)]
+    if not found:
+        raise SegmentRuleError(
+            f"model {model.alias} has no segment in [{time_range.start}, {time_range.end}) to refresh"
+        )
+    return found
+
+
+def index_build_job(store: MetadataStore, project: str, alias: str, priority: int = 3) -> Job:
+    """Build the layouts of the index plan that READY segments lack (newly added indexes) into them."""
+    model, dataflow = _model(store, project, alias)
+    with store.read(project) as tx:
+        planned = {lay.id for lay in tx.require(IndexPlan, model.uuid).all_layouts()}
+        missing: dict[str, set[int]] = {}
+        for s in dataflow.segments:
+            details = tx.get(SegmentDetails, model.uuid, s.id)
+            held = {li.layout_id for li in details.layout_instances if li.is_ready} if details else set()
+            if s.status is not SegmentStatus.NEW and planned - held:
+                missing[s.id] = planned - held
+    if not missing:
+        raise SegmentRuleError(f"every layout of model {model.alias} is built in all its READY segments")
+    chosen = [s for s in dataflow.segments if s.id in missing]
+    span = TimeRange.of(min(s.range.start for s in chosen), max(s.range.end for s in chosen))
+    layouts = tuple(sorted(set().union(*missing.values())))
+    ids = tuple(s.id for s in sorted(chosen, key=lambda s: s.range))
+    return new_job(model, JobType.INDEX_BUILD, span, segment_ids=ids, layout_ids=layouts, priority=priority)
+
+
+def merge_job(
+    store: MetadataStore,
+    project: str,
+    alias: str,
+    targets: Sequence[str],
+    priority: int = 3,
+    submitter: str = "precube",
+) -> Job:
     """Merge contiguous READY segments (ids or names) into one."""
     model, dataflow = _model(store, project, alias)
     with store.read(project) as tx:
@@ -49,4 +99,4 @@ def merge_job(store: MetadataStore, project: str, alias: str, targets: Sequence[
         s.id for s in sorted(dataflow.segments, key=lambda s: s.range)
         if s.status is not SegmentStatus.NEW and rng.contains(s.range)
     )  # fmt: skip
-    return new_job(model, JobType.INDEX_MERGE, rng, segment_ids=merged, priority=priority)
+    return new_job(model, JobType.INDEX_MERGE, rng, segment_ids=merged, priority=priority, submitter=submitter)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from precube.build.context import BuildContext
 from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
 from precube.jobs.errors import JobError
-from precube.metadata import Job, JobState, JobStats, JobStep, JobType, Model, TimeRange, new_job_id
+from precube.metadata import Job, JobState, JobStats, JobStep, JobType, Model, Segment, TimeRange, new_job_id
 from precube.metadata.entity import now_ms
 
 # The steps of each job type, in order; the build's progress stages name which one is running.
@@ -126,7 +126,7 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
     assert job is not None
     build_ctx = dataclasses.replace(ctx, job_id=job_id, progress=recorder.progress)
     try:
-        source_rows = _execute(build_ctx, job)
+        segment, source_rows = _execute(build_ctx, job)
     except JobInterruptedError:
         with ctx.store.read(ctx.project) as tx:
             return tx.require(Job, job_id)
@@ -134,6 +134,8 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
         message = f"{type(err).__name__}: {err}"
 
         def fail(failed: Job) -> None:
+            if failed.state is not JobState.RUNNING:  # a user's pause, discard or restart came first: it stands
+                return
             failed.move_to(JobState.ERROR)
             failed.error = message
             step = failed.current_step
@@ -143,15 +145,19 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
         ended = recorder.update(fail, force=True, running=False)
         assert ended is not None
         return ended
-    return _succeed(ctx, job_id, source_rows)
+    return _succeed(ctx, job, segment, source_rows)
 
 
-def _succeed(ctx: BuildContext, job_id: str, source_rows: int) -> Job:
+def _succeed(ctx: BuildContext, ran: Job, segment: Segment | None, source_rows: int) -> Job:
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
-        job = tx.require(Job, job_id)
+        job = tx.require(Job, ran.uuid)
         _advance(job, len(job.steps) - 1)
         last = job.steps[-1]
         last.state, last.end_time = JobState.SUCCEED, now_ms()
+        job.params.update(ran.params)
+        if segment is not None:  # the job's result, kept after the segment itself is merged away
+            job.params.update(segment=segment.id, segment_name=segment.name, source_rows=str(segment.source_count))
+            last.output = f"segment {segment.name} ({segment.id}): {segment.source_count} source rows"
         # The operation has committed its segment: the work is done even if a user paused or discarded
         # the job in its last moments, so it ends SUCCEED whatever state it was moved to meanwhile.
         job.state = JobState.SUCCEED
@@ -166,19 +172,22 @@ def _succeed(ctx: BuildContext, job_id: str, source_rows: int) -> Job:
         return tx.update(job)
 
 
-def _execute(ctx: BuildContext, job: Job) -> int:
-    """Run the job's operation; returns the source rows it read."""
+def _execute(ctx: BuildContext, job: Job) -> tuple[Segment | None, int]:
+    """Run the job's operation; returns the segment it made (builds, refreshes, merges) and the source rows
+    it read."""
     alias = job.model_alias or job.target_model
     assert alias is not None, "model jobs carry their model"
     if job.job_type in (JobType.FULL_BUILD, JobType.INC_BUILD):
-        return build_segment(ctx, alias, job.time_range).source_count
+        segment = build_segment(ctx, alias, job.time_range)
+        return segment, segment.source_count
     if job.job_type is JobType.INDEX_REFRESH:
-        [segment] = job.segment_ids
-        return refresh_segment(ctx, alias, segment).source_count
+        [target] = job.segment_ids
+        segment = refresh_segment(ctx, alias, target)
+        return segment, segment.source_count
     if job.job_type is JobType.INDEX_MERGE:
-        merge_segments(ctx, alias, job.segment_ids)
-        return 0  # a merge reads no source
+        return merge_segments(ctx, alias, job.segment_ids), 0  # a merge reads no source
     if job.job_type is JobType.INDEX_BUILD:
-        build_layouts(ctx, alias, job.layout_ids or None, job.segment_ids or None)
-        return 0
+        built = build_layouts(ctx, alias, job.layout_ids or None, job.segment_ids or None)
+        job.params["layouts_built"] = str(sum(len(v) for v in built.values()))
+        return None, 0
     raise JobError(f"{job.job_type} jobs do not run on models")

@@ -4,6 +4,7 @@ transaction, so two processes cannot both submit overlapping jobs of one model."
 from __future__ import annotations
 
 from precube.jobs.errors import JobConflictError
+from precube.jobs.segment_removal import drop_job_segment
 from precube.metadata import Job, JobAction, MetadataStore, NotFoundError, TimeRange, Transaction
 
 
@@ -12,12 +13,16 @@ def _span(job: Job) -> TimeRange:
     return job.time_range or TimeRange.full()
 
 
+def busy_jobs(tx: Transaction, model_uuid: str) -> list[Job]:
+    """The model's unfinished jobs (READY, RUNNING, PAUSED, ERROR)."""
+    return [j for j in tx.list(Job) if j.target_model == model_uuid and not j.state.is_final]
+
+
 def submit(store: MetadataStore, project: str, job: Job, writer: str = "precube") -> Job:
     """Record a READY job, refusing one whose range overlaps that of an unfinished job (READY, RUNNING,
     PAUSED or ERROR: an ERROR job still holds its new segment) of the same model."""
     with store.transaction(project, writer) as tx:
-        busy = [o for o in tx.list(Job) if o.target_model == job.target_model and not o.state.is_final]
-        for other in busy if job.target_model is not None else []:
+        for other in busy_jobs(tx, job.target_model) if job.target_model is not None else []:
             if _span(other).overlaps(_span(job)):
                 raise JobConflictError(
                     f"cannot submit {job.job_type} on model {job.model_alias or job.target_model}: "
@@ -40,10 +45,13 @@ def get_job(store: MetadataStore, project: str, job_id: str) -> Job:
 
 
 def act(store: MetadataStore, project: str, job_id: str, action: JobAction, writer: str = "precube") -> Job:
-    """Apply a user's action to a job (`Job.apply` refuses one its state does not allow)."""
+    """Apply a user's action to a job (`Job.apply` refuses one its state does not allow). A discard or a
+    restart also drops the NEW segment the job was writing: the restart builds it from scratch."""
     with store.transaction(project, writer) as tx:
         job = _require(tx, job_id)
         job.apply(action)
+        if action in (JobAction.DISCARD, JobAction.RESTART):
+            drop_job_segment(tx, job)
         return tx.update(job)
 
 

@@ -27,6 +27,7 @@ from precube.metadata.job import (
     InvalidJobStateError,
     Job,
     JobAction,
+    JobLease,
     JobState,
     JobStats,
     JobStep,
@@ -48,7 +49,14 @@ from precube.metadata.model import (
     ParameterType,
     PartitionDesc,
 )
-from precube.metadata.project import AutoMergeTimeRange, Project, RetentionRange, SegmentConfig, VolatileRange
+from precube.metadata.project import (
+    AutoMergeTimeRange,
+    Project,
+    RetentionRange,
+    SegmentConfig,
+    SegmentConfigOverride,
+    VolatileRange,
+)
 from precube.metadata.store import MetadataStore, open_store
 from precube.metadata.table import Column, ColumnStats, SourceType, Table, TableExt
 from precube.metadata.transaction import Transaction
@@ -72,6 +80,7 @@ __all__ = [
     "InvalidJobStateError",
     "Job",
     "JobAction",
+    "JobLease",
     "JobState",
     "JobStats",
     "JobStep",
@@ -95,6 +104,7 @@ __all__ = [
     "RuleBasedIndex",
     "Segment",
     "SegmentConfig",
+    "SegmentConfigOverride",
     "SegmentDetails",
     "SegmentStatus",
     "SelectRule",

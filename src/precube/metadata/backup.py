@@ -17,7 +17,7 @@ from precube.metadata.documents import Document
 from precube.metadata.entity import Entity
 from precube.metadata.errors import BackupFormatError, InvalidKeyError, MetadataError
 from precube.metadata.index_plan import IndexPlan
-from precube.metadata.job import Job, JobStats
+from precube.metadata.job import Job, JobLease, JobStats
 from precube.metadata.model import Model
 from precube.metadata.project import Project
 from precube.metadata.store import MetadataStore
@@ -25,7 +25,8 @@ from precube.metadata.table import Table, TableExt
 
 # Documents whose content is checked against their entity on restore; others need only be JSON.
 ENTITY_CLASSES: dict[str, type[Entity]] = {
-    cls.kind: cls for cls in (Project, Table, TableExt, Model, IndexPlan, Dataflow, SegmentDetails, Job, JobStats)
+    cls.kind: cls
+    for cls in (Project, Table, TableExt, Model, IndexPlan, Dataflow, SegmentDetails, Job, JobStats, JobLease)
 }
 
 

@@ -188,3 +188,17 @@ class JobStats(Entity):
         self.source_rows += source_rows
         if job.target_model:
             self.by_model[job.target_model] = self.by_model.get(job.target_model, 0) + 1
+
+
+class JobLease(Entity):
+    """Which process runs a project's jobs (DESIGN §8, like Kylin's epoch): one document,
+    `/{project}/job_lease/scheduler.json`, renewed by its holder's heartbeat. Another process takes it
+    over once it expires, or at once when its holder is a process of the same host that no longer runs."""
+
+    kind: ClassVar[str] = "job_lease"
+
+    uuid: str = "scheduler"
+    owner: str = ""  # host:pid:token of the holder
+    host: str = ""
+    pid: int = 0
+    expires_at: int = 0  # epoch ms

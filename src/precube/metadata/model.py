@@ -12,7 +12,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from precube.metadata.entity import Entity
-from precube.metadata.project import SegmentConfig
+from precube.metadata.project import SegmentConfigOverride
 
 MEASURE_ID_BASE = 100_000
 
@@ -128,7 +128,7 @@ class Model(Entity):
     all_named_columns: list[NamedColumn] = Field(default_factory=list)
     all_measures: list[Measure] = Field(default_factory=list)
     computed_columns: list[ComputedColumn] = Field(default_factory=list)
-    segment_config: SegmentConfig | None = None  # per-model override of the project's
+    segment_config: SegmentConfigOverride | None = None  # per-model override of the project's
     semantic_version: int = 0
     model_type: str = "BATCH"
 

@@ -1,7 +1,8 @@
 """The key scheme of the metadata store (seed 002): one path per document.
 
 /_global/project/{name}.json
-/{project}/{kind}/{name}.json          table, table_exd, model_desc, index_plan, dataflow, job_stats
+/{project}/{kind}/{name}.json          table, table_exd, model_desc, index_plan, dataflow, job_stats,
+                                       job_lease
 /{project}/dataflow_details/{dataflow}/{segment}.json
 /{project}/execute/{job_id}            (no suffix, as in Kylin)
 /UUID                                  the store instance's id
@@ -28,6 +29,7 @@ PROJECT_KINDS = (
     "dataflow_details",
     "execute",
     "job_stats",
+    "job_lease",
 )
 GLOBAL_KINDS = ("project", "user", "user_group", "sys_acl", "resource_group")
 

@@ -53,6 +53,21 @@ class SegmentConfig(BaseModel):
     create_empty_segment_enabled: bool = False
 
 
+class SegmentConfigOverride(BaseModel):
+    """A model's `segment_config`: each field left None takes the project's value (Kylin's
+    `NSegmentConfigHelper.getModelSegmentConfig` merges field by field)."""
+
+    auto_merge_enabled: bool | None = None
+    auto_merge_time_ranges: list[AutoMergeTimeRange] | None = None
+    volatile_range: VolatileRange | None = None
+    retention_range: RetentionRange | None = None
+    create_empty_segment_enabled: bool | None = None
+
+    def over(self, base: SegmentConfig) -> SegmentConfig:
+        """The effective settings: this override's fields that are set, the project's for the others."""
+        return base.model_copy(update={k: v for k, v in self if v is not None}, deep=True)
+
+
 class ProjectStatus(StrEnum):
     ENABLED = "ENABLED"
     DISABLED = "DISABLED"

@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from precube.metadata import Join, JoinTable, Parameter, ParameterType, PartitionDesc, SegmentConfig
+from precube.metadata import Join, JoinTable, Parameter, ParameterType, PartitionDesc, SegmentConfigOverride
 from precube.modeling.errors import InvalidModelError
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -91,7 +91,7 @@ class ModelSpec(BaseModel):
     simplified_measures: list[MeasureSpec] = Field(default_factory=list)
     partition_desc: PartitionDesc | None = None
     filter_condition: str = ""
-    segment_config: SegmentConfig | None = None
+    segment_config: SegmentConfigOverride | None = None
     aggregation_groups: list[AggregationGroupSpec] = Field(default_factory=list)
     global_dim_cap: int | None = None
     # Kylin's `base_index_type`: which base indexes the model keeps. None: both for a new model; on update,

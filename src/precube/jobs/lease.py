@@ -1,0 +1,96 @@
+"""The lease that makes one process at a time run a project's jobs (DESIGN §8, Kylin's epoch).
+
+Several processes may share the metadata store (a server, CLI commands): whoever holds a project's lease
+runs its jobs; the others submit jobs and watch them. The holder renews the lease with a heartbeat; once
+it expires, or at once when its holder was a process of this host that has gone (a crash, SIGKILL),
+another process takes it over, and only then treats the jobs it finds RUNNING as dead (`queue.recover`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+
+from precube.jobs.errors import JobError
+from precube.metadata import AlreadyExistsError, JobLease, MetadataStore, VersionConflictError
+from precube.metadata.entity import now_ms
+
+TTL_S = 30.0  # a holder that has not renewed for this long is taken for dead
+
+
+class LeaseLostError(JobError):
+    """Another process took the project's job lease over (this one stalled past the lease's expiry)."""
+
+    code = "JOB_LEASE_LOST"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+class Lease:
+    """This process's claim on running `project`'s jobs."""
+
+    def __init__(self, store: MetadataStore, project: str, ttl_s: float = TTL_S, writer: str = "precube") -> None:
+        self.store, self.project, self.ttl_ms, self.writer = store, project, int(ttl_s * 1000), writer
+        self.host, self.pid = socket.gethostname(), os.getpid()
+        self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
+        self.held = False
+
+    def _free(self, lease: JobLease) -> bool:
+        if lease.owner in ("", self.owner) or lease.expires_at <= now_ms():
+            return True
+        return lease.host == self.host and not _alive(lease.pid)
+
+    def acquire(self) -> bool:
+        """Take the lease if it is free (never held, released, expired, or its holder is gone); True if
+        this process holds it now."""
+        try:
+            with self.store.transaction(self.project, self.writer) as tx:
+                lease = tx.get(JobLease, "scheduler") or JobLease()
+                if not self._free(lease):
+                    return False
+                lease.owner, lease.host, lease.pid = self.owner, self.host, self.pid
+                lease.expires_at = now_ms() + self.ttl_ms
+                tx.save(lease)
+        except (VersionConflictError, AlreadyExistsError):  # another process took it in the same instant
+            return False
+        self.held = True
+        return True
+
+    def holder(self) -> JobLease | None:
+        """The current holder's lease, None when nobody (alive) holds it."""
+        with self.store.read(self.project) as tx:
+            lease = tx.get(JobLease, "scheduler")
+        if lease is None or lease.owner == "" or (lease.owner != self.owner and self._free(lease)):
+            return None
+        return lease
+
+    def renew(self) -> None:
+        """The heartbeat: push the expiry back; raises LeaseLostError if another process holds it."""
+        with self.store.transaction(self.project, self.writer) as tx:
+            lease = tx.get(JobLease, "scheduler")
+            if lease is None or lease.owner != self.owner:
+                self.held = False
+                holder = lease.owner if lease is not None else "nobody"
+                raise LeaseLostError(f"the job lease of project {self.project} is now held by {holder}")
+            lease.expires_at = now_ms() + self.ttl_ms
+            tx.update(lease)
+
+    def release(self) -> None:
+        """Give the lease up (at a clean exit), so the next process need not wait for it to expire."""
+        if not self.held:
+            return
+        with self.store.transaction(self.project, self.writer) as tx:
+            lease = tx.get(JobLease, "scheduler")
+            if lease is not None and lease.owner == self.owner:
+                lease.owner, lease.expires_at = "", 0
+                tx.update(lease)
+        self.held = False

@@ -1,0 +1,155 @@
+"""The in-process scheduler (seed 002 "Task & Job"): a bounded pool of threads runs a project's READY
+jobs on the process's one Spark session, by priority then age, while this process holds the project's
+job lease. At start-up it turns the jobs a dead process left RUNNING into ERROR (resumable). After each
+successful job it applies retention and submits the auto-merge job (`lifecycle.after_success`), which
+it then runs like any other.
+
+Jobs of one model run one at a time: they append to the model's global dictionaries and replace its
+segments, so they are serialised; jobs of different models run side by side, up to `concurrency`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from precube.build.context import BuildContext
+from precube.errors import PrecubeError
+from precube.jobs.lease import TTL_S, Lease
+from precube.jobs.lifecycle import Aftermath, after_success
+from precube.jobs.queue import ready_jobs, recover
+from precube.jobs.runner import run_job
+from precube.metadata import Job, JobState
+
+Listener = Callable[[Job, Aftermath | None], None]  # told of every job that ended here (and its aftermath)
+
+
+def _quiet(job: Job, aftermath: Aftermath | None) -> None:
+    """The default listener: the job documents say it all."""
+
+
+class Scheduler:
+    """Runs `ctx.project`'s jobs in this process: `run_until` in the caller's thread, or `start`/`stop`
+    in a background thread (a long-lived service)."""
+
+    def __init__(
+        self,
+        ctx: BuildContext,
+        concurrency: int = 1,
+        poll_s: float = 0.5,
+        lease_ttl_s: float = TTL_S,
+        listener: Listener = _quiet,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"the scheduler needs at least one worker, not {concurrency}")
+        self.ctx, self.concurrency, self.poll_s, self.listener = ctx, concurrency, poll_s, listener
+        self.lease = Lease(ctx.store, ctx.project, lease_ttl_s, ctx.writer)
+        self.recovered: list[Job] = []  # jobs found RUNNING from a dead process when the lease was taken
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="precube-job")
+        self._running: dict[Future[Job], Job] = {}
+        self._renewed = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- one turn of the loop -------------------------------------------------------------------
+
+    def _hold_lease(self) -> bool:
+        now = time.monotonic()
+        if not self.lease.held:
+            if not self.lease.acquire():
+                return False
+            self.recovered = recover(self.ctx.store, self.ctx.project, self.ctx.writer)
+            self._renewed = now
+        elif now - self._renewed > self.lease.ttl_ms / 3000:
+            self.lease.renew()
+            self._renewed = now
+        return True
+
+    def _reap(self) -> None:
+        for future in [f for f in self._running if f.done()]:
+            job = self._running.pop(future)
+            ended = future.result()  # run_job ends every job itself: an exception here is a bug
+            aftermath = None
+            if ended.state is JobState.SUCCEED:
+                try:
+                    aftermath = after_success(self.ctx.store, self.ctx.project, ended, self.ctx.writer)
+                except PrecubeError as err:  # e.g. a metadata conflict: the next successful job tries again
+                    aftermath = Aftermath(skipped=f"retention and auto-merge after job {job.uuid} failed: {err}")
+            self.listener(ended, aftermath)
+
+    def _launch(self) -> None:
+        busy_models = {j.target_model for j in self._running.values()}
+        busy_ids = {j.uuid for j in self._running.values()}
+        for job in ready_jobs(self.ctx.store, self.ctx.project):
+            if len(self._running) >= self.concurrency:
+                return
+            if job.uuid in busy_ids or job.target_model in busy_models:
+                continue
+            busy_models.add(job.target_model)
+            self._running[self._pool.submit(run_job, self.ctx, job.uuid)] = job
+
+    def tick(self) -> bool:
+        """One turn: keep the lease, take in finished jobs, start ready ones. True if jobs are running."""
+        if not self._hold_lease():
+            return False
+        self._reap()
+        self._launch()
+        return bool(self._running)
+
+    @property
+    def running(self) -> list[Job]:
+        """The jobs this process runs now (as they were when started)."""
+        return list(self._running.values())
+
+    # -- loops ----------------------------------------------------------------------------------
+
+    def run_until(self, done: Callable[[], bool], timeout_s: float | None = None) -> bool:
+        """Run jobs in this thread until `done()` holds after a turn (True), or `timeout_s` passes (False)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            self.tick()
+            if done():
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            self.wait()
+
+    def wait(self) -> None:
+        """Until a running job ends, at most one poll interval."""
+        if self._running:
+            wait(list(self._running), timeout=self.poll_s, return_when=FIRST_COMPLETED)
+        else:
+            time.sleep(self.poll_s)
+
+    def run_until_idle(self, timeout_s: float | None = None) -> bool:
+        """Run until no job is running here and none is READY (the auto-merge chain included)."""
+        return self.run_until(
+            lambda: not self._running and self.lease.held and not ready_jobs(self.ctx.store, self.ctx.project),
+            timeout_s,
+        )
+
+    def start(self) -> None:
+        """Run in a background thread until `stop`."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._serve, name="precube-scheduler", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            self.tick()
+            self._stop.wait(self.poll_s)
+
+    def stop(self) -> None:
+        """Stop taking jobs, wait for the running ones to end, give the lease back."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        wait(list(self._running))
+        self._reap()
+        self._pool.shutdown(wait=True)
+        self.lease.release()
