@@ -1,4 +1,4 @@
-"""`precube model create|update|show|list|delete|check`."""
+"""`precube model create|update|show|list|delete|check|config`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ import typer
 import yaml
 from rich.table import Table as RichTable
 
-from precube.cli.context import PROJECT, console, project_state
-from precube.metadata import Dataflow, IndexPlan, Model
+from precube.cli import segment_settings as seg
+from precube.cli.context import MODEL, PROJECT, console, project_state
+from precube.errors import InvalidInputError
+from precube.jobs.lifecycle import FIRST_DAY_OF_WEEK, segment_config
+from precube.metadata import Dataflow, IndexPlan, Model, SegmentConfigOverride
 from precube.modeling.model_rules import spec_of
 from precube.modeling.model_spec import load_spec
 from precube.modeling.model_store import (
@@ -137,3 +140,48 @@ def report_checks(results: list[BrokenCheck]) -> None:
             console.print(f"[red]model {r.model} is BROKEN[/]: {r.reason}")
         elif r.changed:
             console.print(f"[green]model {r.model} recovered[/] (OFFLINE until rebuilt)")
+
+
+@app.command("config")
+def config(
+    ctx: typer.Context,
+    project: str = PROJECT,
+    model: str = MODEL,
+    auto_merge: bool | None = seg.AUTO_MERGE,
+    merge_levels: str | None = seg.MERGE_LEVELS,
+    volatile: str | None = seg.VOLATILE,
+    no_volatile: bool = seg.NO_VOLATILE,
+    retention: str | None = seg.RETENTION,
+    no_retention: bool = seg.NO_RETENTION,
+    inherit: bool = typer.Option(
+        False, "--inherit", help="Drop the model's own settings: take all from the project (then apply the others)."
+    ),
+    first_day_of_week: str | None = typer.Option(None, "--first-day-of-week", hidden=True),
+) -> None:
+    """Show the segment settings in force for a model (its own, the project's for the rest), or override
+    those given. Only the model document changes: no segment or index is touched."""
+    if first_day_of_week is not None:
+        raise InvalidInputError(
+            "--first-day-of-week is a project setting (kylin.metadata.first-day-of-week), not a model's: "
+            f"use precube project config -p {project} --first-day-of-week {first_day_of_week}"
+        )
+    cli = project_state(ctx, project)
+    edits = seg.SegmentEdits.parse(auto_merge, merge_levels, volatile, no_volatile, retention, no_retention)
+    store = cli.store()
+    if edits or inherit:
+        # Not update_model: that rebuilds the model from a spec and may drop segments; a settings change only
+        # rewrites the model document (its semantic version stays).
+        with store.transaction(project, cli.writer) as tx:
+            m = require_model(tx, model)
+            if inherit:
+                m.segment_config = None
+            if edits:
+                base = m.segment_config or SegmentConfigOverride()
+                m.segment_config = base.model_copy(update=edits.changes(segment_config(tx.project(), m)), deep=True)
+            tx.update(m)
+        console.print(f"updated the segment settings of model [bold]{m.alias}[/]")
+    with store.read(project) as tx:
+        m = require_model(tx, model)
+        p = tx.project()
+    day = p.override_kylin_properties.get(FIRST_DAY_OF_WEEK, seg.DEFAULT_FIRST_DAY)
+    console.print(seg.settings_table(segment_config(p, m), day, m.segment_config, model=True))

@@ -1,4 +1,4 @@
-"""`precube project create|list|delete`."""
+"""`precube project create|list|delete|config`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import datetime as dt
 import typer
 from rich.table import Table as RichTable
 
-from precube.cli.context import console, state
+from precube.cli import segment_settings as seg
+from precube.cli.context import PROJECT, console, project_state, state
+from precube.jobs.lifecycle import FIRST_DAY_OF_WEEK
 from precube.metadata import Project, Table
 
-app = typer.Typer(help="Create, list and delete projects.", no_args_is_help=True)
+app = typer.Typer(help="Create, list and delete projects; view or change their segment settings.", no_args_is_help=True)
 
 
 @app.command("create")
@@ -54,3 +56,36 @@ def delete(
         typer.confirm(f"delete project {name} and all of its metadata?", abort=True)
     count = store.delete_project(name, writer=cli.writer)
     console.print(f"deleted project [bold]{name}[/] ({count} documents)")
+
+
+@app.command("config")
+def config(
+    ctx: typer.Context,
+    project: str = PROJECT,
+    auto_merge: bool | None = seg.AUTO_MERGE,
+    merge_levels: str | None = seg.MERGE_LEVELS,
+    volatile: str | None = seg.VOLATILE,
+    no_volatile: bool = seg.NO_VOLATILE,
+    retention: str | None = seg.RETENTION,
+    no_retention: bool = seg.NO_RETENTION,
+    first_day_of_week: str | None = typer.Option(
+        None, "--first-day-of-week", help="Week start for WEEK merges: monday or sunday.", show_default=False
+    ),
+) -> None:
+    """Show the project's segment settings (auto-merge, its levels, volatile range, retention, first day of
+    week), or change those given; models take them unless they override them (`precube model config`)."""
+    cli = project_state(ctx, project)
+    edits = seg.SegmentEdits.parse(auto_merge, merge_levels, volatile, no_volatile, retention, no_retention)
+    first_day = None if first_day_of_week is None else seg.parse_first_day(first_day_of_week)
+    store = cli.store()
+    if edits or first_day is not None:
+        with store.transaction(project, cli.writer) as tx:
+            p = tx.project()
+            p.segment_config = p.segment_config.model_copy(update=edits.changes(p.segment_config), deep=True)
+            if first_day is not None:
+                p.override_kylin_properties[FIRST_DAY_OF_WEEK] = first_day
+            tx.update(p)
+        console.print(f"updated the segment settings of project [bold]{project}[/]")
+    p = store.get_project(project)
+    day = p.override_kylin_properties.get(FIRST_DAY_OF_WEEK, seg.DEFAULT_FIRST_DAY)
+    console.print(seg.settings_table(p.segment_config, day))

@@ -75,22 +75,29 @@ class Lease:
 
     def renew(self) -> None:
         """The heartbeat: push the expiry back; raises LeaseLostError if another process holds it."""
-        with self.store.transaction(self.project, self.writer) as tx:
-            lease = tx.get(JobLease, "scheduler")
-            if lease is None or lease.owner != self.owner:
-                self.held = False
-                holder = lease.owner if lease is not None else "nobody"
-                raise LeaseLostError(f"the job lease of project {self.project} is now held by {holder}")
-            lease.expires_at = now_ms() + self.ttl_ms
-            tx.update(lease)
+        try:
+            with self.store.transaction(self.project, self.writer) as tx:
+                lease = tx.get(JobLease, "scheduler")
+                if lease is None or lease.owner != self.owner:
+                    self.held = False
+                    holder = lease.owner if lease is not None else "nobody"
+                    raise LeaseLostError(f"the job lease of project {self.project} is now held by {holder}")
+                lease.expires_at = now_ms() + self.ttl_ms
+                tx.update(lease)
+        except VersionConflictError as err:  # taken over between our read and our write
+            self.held = False
+            raise LeaseLostError(f"the job lease of project {self.project} was taken over: {err}") from err
 
     def release(self) -> None:
         """Give the lease up (at a clean exit), so the next process need not wait for it to expire."""
         if not self.held:
             return
-        with self.store.transaction(self.project, self.writer) as tx:
-            lease = tx.get(JobLease, "scheduler")
-            if lease is not None and lease.owner == self.owner:
-                lease.owner, lease.expires_at = "", 0
-                tx.update(lease)
+        try:
+            with self.store.transaction(self.project, self.writer) as tx:
+                lease = tx.get(JobLease, "scheduler")
+                if lease is not None and lease.owner == self.owner:
+                    lease.owner, lease.expires_at = "", 0
+                    tx.update(lease)
+        except VersionConflictError:  # taken over meanwhile: nothing of ours left to give up
+            pass
         self.held = False

@@ -1,0 +1,194 @@
+"""The project job lease (DESIGN §8): one holder at a time, taken over after expiry or at once when the
+holder was a process of this host that is gone; the old holder learns it lost the lease on renewal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import pytest
+
+from precube.jobs.lease import Lease, LeaseLostError
+from precube.metadata import JobLease, MetadataStore, Project, Transaction
+from precube.metadata.entity import now_ms
+
+PROJECT = "ssb"
+
+
+@pytest.fixture
+def project(store: MetadataStore) -> MetadataStore:
+    store.create_project(Project(name=PROJECT, default_database="SSB"))
+    return store
+
+
+def _other_process(store: MetadataStore, pid: int | None = None, ttl_s: float = 30.0) -> Lease:
+    """A Lease as another process of this host would hold it: by default the (live) parent process."""
+    lease = Lease(store, PROJECT, ttl_s=ttl_s)
+    lease.pid = os.getppid() if pid is None else pid
+    return lease
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited and been reaped (not a zombie: those still answer kill 0)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _interleave(monkeypatch: pytest.MonkeyPatch, store: MetadataStore, action: Callable[[], object]) -> None:
+    """Run `action` (in its own transaction) right after the next read-write transaction reads the lease,
+    before that transaction writes: two processes racing on PostgreSQL. SQLite serialises writers."""
+    if "postgresql" not in store.url:
+        pytest.skip("SQLite write transactions hold the write lock from their start: no interleaving")
+    real_get = Transaction.get
+    fired: list[bool] = []
+
+    def get(self: Transaction, cls: type, *names: str) -> object:
+        found = real_get(self, cls, *names)
+        if cls is JobLease and not self.readonly and not fired:
+            fired.append(True)
+            action()
+        return found
+
+    monkeypatch.setattr(Transaction, "get", get)
+
+
+def _stored(store: MetadataStore) -> JobLease:
+    with store.read(PROJECT) as tx:
+        return tx.require(JobLease, "scheduler")
+
+
+def test_first_acquire_holds_and_holder_names_the_owner(project: MetadataStore) -> None:
+    first = Lease(project, PROJECT)
+    assert first.holder() is None  # never held
+    assert not first.held
+    assert first.acquire()
+    assert first.held
+    for viewer in (first, Lease(project, PROJECT)):  # the holder itself and a bystander see the same
+        holder = viewer.holder()
+        assert holder is not None
+        assert (holder.owner, holder.pid) == (first.owner, os.getpid())
+    stored = _stored(project)
+    assert stored.owner == first.owner
+    assert stored.expires_at > now_ms() + 20_000  # the default 30 s TTL
+    assert first.acquire()  # re-acquiring one's own lease is fine
+
+
+def test_a_live_holder_keeps_the_lease(project: MetadataStore) -> None:
+    holder = _other_process(project)  # the parent process: alive on this host
+    assert holder.acquire()
+    contender = Lease(project, PROJECT)
+    assert not contender.acquire()
+    assert not contender.held
+    seen = contender.holder()
+    assert seen is not None
+    assert seen.owner == holder.owner
+    holder.renew()  # still the holder
+    assert _stored(project).owner == holder.owner
+
+
+def test_a_holder_on_another_host_is_never_probed(project: MetadataStore) -> None:
+    holder = _other_process(project, pid=_dead_pid())
+    holder.host = "some-other-host"  # its pid means nothing here: only expiry frees the lease
+    assert holder.acquire()
+    contender = Lease(project, PROJECT)
+    assert not contender.acquire()
+    assert contender.holder() is not None
+
+
+def test_an_expired_lease_is_taken_over(project: MetadataStore) -> None:
+    holder = _other_process(project, ttl_s=0.05)
+    assert holder.acquire()
+    contender = Lease(project, PROJECT)
+    assert not contender.acquire()  # not yet expired
+    time.sleep(0.2)
+    assert contender.holder() is None  # expired: nobody holds it
+    assert contender.acquire()
+    assert _stored(project).owner == contender.owner
+    with pytest.raises(LeaseLostError, match=contender.owner):
+        holder.renew()
+    assert not holder.held
+    assert _stored(project).owner == contender.owner  # the failed renewal changed nothing
+
+
+def test_an_expiry_written_in_the_past_frees_the_lease(project: MetadataStore) -> None:
+    holder = _other_process(project)
+    assert holder.acquire()
+    with project.transaction(PROJECT) as tx:
+        lease = tx.require(JobLease, "scheduler")
+        lease.expires_at = now_ms() - 1
+        tx.update(lease)
+    contender = Lease(project, PROJECT)
+    assert contender.acquire()
+    seen = contender.holder()
+    assert seen is not None
+    assert seen.owner == contender.owner
+
+
+def test_a_dead_holder_on_this_host_is_replaced_at_once(project: MetadataStore) -> None:
+    holder = _other_process(project, pid=_dead_pid())  # 30 s TTL: far from expiry
+    assert holder.acquire()
+    assert _stored(project).expires_at > now_ms() + 20_000
+    contender = Lease(project, PROJECT)
+    assert contender.holder() is None  # its holder is gone
+    assert contender.acquire()
+    stored = _stored(project)
+    assert (stored.owner, stored.pid) == (contender.owner, os.getpid())
+    with pytest.raises(LeaseLostError, match="is now held by"):
+        holder.renew()
+    assert not holder.held
+
+
+def test_the_old_holder_cannot_release_a_lease_taken_over(project: MetadataStore) -> None:
+    holder = _other_process(project, ttl_s=0.05)
+    assert holder.acquire()
+    time.sleep(0.2)
+    contender = Lease(project, PROJECT)
+    assert contender.acquire()
+    holder.release()  # it still believes it holds the lease: must not free the new holder's
+    assert not holder.held
+    assert _stored(project).owner == contender.owner
+    assert not Lease(project, PROJECT).acquire()
+
+
+def test_release_lets_the_next_process_in_at_once(project: MetadataStore) -> None:
+    holder = _other_process(project)
+    assert holder.acquire()
+    contender = Lease(project, PROJECT)
+    assert not contender.acquire()
+    contender.release()  # not the holder: nothing happens
+    assert _stored(project).owner == holder.owner
+    holder.release()
+    assert not holder.held
+    assert holder.holder() is None
+    assert contender.holder() is None
+    assert (_stored(project).owner, _stored(project).expires_at) == ("", 0)
+    assert contender.acquire()
+    assert _stored(project).owner == contender.owner
+    with pytest.raises(LeaseLostError, match="held by"):
+        holder.renew()
+
+
+def test_a_takeover_racing_a_renewal_is_a_lost_lease(project: MetadataStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    holder = _other_process(project, pid=_dead_pid())
+    assert holder.acquire()
+    contender = Lease(project, PROJECT)
+    _interleave(monkeypatch, project, lambda: contender.acquire())
+    with pytest.raises(LeaseLostError, match="taken over"):  # not the store's version conflict
+        holder.renew()
+    assert not holder.held
+    assert contender.held
+    assert _stored(project).owner == contender.owner
+
+
+def test_a_takeover_racing_a_release_is_left_alone(project: MetadataStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    holder = _other_process(project, pid=_dead_pid())
+    assert holder.acquire()
+    contender = Lease(project, PROJECT)
+    _interleave(monkeypatch, project, lambda: contender.acquire())
+    holder.release()  # must not raise: there is nothing of its own left to give up
+    assert not holder.held
+    assert _stored(project).owner == contender.owner
