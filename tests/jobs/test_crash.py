@@ -1,0 +1,119 @@
+"""A build killed with SIGKILL in the middle of its layer stage, in a process of its own: the READY
+segment stays queryable and unchanged throughout, nothing partial turns READY, a restarted runner finds
+the job dead, resumes it to the right data, and GC leaves no unreferenced directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from precube.build.context import BuildContext
+from precube.build.storage import segment_path
+from precube.cli.app import run
+from precube.metadata import Dataflow, Job, JobState, JobType, SegmentDetails, SegmentStatus, open_store
+from precube.modeling.model_store import require_model
+from precube.ssb.generate import TABLES
+from tests.build.conftest import SPEC
+from tests.build.test_operations import _views, check_segment
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+
+
+def _snapshot(root: Path, model: str, segment: str) -> dict[str, list[dict[str, Any]]]:
+    """Every layout of a segment as rows: what a query reading it would see."""
+    path = Path(segment_path(str(root), "ssb", model, segment))
+    return {d.name: sorted(pq.read_table(d).to_pylist(), key=repr) for d in sorted(path.iterdir())}
+
+
+def test_sigkill_mid_layer_then_resume(spark: SparkSession, tmp_path: Path, ssb_dir: Path) -> None:
+    home = tmp_path / "home"
+    cli = ["--home", str(home)]
+    assert run([*cli, "project", "create", "ssb", "-d", "SSB"]) == 0
+    assert run([*cli, "table", "load", "-p", "ssb", *(str(ssb_dir / t) for t in TABLES)]) == 0
+    (tmp_path / "sales.yaml").write_text(yaml.safe_dump(SPEC))
+    assert run([*cli, "model", "create", "-p", "ssb", str(tmp_path / "sales.yaml")]) == 0
+    model = ["-p", "ssb", "-m", "sales"]
+    assert run([*cli, "build", "--wait", *model, "--start", "1992-01-01", "--end", "1992-02-01"]) == 0
+
+    store = open_store(f"sqlite:///{home / 'metadata.db'}")
+    warehouse = home / "warehouse"
+
+    def state() -> tuple[str, list[tuple[str, SegmentStatus]], dict[str, list[int]]]:
+        with store.read("ssb") as tx:
+            m = require_model(tx, "sales")
+            segments = tx.require(Dataflow, m.uuid).segments
+            layouts = {
+                s.id: [li.layout_id for li in d.layout_instances]
+                for s in segments
+                if (d := tx.get(SegmentDetails, m.uuid, s.id)) is not None
+            }
+        return m.uuid, [(s.id, s.status) for s in segments], layouts
+
+    model_uuid, [(old, _)], _ = state()
+    before = _snapshot(warehouse, model_uuid, old)
+    assert len(before) >= 8
+
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    build = [sys.executable, "-m", "precube", *cli, "build", "--wait", *model, "--end", "1992-03-01"]
+    proc = subprocess.Popen(build, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    try:
+        while True:  # until the new segment holds a layout: the layer stage is under way
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "the build ended"
+            assert time.monotonic() < deadline, "the build never reached its layers"
+            _, segments, layouts = state()
+            ready = [s for s, status in segments if status is not SegmentStatus.NEW]
+            assert ready == [old]  # nothing partial ever READY
+            assert _snapshot(warehouse, model_uuid, old) == before  # queryable, unchanged
+            new = [s for s, status in segments if status is SegmentStatus.NEW]
+            if new and layouts.get(new[0]):
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the driver and its JVM, as a crash would
+        proc.wait()
+
+    _, segments, layouts = state()
+    [new] = [s for s, status in segments if status is SegmentStatus.NEW]
+    done_before_kill = len(layouts[new])
+    assert 1 <= done_before_kill < len(before)
+    assert [s for s, status in segments if status is not SegmentStatus.NEW] == [old]
+    with store.read("ssb") as tx:
+        [job] = [j for j in tx.list(Job) if j.job_type is JobType.INC_BUILD and j.state is JobState.RUNNING]
+
+    # A new runner takes the dead holder's lease at once and turns its job to ERROR; a resume finishes it.
+    assert run([*cli, "jobs", "run", "-p", "ssb"]) == 0
+    with store.read("ssb") as tx:
+        assert tx.require(Job, job.uuid).state is JobState.ERROR
+    assert _snapshot(warehouse, model_uuid, old) == before
+    assert run([*cli, "jobs", "resume", job.uuid, "-p", "ssb"]) == 0
+    assert run([*cli, "jobs", "run", "-p", "ssb"]) == 0
+    with store.read("ssb") as tx:
+        assert tx.require(Job, job.uuid).state is JobState.SUCCEED
+    _, segments, layouts = state()
+    assert sorted(segments) == sorted([(old, SegmentStatus.READY), (new, SegmentStatus.READY)])
+    assert _snapshot(warehouse, model_uuid, old) == before
+
+    _views(spark, ssb_dir)
+    ctx = BuildContext(spark, store, "ssb", str(warehouse))
+    assert check_segment(ctx, "sales", new, "1992-02-01", "1992-03-01") >= 8
+
+    assert run([*cli, "gc", "-p", "ssb", "--grace-hours", "0"]) == 0
+    model_dir = warehouse / "ssb" / model_uuid
+    assert sorted(p.name for p in model_dir.iterdir()) == sorted(["dict", old, new])
+    for segment in (old, new):
+        on_disk = sorted(int(p.name) for p in (model_dir / segment).iterdir())
+        assert on_disk == sorted(layouts[segment])
+    store.close()
