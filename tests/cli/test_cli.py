@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pytest
 import typer
 
 from precube.cli.app import app, run
-from precube.metadata import IndexPlan, Model, TableExt, open_store
+from precube.metadata import Dataflow, IndexPlan, Job, JobState, JobType, Model, SegmentStatus, TableExt, open_store
 from precube.metadata.errors import AlreadyExistsError
+from precube.modeling.partition_format import to_epoch_ms
 from precube.ssb.generate import TABLES, row_counts
 
 if TYPE_CHECKING:
@@ -117,9 +121,12 @@ def test_demo_generates_loads_and_samples(
         str(tmp_path / "ssb"),
         "--project",
         "ssb",
+        "--last-year",
+        "1993",
     ]
     assert run(args) == 0
-    assert "demo done" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "demo done" in out and "auto-merge on" in out
     expected = row_counts(0.01)
     with open_store(f"sqlite:///{home / 'metadata.db'}") as store, store.read("ssb") as tx:
         assert tx.project().default_database == "SSB"
@@ -128,6 +135,22 @@ def test_demo_generates_loads_and_samples(
             assert ext.total_rows == expected[name.lower()], name
         [model] = tx.list(Model)
         assert model.alias == "ssb" and len(tx.require(IndexPlan, model.uuid).all_layouts()) > 100
+        segments = sorted(tx.require(Dataflow, model.uuid).segments, key=lambda s: s.range)
+        jobs = tx.list(Job)
+    # one READY segment per year (two here, to keep the test short), with that year's orders
+    bounds = [
+        (to_epoch_ms(f"{y}-01-01", "yyyy-MM-dd"), to_epoch_ms(f"{y + 1}-01-01", "yyyy-MM-dd")) for y in (1992, 1993)
+    ]
+    assert [(s.range.start, s.range.end) for s in segments] == bounds
+    assert all(s.status is SegmentStatus.READY for s in segments)
+    orders = ds.dataset(tmp_path / "ssb" / "LINEORDER")
+    day = pc.field("LO_ORDERDATE")
+    for segment, year in zip(segments, (1992, 1993), strict=True):
+        in_year = (day >= dt.date(year, 1, 1)) & (day < dt.date(year + 1, 1, 1))
+        assert segment.source_count == orders.count_rows(filter=in_year) > 0
+        assert segment.name in out  # the segment listing
+    assert sorted((j.job_type, j.state) for j in jobs) == [(JobType.INC_BUILD, JobState.SUCCEED)] * 2
+    assert all(j.uuid in out for j in jobs)
     # a second run reuses the data and the project
     assert run(args) == 0
     out = capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""`precube demo`: the end-to-end job on embedded defaults (generate SSB, load, sample; more to come)."""
+"""`precube demo`: the end-to-end job on embedded defaults: generate SSB, load and sample the tables,
+create the SSB model, build it by yearly segments as jobs with auto-merge on, show segments and jobs."""
 
 from __future__ import annotations
 
@@ -8,18 +9,28 @@ from pathlib import Path
 import typer
 import yaml
 
-from precube.cli.context import console, state
+from precube.cli.build import segments
+from precube.cli.context import CliContext, console, state
+from precube.cli.follow import wait_for
+from precube.cli.jobs import list_jobs
 from precube.cli.ssb import generate_with_progress
 from precube.cli.table import print_stats
-from precube.metadata import Project, SourceType, Table
+from precube.errors import InvalidInputError
+from precube.jobs.lifecycle import segment_config
+from precube.jobs.plans import build_job
+from precube.jobs.submission import submit
+from precube.metadata import Dataflow, Project, SourceType, Table, TableExt, TimeRange
 from precube.modeling.model_spec import ModelSpec, parse_spec
-from precube.modeling.model_store import create_model, find_model
+from precube.modeling.model_store import create_model, find_model, require_model
+from precube.modeling.partition_format import to_epoch_ms
+from precube.modeling.segments import default_build_start
 from precube.sources.sampling import sample_and_store
 from precube.sources.tables import load_file_table, reload_table
 from precube.ssb.generate import TABLES, read_manifest
 
 SSB_DATABASE = "SSB"
 SSB_MODEL = "ssb"
+FIRST_YEAR = 1992  # SSB's first order date
 
 
 def demo(
@@ -30,9 +41,12 @@ def demo(
     ),
     project: str = typer.Option("ssb", "--project", "-p", help="Project to create or reuse."),
     seed: int = typer.Option(1, "--seed", help="Random seed of the generated data."),
+    last_year: int | None = typer.Option(
+        None, "--last-year", help="Build yearly segments up to this year; default: the year of the last order."
+    ),
 ) -> None:
     """Run the end-to-end demo: generate SSB data, create the project, load and sample the five tables,
-    create the SSB model."""
+    create the SSB model, build it by yearly segments with auto-merge on, show its segments and jobs."""
     cli = state(ctx)
     data = data or cli.settings.home / "data" / f"ssb-sf{scale:g}"
 
@@ -88,7 +102,41 @@ def demo(
         )
     else:
         console.print(f"reusing model [bold]{SSB_MODEL}[/]")
+
+    console.rule("[bold]5. build by yearly segments (jobs; auto-merge on)")
+    _build_years(cli, project, last_year)
+    console.rule("[bold]6. segments and jobs")
+    segments(ctx, project, SSB_MODEL)
+    list_jobs(ctx, project, SSB_MODEL)
     console.print(f"[bold green]demo done[/]: project {project}, metadata {store.url}")
+
+
+def _build_years(cli: CliContext, project: str, last_year: int | None) -> None:
+    """One build job per year of LINEORDER's order dates, from where the model's segments end (a rerun
+    builds nothing twice); each runs here, followed by retention and auto-merge."""
+    store = cli.store()
+    with store.read(project) as tx:
+        model = require_model(tx, SSB_MODEL)
+        built_to = default_build_start(tx.require(Dataflow, model.uuid).segments)
+        config = segment_config(tx.project(), model)
+    levels = ", ".join(level.value for level in config.auto_merge_time_ranges)
+    console.print(f"auto-merge {'on' if config.auto_merge_enabled else 'off'} (levels {levels})")
+    for year in range(FIRST_YEAR, (last_year or _last_order_year(cli, project)) + 1):
+        rng = TimeRange.of(to_epoch_ms(f"{year}-01-01", "yyyy-MM-dd"), to_epoch_ms(f"{year + 1}-01-01", "yyyy-MM-dd"))
+        if built_to is not None and rng.start < built_to:
+            continue
+        job = submit(store, project, build_job(store, project, SSB_MODEL, rng), cli.writer)
+        wait_for(cli, project, [job])
+
+
+def _last_order_year(cli: CliContext, project: str) -> int:
+    """The year of the latest order date, from the sampled stats of LINEORDER."""
+    with cli.store().read(project) as tx:
+        ext = tx.require(TableExt, f"{SSB_DATABASE}.LINEORDER")
+    stats = ext.stats("LO_ORDERDATE")
+    if stats is None or stats.max_value is None:
+        raise InvalidInputError(f"{SSB_DATABASE}.LINEORDER has no sampled LO_ORDERDATE range: sample it first")
+    return int(stats.max_value[:4])
 
 
 def ssb_model_spec() -> ModelSpec:
