@@ -16,10 +16,12 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from precube.build.context import BuildContext
 from precube.cli.context import CliContext, console, err_console, when
+from precube.errors import PrecubeError
 from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import AUTO_MERGE, Aftermath
 from precube.jobs.scheduler import Listener, Scheduler
-from precube.metadata import Job, JobState, JobType, MetadataStore
+from precube.jobs.submission import act
+from precube.metadata import Job, JobAction, JobState, JobType, MetadataStore
 
 POLL_S = 0.5
 _OVER = frozenset({JobState.SUCCEED, JobState.DISCARDED, JobState.ERROR, JobState.PAUSED})  # nothing more happens
@@ -104,19 +106,35 @@ def wait_for(cli: CliContext, project: str, submitted: Sequence[Job]) -> list[Jo
             active = any(j.state in (JobState.READY, JobState.RUNNING) for j in jobs)
             return targets <= ended.keys() and not active
 
-        while not over():
-            if runner is None and Lease(store, project).holder() is None:
-                runner = scheduler(cli, project, lambda _job, aftermath: tell(aftermath))
+        try:
+            while not over():
+                if runner is None and Lease(store, project).holder() is None:
+                    runner = scheduler(cli, project, lambda _job, aftermath: tell(aftermath))
+                if runner is not None:
+                    runner.tick()
+                    runner.wait()
+                else:
+                    time.sleep(POLL_S)
+        except KeyboardInterrupt:
+            pause_running(cli, project, runner)
+            raise
+        finally:
             if runner is not None:
-                runner.tick()
-                runner.wait()
-            else:
-                time.sleep(POLL_S)
-        if runner is not None:
-            runner.stop()
+                runner.stop()
     if any(ended[t].state is not JobState.SUCCEED for t in targets):
         raise typer.Exit(1)
     return [ended[t] for t in targets]
+
+
+def pause_running(cli: CliContext, project: str, runner: Scheduler | None) -> None:
+    """Ctrl-C while this process runs jobs: pause them (they stop after their current layout, so the
+    process can exit); they continue where they stopped once resumed."""
+    for job in runner.running if runner is not None else []:
+        try:
+            act(cli.store(), project, job.uuid, JobAction.PAUSE, cli.writer)
+        except PrecubeError:  # it ended meanwhile
+            continue
+        err_console.print(f"pausing job {job.uuid}; resume it with: precube jobs resume {job.uuid} -p {project}")
 
 
 def runner_args(cli: CliContext, project: str) -> list[str]:

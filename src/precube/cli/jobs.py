@@ -10,7 +10,7 @@ import typer
 from rich.table import Table as RichTable
 
 from precube.cli.context import PROJECT, console, project_state, when
-from precube.cli.follow import result, scheduler, tell
+from precube.cli.follow import pause_running, result, scheduler, tell
 from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import Aftermath
 from precube.jobs.queue import ready_jobs
@@ -121,15 +121,21 @@ def run(
         console.print(result(job, project))
         tell(aftermath)
 
-    runner = scheduler(cli, project, told)
-    try:
-        if serve:
-            runner.start()
-            while True:  # until Ctrl-C
-                time.sleep(1)
-        while runner.run_until_idle() and ready_jobs(cli.store(), project):
-            continue  # a job submitted as this runner finished: go on
-    finally:
-        runner.stop()
-        for job in runner.recovered:
-            console.print(f"job {job.uuid} was left RUNNING by a process that died: now ERROR, resumable")
+    while True:
+        runner = scheduler(cli, project, told)
+        try:
+            if serve:
+                runner.start()
+                while True:  # until Ctrl-C
+                    time.sleep(1)
+            runner.run_until_idle()
+        except KeyboardInterrupt:
+            pause_running(cli, project, runner)
+            raise
+        finally:
+            runner.stop()  # gives the lease back
+            for job in runner.recovered:
+                console.print(f"job {job.uuid} was left RUNNING by a process that died: now ERROR, resumable")
+        # A job submitted while this runner was stopping saw the lease held and started no runner: take it.
+        if not ready_jobs(cli.store(), project):
+            return

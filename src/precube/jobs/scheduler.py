@@ -124,9 +124,10 @@ class Scheduler:
             time.sleep(self.poll_s)
 
     def run_until_idle(self, timeout_s: float | None = None) -> bool:
-        """Run until no job is running here and none is READY (the auto-merge chain included)."""
+        """Run until no job is running here and none is READY (the auto-merge chain included), or at once
+        when another process holds the project's lease (it runs them)."""
         return self.run_until(
-            lambda: not self._running and self.lease.held and not ready_jobs(self.ctx.store, self.ctx.project),
+            lambda: not self._running and (not self.lease.held or not ready_jobs(self.ctx.store, self.ctx.project)),
             timeout_s,
         )
 
