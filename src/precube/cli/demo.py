@@ -19,7 +19,7 @@ from precube.errors import InvalidInputError
 from precube.jobs.lifecycle import segment_config
 from precube.jobs.plans import build_job
 from precube.jobs.submission import submit
-from precube.metadata import Dataflow, Project, SourceType, Table, TableExt, TimeRange
+from precube.metadata import Dataflow, Project, SegmentConfig, SourceType, Table, TableExt, TimeRange
 from precube.modeling.model_spec import ModelSpec, parse_spec
 from precube.modeling.model_store import create_model, find_model, require_model
 from precube.modeling.partition_format import to_epoch_ms
@@ -62,7 +62,11 @@ def demo(
     if any(p.name == project for p in store.list_projects()):
         console.print(f"reusing project [bold]{project}[/]")
     else:
-        store.create_project(Project(name=project, default_database=SSB_DATABASE), writer=cli.writer)
+        # auto-merge on, with Kylin's default levels: segments roll up into weeks, months, quarters, years
+        created = Project(
+            name=project, default_database=SSB_DATABASE, segment_config=SegmentConfig(auto_merge_enabled=True)
+        )
+        store.create_project(created, writer=cli.writer)
         console.print(f"created project [bold]{project}[/] (default database {SSB_DATABASE})")
     with store.read(project) as tx:
         existing = {t.identity for t in tx.list(Table)}

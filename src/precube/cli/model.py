@@ -13,7 +13,8 @@ from rich.table import Table as RichTable
 from precube.cli import segment_settings as seg
 from precube.cli.context import MODEL, PROJECT, console, project_state
 from precube.errors import InvalidInputError
-from precube.jobs.lifecycle import FIRST_DAY_OF_WEEK, segment_config
+from precube.jobs import lifecycle
+from precube.jobs.lifecycle import segment_config
 from precube.metadata import Dataflow, IndexPlan, Model, SegmentConfigOverride
 from precube.modeling.model_rules import spec_of
 from precube.modeling.model_spec import load_spec
@@ -183,5 +184,5 @@ def config(
     with store.read(project) as tx:
         m = require_model(tx, model)
         p = tx.project()
-    day = p.override_kylin_properties.get(FIRST_DAY_OF_WEEK, seg.DEFAULT_FIRST_DAY)
+    day = lifecycle.first_day_of_week(p)
     console.print(seg.settings_table(segment_config(p, m), day, m.segment_config, model=True))

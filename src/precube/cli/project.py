@@ -9,6 +9,7 @@ from rich.table import Table as RichTable
 
 from precube.cli import segment_settings as seg
 from precube.cli.context import PROJECT, console, project_state, state
+from precube.jobs import lifecycle
 from precube.jobs.lifecycle import FIRST_DAY_OF_WEEK
 from precube.metadata import Project, Table
 
@@ -87,5 +88,5 @@ def config(
             tx.update(p)
         console.print(f"updated the segment settings of project [bold]{project}[/]")
     p = store.get_project(project)
-    day = p.override_kylin_properties.get(FIRST_DAY_OF_WEEK, seg.DEFAULT_FIRST_DAY)
+    day = lifecycle.first_day_of_week(p)
     console.print(seg.settings_table(p.segment_config, day))

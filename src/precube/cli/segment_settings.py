@@ -29,7 +29,6 @@ RANGE_UNITS = (
     AutoMergeTimeRange.YEAR,
 )
 WEEK_DAYS = ("monday", "sunday")
-DEFAULT_FIRST_DAY = "monday"  # Kylin's `KylinConfigBase.getFirstDayOfWeek` default
 _LEVEL_ORDER = list(AutoMergeTimeRange)  # Kylin's AutoMergeTimeEnum codes follow this order
 _RANGE_EXAMPLE = 'expected "N UNIT", e.g. "3 DAY" or "2 weeks"'
 

@@ -35,6 +35,11 @@ FIRST_DAY_OF_WEEK = "kylin.metadata.first-day-of-week"  # project property, as i
 AUTO_MERGE = "auto-merge"  # the submitter of the merge jobs auto-merge submits
 
 
+def first_day_of_week(project: Project) -> str:
+    """Where WEEK merge windows start: the project property, else Kylin's default, monday."""
+    return project.override_kylin_properties.get(FIRST_DAY_OF_WEEK, "monday")
+
+
 def segment_config(project: Project, model: Model) -> SegmentConfig:
     """The settings in force for `model`: its own `segment_config` fields, the project's for the rest."""
     base = project.segment_config
@@ -86,8 +91,7 @@ def after_success(store: MetadataStore, project: str, job: Job, writer: str = "p
         expired = [s.id for s in doomed if s.status is not SegmentStatus.NEW]
         removed = remove_segments(tx, model, expired) if expired else []
         segments = tx.require(Dataflow, model.uuid).segments
-        first_day = tx.project().override_kylin_properties.get(FIRST_DAY_OF_WEEK, "monday")
-        rng = plan_auto_merge(segments, config, first_day)
+        rng = plan_auto_merge(segments, config, first_day_of_week(tx.project()))
     if rng is None:
         return Aftermath(removed)
     targets = [s.id for s in segments if s.status is not SegmentStatus.NEW and rng.contains(s.range)]
