@@ -40,9 +40,9 @@ def _dead_pid() -> int:
 
 def _interleave(monkeypatch: pytest.MonkeyPatch, store: MetadataStore, action: Callable[[], object]) -> None:
     """Run `action` (in its own transaction) right after the next read-write transaction reads the lease,
-    before that transaction writes: two processes racing on PostgreSQL. SQLite serialises writers."""
-    if "postgresql" not in store.url:
-        pytest.skip("SQLite write transactions hold the write lock from their start: no interleaving")
+    before that transaction writes: two processes racing on PostgreSQL (SQLite serialises writers: a
+    write transaction holds the lock from its start, so these races only exist on PostgreSQL)."""
+    assert "postgresql" in store.url
     real_get = Transaction.get
     fired: list[bool] = []
 
@@ -172,6 +172,8 @@ def test_release_lets_the_next_process_in_at_once(project: MetadataStore) -> Non
         holder.renew()
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
 def test_a_takeover_racing_a_renewal_is_a_lost_lease(project: MetadataStore, monkeypatch: pytest.MonkeyPatch) -> None:
     holder = _other_process(project, pid=_dead_pid())
     assert holder.acquire()
@@ -184,6 +186,8 @@ def test_a_takeover_racing_a_renewal_is_a_lost_lease(project: MetadataStore, mon
     assert _stored(project).owner == contender.owner
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
 def test_a_takeover_racing_a_release_is_left_alone(project: MetadataStore, monkeypatch: pytest.MonkeyPatch) -> None:
     holder = _other_process(project, pid=_dead_pid())
     assert holder.acquire()
