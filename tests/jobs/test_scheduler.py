@@ -139,3 +139,21 @@ def test_ready_jobs_run_by_priority_and_a_dead_runners_job_resumes(ctx: BuildCon
     scheduler.stop()
     assert order == [low.uuid, high.uuid, extra.uuid]  # priority 0 before the older priority 4
     assert [s[2] for s in _segments(ctx, "sales")] == [SegmentStatus.READY] * 3
+
+
+def test_kylin_a2_empty_daily_segments_auto_merge(ctx: BuildContext) -> None:
+    """Kylin's AutoMergeTest A2 as its own dates: four daily builds from 2010-01-01 (no SSB orders then, so
+    empty segments) and Kylin's default levels merge [01-01, 01-04) once 01-04 (a Monday) is reached."""
+    _auto_merge_on(ctx)
+    _light(ctx, "light")
+    scheduler = Scheduler(ctx, poll_s=0.05)
+    days = ["2010-01-01", "2010-01-02", "2010-01-03", "2010-01-04", "2010-01-05"]
+    for start, end in itertools.pairwise(days):
+        submit(ctx.store, "ssb", build_job(ctx.store, "ssb", "light", TimeRange.of(day(start), day(end))))
+        assert scheduler.run_until_idle(timeout_s=300)
+    scheduler.stop()
+    expected = [("2010-01-01", "2010-01-04"), ("2010-01-04", "2010-01-05")]
+    assert _segments(ctx, "light") == [(day(a), day(b), SegmentStatus.READY) for a, b in expected]
+    with ctx.store.read("ssb") as tx:
+        model = require_model(tx, "light")
+        assert all(s.source_count == 0 for s in tx.require(Dataflow, model.uuid).segments)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from precube.build.context import BuildContext
@@ -50,13 +51,14 @@ def result(job: Job, project: str) -> str:
         return f"{verb} segment [bold]{name}[/] ({segment}): {rows:,} source rows{span}"
     if job.state is JobState.ERROR:
         return (
-            f"[bold red]job {job.uuid} ({job.job_type}) failed:[/] {job.error}\n"
+            f"[bold red]job {job.uuid} ({job.job_type}) failed:[/] {escape(job.error or '')}\n"
             f"  resume it with: precube jobs resume {job.uuid} --project {project}"
         )
     return f"job {job.uuid} ({job.job_type}) is {job.state}"
 
 
 def tell(aftermath: Aftermath | None) -> None:
+    """Print what followed a successful job: retention's removals, the auto-merge job, or why none."""
     if aftermath is None:
         return
     for segment in aftermath.removed:
@@ -65,7 +67,7 @@ def tell(aftermath: Aftermath | None) -> None:
         rng = aftermath.merge.time_range
         console.print(f"auto-merge: job {aftermath.merge.uuid} merges [{when(rng.start)}, {when(rng.end)})")
     if aftermath.skipped:
-        console.print(aftermath.skipped)
+        console.print(escape(aftermath.skipped))
 
 
 def _jobs(store: MetadataStore, project: str, models: set[str | None]) -> list[Job]:
