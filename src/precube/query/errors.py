@@ -1,0 +1,23 @@
+"""Errors of the query domain: each names what is wrong in the user's SQL."""
+
+from __future__ import annotations
+
+from precube.errors import PrecubeError
+
+
+class QueryError(PrecubeError):
+    """Base of query errors."""
+
+    code = "QUERY_ERROR"
+
+
+class SqlSyntaxError(QueryError):
+    """The SQL does not parse, or is not a query."""
+
+    code = "SQL_SYNTAX"
+
+
+class UnknownObjectError(QueryError):
+    """A table or column the SQL names does not exist in the project."""
+
+    code = "UNKNOWN_OBJECT"

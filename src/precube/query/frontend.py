@@ -1,0 +1,125 @@
+"""The SQL front end (DESIGN §6 step 1): parse with sqlglot, qualify every table and column against the
+project's tables, normalise.
+
+The dialect is Spark's grammar with Calcite's (Kylin's) quoting: `"name"` and `` `name` `` are
+identifiers, `'text'` is a string. Names are case-insensitive, quoted or not (Spark's default
+`spark.sql.caseSensitive=false`; Kylin upper-cases them): the qualified tree carries them in lower case.
+A table without a database is looked up in the project's default database.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.dialect import NormalizationStrategy
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import OptimizeError, ParseError, SqlglotError
+from sqlglot.optimizer.qualify import qualify
+
+from precube.metadata import Table, datatypes
+from precube.query.errors import SqlSyntaxError, UnknownObjectError
+
+
+class Precube(Spark):
+    """Spark SQL, with double quotes for identifiers (as Calcite and ANSI) and case-insensitive names."""
+
+    NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_INSENSITIVE
+
+    class Tokenizer(Spark.Tokenizer):
+        IDENTIFIERS = ["`", '"']  # noqa: RUF012 (sqlglot's tokenizer settings are class attributes)
+        QUOTES = ["'"]  # noqa: RUF012
+
+
+DIALECT = Precube
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The project's tables as SQL sees them: database → table → column → Spark type (lower-case names)."""
+
+    default_database: str
+    tables: Mapping[str, Mapping[str, Mapping[str, str]]]
+
+    @classmethod
+    def of(cls, default_database: str, tables: Iterable[Table]) -> Catalog:
+        found: dict[str, dict[str, dict[str, str]]] = {}
+        for t in tables:
+            columns = {c.name.lower(): datatypes.to_spark(c.datatype) for c in t.columns}
+            found.setdefault(t.database.lower(), {})[t.name.lower()] = columns
+        return cls(default_database.lower(), found)
+
+    def has(self, database: str, table: str) -> bool:
+        return table in self.tables.get(database, {})
+
+
+def parse(sql: str) -> exp.Query:
+    """One query (SELECT, UNION, WITH …); a syntax error or another kind of statement is a SqlSyntaxError."""
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+    except ParseError as err:
+        raise SqlSyntaxError(f"cannot parse the SQL: {str(err).splitlines()[0]}") from err
+    if len(statements) != 1:
+        raise SqlSyntaxError(f"give one query, not {len(statements)} statements")
+    [tree] = statements
+    if not isinstance(tree, exp.Query):
+        raise SqlSyntaxError(f"only queries can be answered, not {tree.key.upper()} statements")
+    return tree
+
+
+def _ctes(tree: exp.Expr) -> set[str]:
+    return {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+
+
+def _resolve_tables(tree: exp.Query, catalog: Catalog) -> None:
+    """Give every table its database (the default one when none is written); unknown tables are an error."""
+    ctes = _ctes(tree)
+    for table in tree.find_all(exp.Table):
+        if not table.name or (not table.db and table.name.lower() in ctes):
+            continue  # a CTE reference, or a table function
+        database = (table.db or catalog.default_database).lower()
+        if not catalog.has(database, table.name.lower()):
+            name = table.name.upper()
+            where = f"{table.db.upper()}.{name}" if table.db else f"{name} (default database {database.upper()})"
+            raise UnknownObjectError(f"table {where} does not exist in the project")
+        table.set("db", exp.to_identifier(database))
+        table.set("catalog", None)
+
+
+_UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved")
+
+
+def _column_message(message: str) -> str:
+    found = _UNRESOLVED.match(message)
+    if found is None:
+        return message
+    return (
+        f"column {found.group(1).upper()} is in none of the query's tables, or in more than one of them "
+        "(qualify it with its table); a string takes single quotes"
+    )
+
+
+def qualify_query(tree: exp.Query, catalog: Catalog) -> exp.Query:
+    """`tree` with every table as `db.table AS alias` and every column as `alias.column`, names in lower
+    case, `*` expanded; an unknown or ambiguous column is an UnknownObjectError naming it."""
+    tree = tree.copy()
+    _resolve_tables(tree, catalog)
+    schema: dict[str, object] = {
+        db: {t: dict(cols) for t, cols in tables.items()} for db, tables in catalog.tables.items()
+    }
+    try:
+        qualified = qualify(tree, schema=schema, dialect=DIALECT, quote_identifiers=False, identify=False)
+    except OptimizeError as err:
+        raise UnknownObjectError(_column_message(str(err).splitlines()[0])) from err
+    except SqlglotError as err:
+        raise SqlSyntaxError(str(err).splitlines()[0]) from err
+    assert isinstance(qualified, exp.Query)
+    return qualified
+
+
+def normalise(sql: str, catalog: Catalog) -> exp.Query:
+    """Parse and qualify: the tree every later stage works on."""
+    return qualify_query(parse(sql), catalog)
