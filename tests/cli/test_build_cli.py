@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
-import yaml
 
 from precube.cli.app import run
-from precube.ssb.generate import TABLES
+from tests.cli.home import ssb_home
 from tests.modeling.conftest import ssb_spec_data
 
 if TYPE_CHECKING:
@@ -27,13 +26,8 @@ SEGMENT = re.compile(r"(built|merged into|refreshed) segment \S+ \(([0-9a-f-]{36
 @pytest.fixture
 def home(spark: SparkSession, tmp_path: Path, ssb_dir: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
     del spark  # the CLI finds the shared session
-    args = ["--home", str(tmp_path / "home")]
-    assert run([*args, "project", "create", "ssb", "-d", "SSB"]) == 0
-    assert run([*args, "table", "load", "-p", "ssb", *(str(ssb_dir / t) for t in TABLES)]) == 0
     spec = {**ssb_spec_data(), "aggregation_groups": [{"includes": ["D_YEAR", "C_REGION"]}]}
-    path = tmp_path / "ssb.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    assert run([*args, "model", "create", "-p", "ssb", str(path)]) == 0
+    args = ssb_home(tmp_path / "home", ssb_dir, spec)
     capsys.readouterr()
     return args
 

@@ -10,18 +10,13 @@ import yaml
 
 from precube.cli.app import run
 from precube.metadata import DataflowStatus
-from precube.ssb.generate import TABLES
+from tests.cli.home import ssb_home
 from tests.modeling.conftest import ssb_spec_data
 
 
 @pytest.fixture
 def home(tmp_path: Path, ssb_dir: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
-    args = ["--home", str(tmp_path / "home")]
-    assert run([*args, "project", "create", "ssb", "-d", "SSB"]) == 0
-    assert run([*args, "table", "load", "-p", "ssb", *(str(ssb_dir / t) for t in TABLES)]) == 0
-    spec = tmp_path / "ssb.yaml"
-    spec.write_text(yaml.safe_dump(ssb_spec_data()))
-    assert run([*args, "model", "create", "-p", "ssb", str(spec)]) == 0
+    args = ssb_home(tmp_path / "home", ssb_dir, ssb_spec_data())
     out = capsys.readouterr().out
     assert "created model ssb" in out and "16 dimensions, 8 measures" in out
     return args

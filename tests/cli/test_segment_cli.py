@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import yaml
 
 from precube.cli.app import run
 from precube.metadata import Dataflow, IndexPlan, Job, JobState, JobType, SegmentDetails, open_store
 from precube.modeling.model_store import require_model
 from precube.modeling.partition_format import to_epoch_ms
-from precube.ssb.generate import TABLES
+from tests.cli.home import ssb_home
 from tests.modeling.conftest import ssb_spec_data
 
 if TYPE_CHECKING:
@@ -31,15 +30,12 @@ def day(text: str) -> int:
 def home(spark: SparkSession, tmp_path: Path, ssb_dir: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     del spark  # the CLI finds the shared session
     home = tmp_path / "home"
-    assert run(["--home", str(home), "project", "create", "ssb", "-d", "SSB"]) == 0
-    assert run(["--home", str(home), "table", "load", "-p", "ssb", *(str(ssb_dir / t) for t in TABLES)]) == 0
     spec = {
         **ssb_spec_data(),
         "aggregation_groups": [{"includes": ["D_YEAR", "C_REGION"]}],
         "segment_config": {"auto_merge_enabled": False},  # segments stay as built here
     }
-    (tmp_path / "ssb.yaml").write_text(yaml.safe_dump(spec))
-    assert run(["--home", str(home), "model", "create", "-p", "ssb", str(tmp_path / "ssb.yaml")]) == 0
+    ssb_home(home, ssb_dir, spec)
     capsys.readouterr()
     return home
 

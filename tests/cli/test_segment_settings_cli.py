@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from precube.cli.app import run
 from precube.jobs.lifecycle import FIRST_DAY_OF_WEEK, segment_config
@@ -21,7 +20,7 @@ from precube.metadata import (
     open_store,
 )
 from precube.settings import load_settings
-from precube.ssb.generate import TABLES
+from tests.cli.home import ssb_home
 from tests.modeling.conftest import ssb_spec_data
 
 T = AutoMergeTimeRange
@@ -29,12 +28,7 @@ T = AutoMergeTimeRange
 
 @pytest.fixture
 def home(tmp_path: Path, ssb_dir: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
-    args = ["--home", str(tmp_path / "home")]
-    assert run([*args, "project", "create", "ssb", "-d", "SSB"]) == 0
-    assert run([*args, "table", "load", "-p", "ssb", *(str(ssb_dir / t) for t in TABLES)]) == 0
-    spec = tmp_path / "ssb.yaml"
-    spec.write_text(yaml.safe_dump(ssb_spec_data()))
-    assert run([*args, "model", "create", "-p", "ssb", str(spec)]) == 0
+    args = ssb_home(tmp_path / "home", ssb_dir, ssb_spec_data())
     capsys.readouterr()
     return args
 

@@ -14,16 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from precube.build.context import BuildContext
 from precube.build.storage import segment_path
 from precube.cli.app import run
 from precube.metadata import Dataflow, Job, JobState, JobType, SegmentDetails, SegmentStatus, open_store
 from precube.modeling.model_store import require_model
-from precube.ssb.generate import TABLES
 from tests.build.conftest import SPEC
 from tests.build.test_operations import _views, check_segment
+from tests.cli.home import ssb_home
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,11 +38,7 @@ def _snapshot(root: Path, model: str, segment: str) -> dict[str, list[dict[str, 
 
 def test_sigkill_mid_layer_then_resume(spark: SparkSession, tmp_path: Path, ssb_dir: Path) -> None:
     home = tmp_path / "home"
-    cli = ["--home", str(home)]
-    assert run([*cli, "project", "create", "ssb", "-d", "SSB"]) == 0
-    assert run([*cli, "table", "load", "-p", "ssb", *(str(ssb_dir / t) for t in TABLES)]) == 0
-    (tmp_path / "sales.yaml").write_text(yaml.safe_dump(SPEC))
-    assert run([*cli, "model", "create", "-p", "ssb", str(tmp_path / "sales.yaml")]) == 0
+    cli = ssb_home(home, ssb_dir, SPEC)
     model = ["-p", "ssb", "-m", "sales"]
     assert run([*cli, "build", "--wait", *model, "--start", "1992-01-01", "--end", "1992-02-01"]) == 0
 

@@ -39,7 +39,7 @@ WAIT = typer.Option(False, "--wait", "-w", help="Run the job here and block unti
 PRIORITY = typer.Option(3, "--priority", min=0, max=4, help="0 runs first, 4 last.")
 
 
-def _go(cli: CliContext, project: str, jobs: Sequence[Job], wait: bool) -> None:
+def run_jobs(cli: CliContext, project: str, jobs: Sequence[Job], wait: bool) -> None:
     """Submit `jobs` (each checked against the running ones), then wait for them or hand them off."""
     store = cli.store()
     submitted = [submit(store, project, job, cli.writer) for job in jobs]
@@ -67,7 +67,7 @@ def build(
         job = index_build_job(store, project, model, priority)
     else:
         job = build_job(store, project, model, None if full else _range(cli, project, model, start, end), priority)
-    _go(cli, project, [job], wait)
+    run_jobs(cli, project, [job], wait)
 
 
 def _range(cli: CliContext, project: str, model: str, start: str | None, end: str | None) -> TimeRange | None:
@@ -106,7 +106,7 @@ def refresh(
         targets = segments_in(store, project, model, TimeRange.of(parse_time(start), parse_time(end)))
     if not targets:
         raise InvalidInputError("name the segments to refresh, or give --start and --end")
-    _go(cli, project, [refresh_job(store, project, model, t, priority) for t in targets], wait)
+    run_jobs(cli, project, [refresh_job(store, project, model, t, priority) for t in targets], wait)
 
 
 def merge(
@@ -119,7 +119,7 @@ def merge(
 ) -> None:
     """Merge contiguous segments into one (no source read)."""
     cli = project_state(ctx, project)
-    _go(cli, project, [merge_job(cli.store(), project, model, segments, priority)], wait)
+    run_jobs(cli, project, [merge_job(cli.store(), project, model, segments, priority)], wait)
 
 
 def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL) -> None:
@@ -191,4 +191,4 @@ def rolling(
     if not jobs:
         console.print("nothing to do")
         return
-    _go(cli, project, jobs, wait)
+    run_jobs(cli, project, jobs, wait)

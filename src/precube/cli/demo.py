@@ -9,16 +9,14 @@ from pathlib import Path
 import typer
 import yaml
 
-from precube.cli.build import segments
+from precube.cli.build import run_jobs, segments
 from precube.cli.context import CliContext, console, state
-from precube.cli.follow import wait_for
 from precube.cli.jobs import list_jobs
 from precube.cli.ssb import generate_with_progress
 from precube.cli.table import print_stats
 from precube.errors import InvalidInputError
 from precube.jobs.lifecycle import segment_config
 from precube.jobs.plans import build_job
-from precube.jobs.submission import submit
 from precube.metadata import Dataflow, Project, SegmentConfig, SourceType, Table, TableExt, TimeRange
 from precube.modeling.model_spec import ModelSpec, parse_spec
 from precube.modeling.model_store import create_model, find_model, require_model
@@ -129,8 +127,7 @@ def _build_years(cli: CliContext, project: str, last_year: int | None) -> None:
         rng = TimeRange.of(to_epoch_ms(f"{year}-01-01", "yyyy-MM-dd"), to_epoch_ms(f"{year + 1}-01-01", "yyyy-MM-dd"))
         if built_to is not None and rng.start < built_to:
             continue
-        job = submit(store, project, build_job(store, project, SSB_MODEL, rng), cli.writer)
-        wait_for(cli, project, [job])
+        run_jobs(cli, project, [build_job(store, project, SSB_MODEL, rng)], wait=True)
 
 
 def _last_order_year(cli: CliContext, project: str) -> int:

@@ -85,13 +85,14 @@ def after_success(store: MetadataStore, project: str, job: Job, writer: str = "p
         model = tx.get(Model, job.target_model)
         if model is None:  # deleted meanwhile
             return Aftermath()
-        config = segment_config(tx.project(), model)
+        project_doc = tx.project()
+        config = segment_config(project_doc, model)
         segments = tx.require(Dataflow, model.uuid).segments
         doomed = segments_to_remove_by_retention(segments, config.retention_range)
-        expired = [s.id for s in doomed if s.status is not SegmentStatus.NEW]
-        removed = remove_segments(tx, model, expired) if expired else []
-        segments = tx.require(Dataflow, model.uuid).segments
-        rng = plan_auto_merge(segments, config, first_day_of_week(tx.project()))
+        expired = {s.id for s in doomed if s.status is not SegmentStatus.NEW}
+        removed = remove_segments(tx, model, list(expired)) if expired else []
+        segments = [s for s in segments if s.id not in expired]
+        rng = plan_auto_merge(segments, config, first_day_of_week(project_doc))
     if rng is None:
         return Aftermath(removed)
     targets = [s.id for s in segments if s.status is not SegmentStatus.NEW and rng.contains(s.range)]

@@ -29,6 +29,19 @@ def _model(store: MetadataStore, project: str, alias: str) -> tuple[Model, Dataf
         return model, tx.require(Dataflow, model.uuid)
 
 
+def _with_layouts(store: MetadataStore, project: str, alias: str) -> tuple[Model, Dataflow, dict[str, set[int]]]:
+    """The model, its dataflow, and each segment's built layouts, read in one transaction."""
+    with store.read(project) as tx:
+        model = require_model(tx, alias)
+        dataflow = tx.require(Dataflow, model.uuid)
+        held = {
+            s.id: {li.layout_id for li in d.layout_instances if li.is_ready}
+            for s in dataflow.segments
+            if (d := tx.get(SegmentDetails, model.uuid, s.id)) is not None
+        }
+        return model, dataflow, held
+
+
 def build_job(store: MetadataStore, project: str, alias: str, time_range: TimeRange | None, priority: int = 3) -> Job:
     """A new segment: of `time_range` (partitioned model), or the full build (None)."""
     model, dataflow = _model(store, project, alias)
@@ -60,15 +73,14 @@ def segments_in(store: MetadataStore, project: str, alias: str, time_range: Time
 
 def index_build_job(store: MetadataStore, project: str, alias: str, priority: int = 3) -> Job:
     """Build the layouts of the index plan that READY segments lack (newly added indexes) into them."""
-    model, dataflow = _model(store, project, alias)
+    model, dataflow, held = _with_layouts(store, project, alias)
     with store.read(project) as tx:
         planned = {lay.id for lay in tx.require(IndexPlan, model.uuid).all_layouts()}
-        missing: dict[str, set[int]] = {}
-        for s in dataflow.segments:
-            details = tx.get(SegmentDetails, model.uuid, s.id)
-            held = {li.layout_id for li in details.layout_instances if li.is_ready} if details else set()
-            if s.status is not SegmentStatus.NEW and planned - held:
-                missing[s.id] = planned - held
+    missing = {
+        s.id: planned - held.get(s.id, set())
+        for s in dataflow.segments
+        if s.status is not SegmentStatus.NEW and planned - held.get(s.id, set())
+    }
     if not missing:
         raise SegmentRuleError(f"every layout of model {model.alias} is built in all its READY segments")
     chosen = [s for s in dataflow.segments if s.id in missing]
@@ -87,13 +99,7 @@ def merge_job(
     submitter: str = "precube",
 ) -> Job:
     """Merge contiguous READY segments (ids or names) into one."""
-    model, dataflow = _model(store, project, alias)
-    with store.read(project) as tx:
-        held = {
-            s.id: {li.layout_id for li in d.layout_instances if li.is_ready}
-            for s in dataflow.segments
-            if (d := tx.get(SegmentDetails, model.uuid, s.id)) is not None
-        }
+    model, dataflow, held = _with_layouts(store, project, alias)
     rng = validate_merge(dataflow.segments, list(targets), held)
     merged = tuple(
         s.id for s in sorted(dataflow.segments, key=lambda s: s.range)

@@ -81,11 +81,10 @@ class Scheduler:
 
     def _launch(self) -> None:
         busy_models = {j.target_model for j in self._running.values()}
-        busy_ids = {j.uuid for j in self._running.values()}
         for job in ready_jobs(self.ctx.store, self.ctx.project):
             if len(self._running) >= self.concurrency:
                 return
-            if job.uuid in busy_ids or job.target_model in busy_models:
+            if job.target_model in busy_models:  # a running job's own model is busy too
                 continue
             busy_models.add(job.target_model)
             self._running[self._pool.submit(run_job, self.ctx, job.uuid)] = job
