@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -59,6 +59,14 @@ class JobSettings(BaseModel):
     gc_grace_hours: float = Field(default=24.0, ge=0)
 
 
+class QuerySettings(BaseModel):
+    """The query engine: `engine` runs queries by default (duckdb in-process, or spark); `history`
+    records every query of a project beside the metadata (table `{metadata.table}_query_history`)."""
+
+    engine: Literal["duckdb", "spark"] = "duckdb"
+    history: bool = True
+
+
 class Settings(BaseSettings):
     """All of precube's configuration. Sections map to `[section]` tables in TOML."""
 
@@ -76,6 +84,7 @@ class Settings(BaseSettings):
     spark: SparkSettings = Field(default_factory=SparkSettings)
     sampling: SamplingSettings = Field(default_factory=SamplingSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
+    query: QuerySettings = Field(default_factory=QuerySettings)
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

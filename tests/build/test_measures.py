@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-from precube.build import cells
 from precube.build.errors import BuildError
 from precube.build.measures import BitmapKind, HllKind, MinMaxKind, PercentileKind, SumKind, TopNKind, kind_of
 from precube.metadata import Function, FunctionExpression, Measure, Parameter, ParameterType
+from precube.storage import cells
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -326,5 +326,5 @@ def test_topn_merge_resums_and_orders() -> None:
 
 
 def test_import_starts_no_jvm() -> None:
-    code = "import sys, precube.build.measures, precube.build.cells; assert 'pyspark' not in sys.modules"
+    code = "import sys, precube.build.measures, precube.storage.cells; assert 'pyspark' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -14,9 +14,20 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 import pytest
 
-from precube.build import columns as names
 from precube.build import segment_stats as segment_stats_module
-from precube.build.cells import (
+from precube.build.context import BuildContext, built_layouts
+from precube.build.flat_table import encodable
+from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
+from precube.build.segment_stats import SegmentStats, segment_stats
+from precube.metadata import Dataflow, IndexPlan, Layout, Model, SegmentDetails, SegmentStatus, TimeRange
+from precube.metadata.model import MEASURE_ID_BASE
+from precube.modeling.measure_rules import count_star
+from precube.modeling.model_spec import AggregationGroupSpec, parse_spec
+from precube.modeling.model_store import create_model, require_model, set_model_rules
+from precube.modeling.partition_format import to_epoch_ms
+from precube.sources.sampling import to_text
+from precube.storage import columns as names
+from precube.storage.cells import (
     bitmap_cardinality,
     encode_key,
     hll_estimate,
@@ -25,18 +36,7 @@ from precube.build.cells import (
     kll_quantile,
     kll_rank_error,
 )
-from precube.build.context import BuildContext, built_layouts
-from precube.build.flat_table import encodable
-from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
-from precube.build.segment_stats import SegmentStats, segment_stats
-from precube.build.storage import layout_path
-from precube.metadata import Dataflow, IndexPlan, Layout, Model, SegmentDetails, SegmentStatus, TimeRange
-from precube.metadata.model import MEASURE_ID_BASE
-from precube.modeling.measure_rules import count_star
-from precube.modeling.model_spec import AggregationGroupSpec, parse_spec
-from precube.modeling.model_store import create_model, require_model, set_model_rules
-from precube.modeling.partition_format import to_epoch_ms
-from precube.sources.sampling import to_text
+from precube.storage.paths import layout_path
 from tests.build.conftest import SPEC
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from precube.build.context import BuildContext
-from precube.build.storage import segment_path
 from precube.cli.app import run
 from precube.metadata import Dataflow, Job, JobState, JobType, SegmentDetails, SegmentStatus, open_store
 from precube.modeling.model_store import require_model
+from precube.storage.paths import segment_path
 from tests.build.conftest import SPEC
 from tests.build.test_operations import _views, check_segment
 from tests.cli.home import ssb_home

@@ -11,7 +11,6 @@ import pytest
 import typer
 
 from precube.build.dictionary import dictionary_path
-from precube.build.storage import layout_path
 from precube.cli.context import CliContext
 from precube.cli.gc import gc
 from precube.errors import InvalidInputError
@@ -32,6 +31,7 @@ from precube.metadata import (
 )
 from precube.modeling.model_store import delete_model
 from precube.settings import load_settings
+from precube.storage.paths import layout_path
 
 PROJECT = "ssb"
 DAY = 24 * 3600.0

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from precube.build import columns as names
 from precube.metadata import JoinType, Model, Table, TimeRange
 from precube.metadata import datatypes as dt
 from precube.modeling.expressions import parse
 from precube.modeling.partition_format import range_predicate
 from precube.sources.source import source_for
+from precube.storage import columns as names
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

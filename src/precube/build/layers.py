@@ -25,9 +25,10 @@ import pyarrow.compute as pc
 
 from precube.build.context import BuildContext, record_layout
 from precube.build.layout_build import GROUPING_ID, LayoutShape, compute_batch, compute_layout, grouping_id
-from precube.build.storage import is_local, layout_path, write_arrow, written
+from precube.build.storage import write_arrow, written
 from precube.metadata import Layout, LayoutInstance, Model
 from precube.modeling.spanning_tree import build_layers, choose_parent, fully_derives
+from precube.storage.paths import is_local, layout_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

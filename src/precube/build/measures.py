@@ -12,11 +12,11 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from precube.build import cells
-from precube.build import columns as names
 from precube.build.errors import BuildError
 from precube.metadata import FunctionExpression, Measure
 from precube.metadata import datatypes as dt
+from precube.storage import cells
+from precube.storage import columns as names
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -10,7 +10,6 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from precube.build import columns as names
 from precube.build.context import BuildContext, ModelState, add_segment, built_layouts, load_state, record_layout
 from precube.build.dictionary import build_dictionary, dictionary_path, encode
 from precube.build.errors import BuildConflictError
@@ -18,7 +17,6 @@ from precube.build.flat_table import Codes, encodable, flat_table
 from precube.build.layers import build_into_segment, write_layout
 from precube.build.layout_build import compute_layout, measure_inputs, needs_dictionary
 from precube.build.segment_stats import segment_stats
-from precube.build.storage import layout_path
 from precube.metadata import (
     Dataflow,
     DataflowStatus,
@@ -34,6 +32,8 @@ from precube.metadata.dataflow import DimensionRange
 from precube.metadata.entity import now_ms
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.segments import new_segment, promote, validate_build, validate_merge, validate_refresh
+from precube.storage import columns as names
+from precube.storage.paths import layout_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

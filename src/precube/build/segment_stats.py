@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from precube.build import columns as names
 from precube.build.measures import kind_of
 from precube.build.storage import footer_ranges, local_files
 from precube.metadata import Layout, LayoutInstance, Measure, Model, ParameterType
 from precube.metadata.dataflow import DimensionRange
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.sources.sampling import to_text
+from precube.storage import columns as names
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -1,10 +1,4 @@
-"""Where built data lives (DESIGN §4), and reading back what a write produced.
-
-    {root}/{project}/{model_uuid}/{segment_id}/{layout_id}/part-*.parquet
-
-A segment directory is new for every build, refresh and merge, so files are never rewritten in place;
-data becomes visible only when the metadata that points at it commits.
-"""
+"""Writing layout files and reading back what a write produced (paths: `precube.storage.paths`)."""
 
 from __future__ import annotations
 
@@ -15,28 +9,14 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from precube.storage.paths import local_path
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-
-def segment_path(root: str, project: str, model_uuid: str, segment_id: str) -> str:
-    return f"{root.rstrip('/')}/{project}/{model_uuid}/{segment_id}"
-
-
-def layout_path(root: str, project: str, model_uuid: str, segment_id: str, layout_id: int) -> str:
-    return f"{segment_path(root, project, model_uuid, segment_id)}/{layout_id}"
-
-
-def local_path(path: str) -> Path | None:
-    parsed = urlparse(path)
-    if parsed.scheme in ("", "file"):
-        return Path(parsed.path if parsed.scheme else path)
-    return None
 
 
 @dataclass(frozen=True)
@@ -44,10 +24,6 @@ class WrittenFiles:
     rows: int
     bytes: int
     files: int
-
-
-def is_local(path: str) -> bool:
-    return local_path(path) is not None
 
 
 def write_arrow(path: str, table: pa.Table) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from precube import __version__
-from precube.cli import build, demo, gc, index, jobs, metadata, model, project, ssb, table
+from precube.cli import build, demo, gc, index, jobs, metadata, model, project, query, ssb, table
 from precube.cli.context import CliContext, err_console
 from precube.errors import PrecubeError
 
@@ -29,6 +29,8 @@ app.add_typer(build.segment_app, name="segment")
 app.add_typer(ssb.app, name="ssb")
 app.command("demo")(demo.demo)
 app.command("gc")(gc.gc)
+app.command("query")(query.query)
+app.command("history")(query.history)
 for _name, _command in build.COMMANDS.items():
     app.command(_name)(_command)
 

@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from precube.build.dictionary import TMP_DIR
-from precube.build.storage import local_path
 from precube.errors import InvalidInputError
 from precube.jobs.errors import JobError
 from precube.metadata import Dataflow, MetadataStore, Model, SegmentDetails, SegmentStatus
 from precube.metadata import paths as keys
+from precube.storage.paths import local_path
 
 DEFAULT_GRACE_S = 24 * 3600.0
 DICT_DIR = "dict"  # as `build.dictionary.dictionary_path` names it

@@ -72,7 +72,7 @@ def _tables(name: str) -> tuple[Table, Table]:
     return docs, audit
 
 
-def _engine_url(url: str) -> str:
+def engine_url(url: str) -> str:
     """Use psycopg 3 for plain `postgresql://` URLs (SQLAlchemy would pick psycopg2)."""
     for plain in ("postgresql://", "postgres://"):
         if url.startswith(plain):
@@ -91,7 +91,7 @@ class SqlBackend:
 
     def __init__(self, url: str, table: str) -> None:
         try:
-            sa_url = make_url(_engine_url(url))
+            sa_url = make_url(engine_url(url))
         except ArgumentError as err:
             raise InvalidInputError(f"malformed metadata URL {url!r}: {err}") from err
         self.display_url = sa_url.render_as_string(hide_password=True)

@@ -21,3 +21,15 @@ class UnknownObjectError(QueryError):
     """A table or column the SQL names does not exist in the project."""
 
     code = "UNKNOWN_OBJECT"
+
+
+class NoLayoutError(QueryError):
+    """No layout can answer the query and pushdown is forbidden; the message gives each model's reason."""
+
+    code = "NO_LAYOUT"
+
+
+class PushdownError(QueryError):
+    """The query cannot run on the source tables with the chosen engine."""
+
+    code = "PUSHDOWN"

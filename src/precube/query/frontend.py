@@ -45,10 +45,14 @@ class Catalog:
     tables: Mapping[str, Mapping[str, Mapping[str, str]]]
 
     @classmethod
-    def of(cls, default_database: str, tables: Iterable[Table]) -> Catalog:
+    def of(
+        cls, default_database: str, tables: Iterable[Table], extra: Mapping[str, Mapping[str, str]] | None = None
+    ) -> Catalog:
+        """`extra`: more columns per DB.TABLE (computed columns, queryable as columns of their table)."""
         found: dict[str, dict[str, dict[str, str]]] = {}
         for t in tables:
             columns = {c.name.lower(): datatypes.to_spark(c.datatype) for c in t.columns}
+            columns.update({k: v for k, v in (extra or {}).get(t.identity, {}).items() if k not in columns})
             found.setdefault(t.database.lower(), {})[t.name.lower()] = columns
         return cls(default_database.lower(), found)
 
@@ -120,6 +124,18 @@ def qualify_query(tree: exp.Query, catalog: Catalog) -> exp.Query:
     return qualified
 
 
+def name_outputs(tree: exp.Query) -> exp.Query:
+    """Give every unnamed output expression the name it is written as (`sum(lo_revenue)`), as Spark and
+    DuckDB name it, so a rewrite of the expression keeps its name."""
+    for select in tree.find_all(exp.Select):
+        for proj in select.expressions:
+            if isinstance(proj, (exp.Alias, exp.Column, exp.Star)):
+                continue
+            name = proj.sql(dialect=DIALECT, normalize_functions="lower")
+            proj.replace(exp.alias_(proj.copy(), exp.to_identifier(name, quoted=True)))
+    return tree
+
+
 def normalise(sql: str, catalog: Catalog) -> exp.Query:
-    """Parse and qualify: the tree every later stage works on."""
-    return qualify_query(parse(sql), catalog)
+    """Parse, name the outputs, qualify: the tree every later stage works on."""
+    return qualify_query(name_outputs(parse(sql)), catalog)

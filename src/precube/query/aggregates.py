@@ -1,0 +1,242 @@
+"""How an aggregate call of a query is answered from an aggregate layout's cells (DESIGN §4 "merge").
+
+Each call gets its ways (`AggWay`), best first; a layout can answer the call when one way's dimensions
+and measures are all in it. A way builds the SQL that replaces the call in the rewritten block:
+each measure's merge function over the cells (SUM of SUM, SUM of COUNT, MIN of MIN, OR of bitmaps,
+union of HLL or KLL sketches), or an aggregate over dimension values ("dimension as measure",
+Kylin's rule for MIN/MAX/COUNT DISTINCT, widened here to SUM/COUNT/AVG of a dimension weighted by
+COUNT(*), which is exact too). Results are cast to the type Spark gives the same call on raw rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from precube.metadata import Measure, Model, datatypes
+from precube.metadata.model import FunctionExpression, ParameterType
+
+Scan = Callable[[str], exp.Expr]  # layout file column name → column of the scan
+
+
+@dataclass(frozen=True)
+class AggWay:
+    dims: frozenset[int]
+    measures: frozenset[int]
+    describe: str
+    build: Callable[[Scan, frozenset[int]], exp.Expr]  # (scan, layout dims) → replacement
+
+
+@dataclass(frozen=True)
+class AggCall:
+    """One aggregate call of a context and its ways; `problem` says why it has none."""
+
+    node: exp.AggFunc
+    ways: list[AggWay]
+    problem: str | None = None
+
+
+def _sum_type(datatype: str) -> str:
+    """Spark's type of SUM over a column of this type."""
+    spark = datatypes.to_spark(datatype)
+    if spark.startswith("decimal"):
+        p, s = (int(x) for x in spark[spark.index("(") + 1 : -1].split(","))
+        return f"decimal({min(38, p + 10)},{s})"
+    return "double" if spark in ("float", "double") else "bigint"
+
+
+def _cast(e: exp.Expr, spark_type: str) -> exp.Expr:
+    return exp.cast(e, exp.DataType.build(spark_type, dialect="spark"))
+
+
+def _zero_if_null(e: exp.Expr) -> exp.Expr:
+    return exp.func("coalesce", e, exp.Literal.number(0))
+
+
+def _fn(name: str, *args: exp.Expr) -> exp.Expr:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+@dataclass(frozen=True)
+class MeasureIndex:
+    """The model's live measures by (function, argument column id or None for a constant)."""
+
+    model: Model
+    by_call: Mapping[tuple[str, int | None], list[Measure]]
+    count_star: int | None
+
+    @classmethod
+    def of(cls, model: Model) -> MeasureIndex:
+        found: dict[tuple[str, int | None], list[Measure]] = {}
+        count_star = None
+        for m in model.measures():
+            params = m.function.parameters
+            arg: int | None = None
+            if params and params[0].type is ParameterType.COLUMN:
+                col = next((c for c in model.live_columns() if c.column == params[0].value), None)
+                if col is None:
+                    continue
+                arg = col.id
+            if len(params) > 1 and m.function.expression is not FunctionExpression.TOP_N:
+                continue  # multi-column COUNT DISTINCT: no query form maps to it yet
+            found.setdefault((m.function.expression.value, arg), []).append(m)
+            if m.function.expression is FunctionExpression.COUNT and arg is None:
+                count_star = m.id
+        return cls(model, found, count_star)
+
+    def find(self, fn: FunctionExpression, arg: int | None) -> list[Measure]:
+        return self.by_call.get((fn.value, arg), [])
+
+
+def agg_call(
+    node: exp.AggFunc,
+    index: MeasureIndex,
+    column_of: Callable[[exp.Expr], int | None],
+    types: Mapping[int, str],
+    group_dims: frozenset[int] | None,
+) -> AggCall:
+    """The ways to answer `node`; `column_of` maps an argument (a column, or an expression equal to a
+    computed column) to a model column id; `group_dims` are the model columns the block groups by (None
+    when it groups by anything else too)."""
+    ways: list[AggWay] = []
+    arg_node = node.this
+    distinct = isinstance(arg_node, exp.Distinct)
+    if distinct:
+        args = arg_node.expressions
+        if len(args) != 1:
+            return AggCall(node, [], "COUNT(DISTINCT …) of several columns is not precomputed")
+        arg_node = args[0]
+    count_all = isinstance(node, exp.Count) and (arg_node is None or isinstance(arg_node, (exp.Star, exp.Literal)))
+    col = None if count_all or arg_node is None else column_of(arg_node)
+    if not count_all and col is None:
+        return AggCall(node, [], f"the argument of {node.sql()} is no model column or computed column")
+    cs = index.count_star
+    star = frozenset({cs}) if cs is not None else None
+
+    def measure_way(m: Measure, build: Callable[[exp.Expr], exp.Expr], extra: frozenset[int] = frozenset()) -> None:
+        ways.append(
+            AggWay(frozenset(), frozenset({m.id}) | extra, f"measure {m.name}", lambda s, d: build(s(str(m.id))))
+        )
+
+    if isinstance(node, exp.Count) and not distinct:
+        if count_all:
+            for m in index.find(FunctionExpression.COUNT, None):
+                measure_way(m, lambda c: _zero_if_null(_cast(exp.func("sum", c), "bigint")))
+        else:
+            assert col is not None
+            for m in index.find(FunctionExpression.COUNT, col):
+                measure_way(m, lambda c: _zero_if_null(_cast(exp.func("sum", c), "bigint")))
+            if star is not None and cs is not None:
+                ways.append(
+                    AggWay(
+                        frozenset({col}),
+                        star,
+                        "COUNT(*) where the dimension is not NULL",
+                        lambda s, d: _zero_if_null(
+                            _cast(
+                                exp.func(
+                                    "sum",
+                                    exp.If(
+                                        this=exp.Not(this=exp.Is(this=s(str(col)), expression=exp.Null())),
+                                        true=s(str(cs)),
+                                    ),
+                                ),
+                                "bigint",
+                            )
+                        ),
+                    )
+                )
+    elif isinstance(node, exp.Sum) and col is not None:
+        out = _sum_type(types[col])
+        for m in index.find(FunctionExpression.SUM, col):
+            measure_way(m, lambda c: _cast(exp.func("sum", c), out))
+        if star is not None and cs is not None:
+            ways.append(
+                AggWay(
+                    frozenset({col}),
+                    star,
+                    "SUM of the dimension weighted by COUNT(*)",
+                    lambda s, d: _cast(exp.func("sum", exp.Mul(this=s(str(col)), expression=s(str(cs)))), out),
+                )
+            )
+    elif isinstance(node, (exp.Min, exp.Max)) and col is not None:
+        fn = FunctionExpression.MIN if isinstance(node, exp.Min) else FunctionExpression.MAX
+        for m in index.find(fn, col):
+            measure_way(m, lambda c, f=fn.value.lower(): exp.func(f, c))  # type: ignore[misc]
+        ways.append(
+            AggWay(
+                frozenset({col}),
+                frozenset(),
+                "from the dimension",
+                lambda s, d: exp.func(fn.value.lower(), s(str(col))),
+            )
+        )
+    elif (isinstance(node, exp.Count) and distinct) or isinstance(node, exp.ApproxDistinct):
+        assert col is not None
+        approximate = isinstance(node, exp.ApproxDistinct)
+        ways.append(
+            AggWay(
+                frozenset({col}),
+                frozenset(),
+                "from the dimension",
+                lambda s, d: exp.Count(this=exp.Distinct(expressions=[s(str(col))])),
+            )
+        )
+        for m in index.find(FunctionExpression.COUNT_DISTINCT, col):
+            if _is_hll(m):
+                measure_way(m, lambda c: _fn("precube_hll_count", exp.ArrayAgg(this=c)))
+                continue
+
+            def bitmap(s: Scan, dims: frozenset[int], mid: int = m.id) -> exp.Expr:
+                if group_dims is not None and dims <= group_dims:
+                    # one cell per group: its stored cardinality needs no bitmap
+                    return _cast(exp.func("max", s(f"{mid}_count")), "bigint")
+                return _fn("precube_bitmap_count", exp.ArrayAgg(this=s(str(mid))))
+
+            ways.append(AggWay(frozenset(), frozenset({m.id}), f"measure {m.name}", bitmap))
+        if not approximate:
+            ways.sort(key=lambda w: "HLL" in w.describe)  # an exact answer first
+    elif isinstance(node, exp.Avg) and col is not None:
+        sums = index.find(FunctionExpression.SUM, col)
+        counts = index.find(FunctionExpression.COUNT, col)
+        if sums and counts:
+            s_id, c_id = sums[0].id, counts[0].id
+            ways.append(
+                AggWay(
+                    frozenset(),
+                    frozenset({s_id, c_id}),
+                    "SUM / COUNT measures",
+                    lambda s, d: exp.Div(
+                        this=_cast(exp.func("sum", s(str(s_id))), "double"), expression=exp.func("sum", s(str(c_id)))
+                    ),
+                )
+            )
+        if star is not None and cs is not None:
+            ways.append(
+                AggWay(
+                    frozenset({col}),
+                    star,
+                    "the dimension weighted by COUNT(*)",
+                    lambda s, d: exp.Div(
+                        this=_cast(exp.func("sum", exp.Mul(this=s(str(col)), expression=s(str(cs)))), "double"),
+                        expression=exp.func(
+                            "sum",
+                            exp.If(this=exp.Not(this=exp.Is(this=s(str(col)), expression=exp.Null())), true=s(str(cs))),
+                        ),
+                    ),
+                )
+            )
+    elif isinstance(node, exp.ApproxQuantile) and col is not None:
+        q = node.args.get("quantile")
+        if isinstance(q, exp.Literal) and not q.is_string:
+            for m in index.find(FunctionExpression.PERCENTILE_APPROX, col):
+                measure_way(m, lambda c, q=q: _fn("precube_kll_quantile", exp.ArrayAgg(this=c), q.copy()))  # type: ignore[misc]
+    if not ways:
+        return AggCall(node, [], f"{node.sql()}: no measure of the model computes it")
+    return AggCall(node, ways)
+
+
+def _is_hll(m: Measure) -> bool:
+    return m.function.returntype.lower().startswith("hllc")

@@ -1,0 +1,145 @@
+"""The in-process engine (DESIGN §6 step 5): DuckDB over layout Parquet files, and over file sources for
+pushdown.
+
+Layout relations are registered once per (layout, segments) — segment directories are immutable, so a
+registration never goes stale; small ones are loaded into memory (planning a query over an in-memory
+table is cheaper than over `read_parquet`). Measure cells that DuckDB cannot merge natively (Roaring
+bitmaps, HLL and KLL sketches) are merged by scalar Python functions over the list of a group's cells.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+from duckdb import sqltypes
+from sqlglot import exp
+
+from precube.metadata import SourceType, Table, datatypes
+from precube.query.errors import PushdownError
+from precube.query.rewrite import LayoutScan
+from precube.storage import cells
+from precube.storage.paths import layout_path, local_path
+
+IN_MEMORY_ROWS = 2_000_000  # layouts up to this many rows (over their segments) are held in memory
+MEMORY_BUDGET_ROWS = 20_000_000  # least recently used in-memory layouts are dropped beyond this
+
+
+def _bitmap_count(blobs: list[bytes | None] | None) -> int:
+    return cells.bitmap_cardinality(cells.bitmap_union(blobs or []))
+
+
+def _hll_count(blobs: list[bytes | None] | None) -> int:
+    return round(cells.hll_estimate(blobs or []))
+
+
+def _kll_quantile(blobs: list[bytes | None] | None, q: float) -> float | None:
+    return cells.kll_quantile(blobs or [], q)
+
+
+class DuckDBEngine:
+    name = "duckdb"
+
+    def __init__(self, warehouse_root: str, project: str) -> None:
+        self.root = warehouse_root
+        self.project = project
+        self.con = duckdb.connect()
+        blobs = duckdb.list_type(sqltypes.BLOB)
+        self.con.create_function("precube_bitmap_count", _bitmap_count, [blobs], sqltypes.BIGINT)
+        self.con.create_function("precube_hll_count", _hll_count, [blobs], sqltypes.BIGINT)
+        self.con.create_function("precube_kll_quantile", _kll_quantile, [blobs, sqltypes.DOUBLE], sqltypes.DOUBLE)
+        self._layouts: OrderedDict[str, int] = OrderedDict()  # relation → rows held in memory (0: a view)
+        self._sources: dict[str, str] = {}  # DB.TABLE → the view's definition
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def _files(self, model_uuid: str, segment_id: str, layout_id: int) -> str:
+        path = layout_path(self.root, self.project, model_uuid, segment_id, layout_id)
+        return f"{path}/*.parquet"
+
+    def _register_layout(self, scan: LayoutScan) -> None:
+        if scan.name in self._layouts:
+            self._layouts.move_to_end(scan.name)
+            return
+        if scan.segment_ids:
+            files = [self._files(scan.model_uuid, s, scan.layout_id) for s in scan.segment_ids]
+            source = f"read_parquet({_sql_list(files)})"
+        else:
+            schema_files = [self._files(scan.model_uuid, scan.schema_segment, scan.layout_id)]
+            source = f"read_parquet({_sql_list(schema_files)}) WHERE false"
+        if scan.rows <= IN_MEMORY_ROWS:
+            self.con.execute(f'CREATE OR REPLACE TABLE "{scan.name}" AS SELECT * FROM {source}')
+            self._layouts[scan.name] = max(scan.rows, 1)
+            self._evict()
+        else:
+            self.con.execute(f'CREATE OR REPLACE VIEW "{scan.name}" AS SELECT * FROM {source}')
+            self._layouts[scan.name] = 0
+
+    def _evict(self) -> None:
+        while sum(self._layouts.values()) > MEMORY_BUDGET_ROWS and len(self._layouts) > 1:
+            name, rows = self._layouts.popitem(last=False)
+            self.con.execute(f'DROP {"TABLE" if rows else "VIEW"} IF EXISTS "{name}"')
+
+    def _register_source(self, table: Table) -> None:
+        definition = _source_sql(table)
+        if self._sources.get(table.identity) == definition:
+            return
+        db, name = table.database.lower(), table.name.lower()
+        self.con.execute(f'CREATE SCHEMA IF NOT EXISTS "{db}"')
+        self.con.execute(f'CREATE OR REPLACE VIEW "{db}"."{name}" AS {definition}')
+        self._sources[table.identity] = definition
+
+    def run(self, tree: exp.Query, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
+        sql = tree.sql(dialect="duckdb")
+        with self._lock:
+            for scan in scans:
+                self._register_layout(scan)
+            for table in sources:
+                self._register_source(table)
+            return self.con.sql(sql).to_arrow_table()
+
+    def sql_of(self, tree: exp.Query) -> str:
+        return tree.sql(dialect="duckdb", pretty=True)
+
+
+def _sql_list(items: list[str]) -> str:
+    return "[" + ", ".join("'" + i.replace("'", "''") + "'" for i in items) + "]"
+
+
+def _source_sql(table: Table) -> str:
+    """A SELECT over a file source's rows with the registered column names and types."""
+    if table.source_type not in (SourceType.PARQUET, SourceType.CSV) or not table.location:
+        raise PushdownError(
+            f"table {table.identity} is a {table.source_type.name} source, which DuckDB cannot read: use Spark"
+        )
+    path = local_path(table.location)
+    if path is None:
+        raise PushdownError(
+            f"table {table.identity} is at {table.location}, which DuckDB cannot read: use the Spark engine"
+        )
+    pattern = (
+        str(path / "**" / ("*.parquet" if table.source_type is SourceType.PARQUET else "*"))
+        if Path(path).is_dir()
+        else str(path)
+    )
+    columns = ", ".join(
+        f'CAST("{c.case_sensitive_name or c.name}" AS {_duck_type(c.datatype)}) AS "{c.name}"' for c in table.columns
+    )
+    if table.source_type is SourceType.PARQUET:
+        return f"SELECT {columns} FROM read_parquet({_sql_list([pattern])})"
+    header = table.source_properties.get("header", "true").lower() == "true"
+    delim = table.source_properties.get("delimiter", ",")
+    names = _sql_list([c.case_sensitive_name or c.name for c in table.columns])
+    return (
+        f"SELECT {columns} FROM read_csv({_sql_list([pattern])}, header={str(header).lower()}, "
+        f"delim='{delim}', names={names}, all_varchar=true)"
+    )
+
+
+def _duck_type(datatype: str) -> str:
+    return exp.DataType.build(datatypes.to_spark(datatype), dialect="spark").sql("duckdb")

@@ -1,0 +1,93 @@
+"""EXPLAIN (DESIGN §6 step 7): for each context the chosen model, layout and its columns, the segments
+scanned and pruned, the rows to scan; the engine and the SQL it runs; every rejected candidate with its
+reason; for a pushdown, why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from precube.metadata.model import MEASURE_ID_BASE
+from precube.query.matching import Match
+
+if TYPE_CHECKING:
+    from precube.query.session import Plan
+
+
+def _layout_columns(m: Match) -> list[str]:
+    model = m.model.model
+    names = []
+    for cid in m.layout.col_order:
+        if cid >= MEASURE_ID_BASE:
+            measure = model.measure_by_id(cid)
+            names.append(f"{measure.name if measure else cid} (measure)")
+        else:
+            col = model.column_by_id(cid)
+            names.append(col.column if col else str(cid))
+    return names
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """How a query is answered: its plan, the engine, and the SQL the engine runs."""
+
+    plan: Plan
+    engine: str
+    sql: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return explain_dict(self.plan, self.engine, self.sql)
+
+    def text(self) -> str:
+        return explain_text(self.plan, self.engine, self.sql)
+
+
+def explain_dict(plan: Plan, engine: str, engine_sql: str) -> dict[str, Any]:
+    contexts = []
+    for c in plan.contexts:
+        entry: dict[str, Any] = {"block": c.sql}
+        if c.match is not None:
+            m = c.match
+            entry.update(
+                model=m.model.model.alias,
+                layout_id=m.layout.id,
+                index="table index" if m.table_index else "aggregate index",
+                layout_columns=_layout_columns(m),
+                segments_scanned=[s.segment.name for s in m.scanned],
+                segments_pruned=[s.name for s in m.pruned],
+                rows_to_scan=m.rows,
+                aggregates=[w.describe for w in m.ways],
+            )
+        entry["rejected"] = [{"model": r.model, "reason": r.reason} for r in c.rejections]
+        contexts.append(entry)
+    return {
+        "pushdown": plan.pushdown,
+        "pushdown_reason": plan.pushdown_reason,
+        "engine": engine,
+        "contexts": contexts,
+        "sql": engine_sql,
+    }
+
+
+def explain_text(plan: Plan, engine: str, engine_sql: str) -> str:
+    d = explain_dict(plan, engine, engine_sql)
+    lines = []
+    if plan.pushdown:
+        lines.append(f"PUSHDOWN to the source tables: {plan.pushdown_reason}")
+    for i, c in enumerate(d["contexts"], start=1):
+        lines.append(f"context {i}: {c['block']}")
+        if "model" in c and not plan.pushdown:
+            lines.append(f"  model {c['model']}, layout {c['layout_id']} ({c['index']})")
+            lines.append(f"  layout columns: {', '.join(c['layout_columns'])}")
+            scanned, pruned = c["segments_scanned"], c["segments_pruned"]
+            lines.append(f"  segments scanned ({len(scanned)}): {', '.join(scanned) or '-'}")
+            lines.append(f"  segments pruned ({len(pruned)}): {', '.join(pruned) or '-'}")
+            lines.append(f"  rows to scan: {c['rows_to_scan']:,}")
+            if c["aggregates"]:
+                lines.append(f"  aggregates: {'; '.join(c['aggregates'])}")
+        for r in c["rejected"]:
+            lines.append(f"  rejected model {r['model']}: {r['reason']}")
+    lines.append(f"engine: {engine}")
+    lines.append("SQL:")
+    lines.extend("  " + line for line in engine_sql.splitlines())
+    return "\n".join(lines)

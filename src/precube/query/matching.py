@@ -1,0 +1,338 @@
+"""Model and layout matching (DESIGN §6 steps 3-4; reference §5.1-5.3).
+
+A model can answer a context when its join graph holds the context's joins with the same join types and
+keys (the fact table at the root; LEFT lookups may be left out, INNER ones may not, as they filter the
+fact rows). Its queryable segments are pruned by the filter; the layouts built in every remaining
+segment are the candidates. An aggregate layout answers when it holds every column the block reads
+outside aggregate calls and a way for every call (`aggregates`); a table index answers when it holds
+every column the block reads, for detail queries and, failing every aggregate layout, for aggregating
+ones. The cheapest wins: aggregate before table index, fewest rows over the scanned segments, filter
+columns early in the column order, fewest dimensions, fewest measures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from precube.metadata import Layout, Model, Segment
+from precube.metadata.model import MEASURE_ID_BASE, JoinType
+from precube.query.aggregates import AggCall, AggWay, MeasureIndex, agg_call
+from precube.query.contexts import INNER, LEFT, QueryContext
+from precube.query.frontend import DIALECT
+from precube.query.pruning import may_match, segment_ranges
+from precube.query.snapshot import ModelSnapshot, SegmentLayouts
+
+ColumnKey = tuple[str, str]  # (query alias, column name), lower case
+
+
+@dataclass(frozen=True)
+class Rejection:
+    model: str
+    reason: str
+
+
+@dataclass
+class Match:
+    model: ModelSnapshot
+    layout: Layout
+    columns: dict[ColumnKey, int]  # every source column of the block → model column id
+    ways: list[AggWay]  # one per aggregate call, for an aggregate layout
+    scanned: list[SegmentLayouts]
+    pruned: list[Segment]
+    rows: int
+    rejected: list[Rejection] = field(default_factory=list)
+
+    @property
+    def table_index(self) -> bool:
+        return self.layout.is_table_index
+
+
+def _join_kind(join_type: JoinType) -> str:
+    return LEFT if join_type is JoinType.LEFT else INNER
+
+
+def map_aliases(ctx: QueryContext, model: Model) -> dict[str, str] | str:
+    """Query alias → model table alias, or why the context's tables and joins are not the model's."""
+    fact = model.fact_table.upper()
+    roots = [
+        a for a, t in ctx.tables.items() if t == fact and not any(e.right == a and e.kind == LEFT for e in ctx.joins)
+    ]
+    if not roots:
+        return (
+            f"the query does not read its fact table {fact}"
+            if fact not in ctx.tables.values()
+            else "the fact table is on the optional side of a join"
+        )
+    reason = "the query's joins are not the model's"
+    for root in roots:
+        mapped = {root: model.root_alias}
+        pending = list(ctx.joins)
+        progress = True
+        while pending and progress:
+            progress = False
+            for edge in list(pending):
+                for near, far in ((edge.left, edge.right), (edge.right, edge.left)):
+                    if near not in mapped or far in mapped:
+                        continue
+                    if edge.kind == LEFT and far != edge.right:
+                        continue  # a LEFT join's optional side is the lookup
+                    pairs = {(a, b) if near == edge.left else (b, a) for a, b in edge.pairs}
+                    found = _model_join(model, mapped[near], ctx.tables[far], pairs)
+                    if found is None:
+                        continue
+                    alias, kind = found
+                    if kind != edge.kind:
+                        reason = (
+                            f"join type differs for {ctx.tables[far]}: the query has {edge.kind}, "
+                            f"model {model.alias} {kind}"
+                        )
+                        continue
+                    if alias in mapped.values():
+                        continue
+                    mapped[far] = alias
+                    pending.remove(edge)
+                    progress = True
+                    break
+        if pending or len(mapped) != len(ctx.tables):
+            continue
+        used = set(mapped.values())
+        for jt in model.join_tables:
+            if jt.join.type is not JoinType.LEFT and jt.alias.upper() not in used:
+                return f"the query leaves out the model's INNER join to {jt.table}"
+        return mapped
+    return reason
+
+
+def _model_join(model: Model, parent: str, table: str, pairs: set[tuple[str, str]]) -> tuple[str, str] | None:
+    """The model lookup joined to `parent` from `table` on exactly these (parent column, lookup column) pairs."""
+    for jt in model.join_tables:
+        if jt.table.upper() != table:
+            continue
+        fks = [r.split(".", 1) for r in jt.join.foreign_key]
+        pks = [r.split(".", 1) for r in jt.join.primary_key]
+        if any(a.upper() != parent for a, _ in fks):
+            continue
+        want = {(f[1].lower(), p[1].lower()) for f, p in zip(fks, pks, strict=True)}
+        if want == pairs:
+            return jt.alias.upper(), _join_kind(jt.join.type)
+    return None
+
+
+class _ModelColumns:
+    """Query columns → model column ids for one alias mapping; computed-column expressions too."""
+
+    def __init__(self, model: Model, aliases: dict[str, str]) -> None:
+        self.model = model
+        self.aliases = aliases
+        self.by_ref = {c.column.upper(): c for c in model.live_columns()}
+        self.computed = {}
+        for cc in model.computed_columns:
+            named = self.by_ref.get(f"{cc.table_alias}.{cc.column_name}".upper())
+            if named is not None:
+                self.computed[_canonical(sqlglot.parse_one(cc.expression, read=DIALECT), None)] = named.id
+
+    def column(self, col: exp.Column) -> int | None:
+        alias = self.aliases.get(col.table)
+        named = self.by_ref.get(f"{alias}.{col.name}".upper()) if alias else None
+        return named.id if named is not None else None
+
+    def argument(self, node: exp.Expr) -> int | None:
+        if isinstance(node, exp.Column):
+            return self.column(node)
+        if any(c.table not in self.aliases for c in node.find_all(exp.Column)):
+            return None
+        return self.computed.get(_canonical(node, self.aliases))
+
+    def name(self, column_id: int) -> str:
+        col = self.model.column_by_id(column_id)
+        return col.column if col else str(column_id)
+
+    def datatype(self, column_id: int) -> str:
+        col = self.model.column_by_id(column_id)
+        if col is not None and col.datatype:
+            return col.datatype
+        for cc in self.model.computed_columns:
+            if f"{cc.table_alias}.{cc.column_name}".upper() == (col.column.upper() if col else ""):
+                return cc.datatype
+        return "double"
+
+
+def _canonical(node: exp.Expr, aliases: dict[str, str] | None) -> str:
+    """An expression's text with columns as upper-case `MODELALIAS.COLUMN` (aliases None: already so)."""
+    copy = node.copy()
+    for col in copy.find_all(exp.Column):
+        table = aliases.get(col.table, col.table) if aliases is not None else col.table
+        col.replace(exp.column(col.name.upper(), table.upper()))
+    return copy.sql(dialect=DIALECT)
+
+
+_FILTER_LEVEL = {exp.EQ: 5, exp.In: 5, exp.GTE: 4, exp.LTE: 4, exp.GT: 3, exp.LT: 3, exp.Between: 3, exp.Like: 2}
+
+
+def _filter_order(ctx: QueryContext, columns: _ModelColumns) -> list[int]:
+    """Filter columns by how selective their predicate kind is (Kylin's filter levels)."""
+    ranked: dict[int, int] = {}
+    for col in ctx.filter_columns:
+        cid = columns.column(col)
+        if cid is None:
+            continue
+        level = next((v for k, v in _FILTER_LEVEL.items() if isinstance(col.parent, k)), 1)
+        ranked[cid] = max(level, ranked.get(cid, 0))
+    return sorted(ranked, key=lambda c: -ranked[c])
+
+
+def match(ctx: QueryContext, models: list[ModelSnapshot]) -> Match | list[Rejection]:
+    """The cheapest layout of any model for the context, or each model's reason why none."""
+    rejected: list[Rejection] = []
+    best: tuple[tuple[object, ...], Match] | None = None
+    for m in models:
+        if not m.online:
+            rejected.append(Rejection(m.model.alias, "the model has no queryable segment"))
+            continue
+        found = _match_model(ctx, m)
+        if isinstance(found, str):
+            rejected.append(Rejection(m.model.alias, found))
+            continue
+        key, chosen = found
+        if best is None or key < best[0]:
+            if best is not None:
+                rejected.append(Rejection(best[1].model.model.alias, "another model's layout is cheaper"))
+            best = (key, chosen)
+        else:
+            rejected.append(Rejection(m.model.alias, "another model's layout is cheaper"))
+    if ctx.problem is not None:
+        return [Rejection("*", ctx.problem)]
+    if best is None:
+        return rejected
+    best[1].rejected = rejected
+    return best[1]
+
+
+def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...], Match] | str:
+    model = m.model
+    aliases = map_aliases(ctx, model)
+    if isinstance(aliases, str):
+        return aliases
+    cols = _ModelColumns(model, aliases)
+    columns: dict[ColumnKey, int] = {}
+    for col in ctx.columns:
+        cid = cols.column(col)
+        if cid is None:
+            return f"column {col.table.upper()}.{col.name.upper()} is not a column of the model"
+        columns[(col.table, col.name.lower())] = cid
+    inner: dict[ColumnKey, int] = {}
+    for agg in ctx.aggregates:
+        for col in agg.find_all(exp.Column):
+            cid = cols.column(col)
+            if cid is not None:
+                inner[(col.table, col.name.lower())] = cid
+    needed = frozenset(columns.values())
+    types = {cid: cols.datatype(cid) for cid in set(columns.values()) | set(inner.values())}
+    types.update({c.id: cols.datatype(c.id) for c in model.live_columns()})
+
+    scanned, pruned = _prune(ctx, m, cols, types)
+    pool = scanned or m.segments
+    built = set.intersection(*(set(s.layouts) for s in pool)) if pool else set()
+    candidates = [m.layouts[i] for i in sorted(built) if i in m.layouts]
+    if not candidates:
+        return "no layout is built in every segment the query reads"
+
+    index = MeasureIndex.of(model)
+    group = ctx.select.args.get("group")
+    group_cols = [g for g in group.expressions] if group else []
+    group_dims = (
+        frozenset(columns[(g.table, g.name.lower())] for g in group_cols)
+        if all(isinstance(g, exp.Column) and (g.table, g.name.lower()) in columns for g in group_cols)
+        else None
+    )
+    calls = [agg_call(a, index, cols.argument, types, group_dims) for a in ctx.aggregates]
+    filter_order = _filter_order(ctx, cols)
+    best: tuple[tuple[object, ...], Match] | None = None
+    reasons: list[str] = []
+    for layout in candidates:
+        found = _layout_fits(ctx, layout, needed, calls, cols, inner)
+        if isinstance(found, str):
+            reasons.append(found)
+            continue
+        rows = sum(s.layouts[layout.id].rows for s in scanned)
+        positions = tuple(layout.col_order.index(c) if c in layout.col_order else 999 for c in filter_order)
+        dims = [c for c in layout.col_order if c < MEASURE_ID_BASE]
+        key = (layout.is_table_index, rows, positions, len(dims), len(layout.col_order) - len(dims), layout.id)
+        if best is None or key < best[0]:
+            best = (key, Match(m, layout, {**inner, **columns}, found, scanned, pruned, rows))
+    if best is None:
+        return _why_not(reasons, calls, needed, candidates, cols)
+    return best
+
+
+def _layout_fits(
+    ctx: QueryContext,
+    layout: Layout,
+    needed: frozenset[int],
+    calls: list[AggCall],
+    cols: _ModelColumns,
+    inner: dict[ColumnKey, int],
+) -> list[AggWay] | str:
+    held = set(layout.col_order)
+    if layout.is_table_index:
+        wanted = needed | frozenset(inner.values())
+        for call in calls:
+            for arg in call.node.find_all(exp.Column):
+                if cols.column(arg) is None:
+                    return f"{call.node.sql()} reads a column the model lacks"
+        missing = sorted(wanted - held)
+        if missing:
+            return "missing dimension " + ", ".join(cols.name(c) for c in missing)
+        return []
+    if not ctx.aggregating:
+        return "a detail query needs a table index"
+    missing = sorted(needed - held)
+    if missing:
+        return "missing dimension " + ", ".join(cols.name(c) for c in missing)
+    ways = []
+    for call in calls:
+        way = next((w for w in call.ways if w.dims <= held and w.measures <= held), None)
+        if way is None:
+            return call.problem or f"{call.node.sql()}: no measure in the layout computes it"
+        ways.append(way)
+    return ways
+
+
+def _why_not(
+    reasons: list[str], calls: list[AggCall], needed: frozenset[int], candidates: list[Layout], cols: _ModelColumns
+) -> str:
+    for call in calls:
+        if call.problem is not None:
+            return call.problem
+    held = set().union(*(set(lay.col_order) for lay in candidates))
+    missing = sorted(needed - held)
+    if missing:
+        return "no layout has dimension " + ", ".join(cols.name(c) for c in missing)
+    return (
+        reasons[0]
+        if len(set(reasons)) == 1
+        else "no single layout has every column and measure: " + "; ".join(sorted(set(reasons))[:3])
+    )
+
+
+def _prune(
+    ctx: QueryContext, m: ModelSnapshot, cols: _ModelColumns, types: dict[int, str]
+) -> tuple[list[SegmentLayouts], list[Segment]]:
+    if ctx.filter is None:
+        return list(m.segments), []
+    scanned, pruned = [], []
+    for seg in m.segments:
+        ranges = segment_ranges(seg.segment, m.model, types)
+
+        def range_of(col: exp.Column, ranges: dict[int, object] = ranges) -> object:  # type: ignore[assignment]
+            cid = cols.column(col)
+            return ranges.get(cid) if cid is not None else None
+
+        if may_match(ctx.filter, range_of):  # type: ignore[arg-type]
+            scanned.append(seg)
+        else:
+            pruned.append(seg.segment)
+    return scanned, pruned

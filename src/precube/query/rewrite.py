@@ -1,0 +1,68 @@
+"""Rewrite a matched block onto its layout (DESIGN §6 step 5): the block's tables and joins become one scan
+of the layout's files over the segments left after pruning; aggregate calls become the chosen way's
+merge expression over the cells; every other column becomes the layout column that holds it. What
+surrounds the block (outer queries, ORDER BY, LIMIT, HAVING, window functions) is left as written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from precube.query.contexts import QueryContext, own_nodes
+from precube.query.matching import Match
+
+SCAN_ALIAS = "layout"
+
+
+@dataclass(frozen=True)
+class LayoutScan:
+    """A relation the engine provides: one layout's files in the given segments (none: an empty relation
+    with the layout's columns, read from `schema_segment`)."""
+
+    name: str
+    model_uuid: str
+    layout_id: int
+    segment_ids: tuple[str, ...]
+    schema_segment: str
+    rows: int
+
+
+def scan_of(match: Match) -> LayoutScan:
+    model_uuid = match.model.model.uuid
+    ids = tuple(s.segment.id for s in match.scanned)
+    digest = hashlib.sha1("/".join((model_uuid, str(match.layout.id), *ids)).encode()).hexdigest()[:12]
+    schema_segment = next(s.segment.id for s in match.model.segments if match.layout.id in s.layouts)
+    return LayoutScan(
+        f"layout_{match.layout.id}_{digest}", model_uuid, match.layout.id, ids, schema_segment, match.rows
+    )
+
+
+def _scan_column(name: str) -> exp.Column:
+    return exp.column(exp.to_identifier(name, quoted=True), table=SCAN_ALIAS)
+
+
+def rewrite(ctx: QueryContext, match: Match) -> LayoutScan:
+    """Rewrite the context's block in place; returns the relation it now reads."""
+    select = ctx.select
+    scan = scan_of(match)
+    where = select.args.get("where")
+    if where is not None and where.this is not ctx.filter:  # comma joins: their conditions leave the filter
+        select.set("where", exp.Where(this=ctx.filter) if ctx.filter is not None else None)
+    if not match.table_index:
+        dims = frozenset(match.layout.col_order)
+        for call, way in zip(ctx.aggregates, match.ways, strict=True):
+            call.replace(way.build(_scan_column, dims))
+    for node in list(own_nodes(select)):
+        if isinstance(node, exp.Column) and node.table in ctx.tables:
+            node.replace(_scan_column(str(match.columns[(node.table, node.name.lower())])))
+    select.set(
+        "from_",
+        exp.From(
+            this=exp.Table(this=exp.to_identifier(scan.name), alias=exp.TableAlias(this=exp.to_identifier(SCAN_ALIAS)))
+        ),
+    )
+    select.set("joins", None)
+    return scan

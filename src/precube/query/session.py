@@ -1,0 +1,238 @@
+"""A query session over one project: SQL in, an Arrow table out (DESIGN §6).
+
+`Session.sql` normalises the SQL, finds its contexts, matches each to a model's layout and rewrites it
+onto that layout's files; when a context has no layout it pushes the whole statement down to the
+source tables (unless pushdown is forbidden, per query or by the project property
+`kylin.query.pushdown-enabled=false`: then a `NoLayoutError` gives each model's reason). `explain`
+returns the same plan without running it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from precube.metadata import MetadataStore, Table
+from precube.query.contexts import QueryContext, contexts
+from precube.query.duckdb_engine import DuckDBEngine
+from precube.query.errors import NoLayoutError, QueryError
+from precube.query.explain import Explanation
+from precube.query.frontend import normalise
+from precube.query.history import QueryHistory, QueryRecord, now_ms
+from precube.query.matching import Match, Rejection, match
+from precube.query.rewrite import LayoutScan, rewrite
+from precube.query.snapshot import ProjectSnapshot, Snapshots
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+PUSHDOWN_PROPERTY = "kylin.query.pushdown-enabled"
+ENGINES = ("duckdb", "spark")
+
+
+@dataclass
+class ContextPlan:
+    """One context: the layout that answers it, or each model's reason why none."""
+
+    sql: str  # the block as the user wrote it (qualified)
+    match: Match | None
+    rejections: list[Rejection]
+
+
+@dataclass
+class Plan:
+    tree: exp.Query  # what runs
+    pushdown: bool
+    contexts: list[ContextPlan]
+    scans: list[LayoutScan] = field(default_factory=list)
+    sources: list[Table] = field(default_factory=list)
+    pushdown_reason: str | None = None
+
+
+@dataclass
+class QueryResult:
+    table: pa.Table
+    plan: Plan
+    engine: str
+    duration_ms: float
+
+    @property
+    def pushdown(self) -> bool:
+        return self.plan.pushdown
+
+    @property
+    def matches(self) -> list[Match]:
+        return [c.match for c in self.plan.contexts if c.match is not None] if not self.pushdown else []
+
+    @property
+    def model(self) -> str | None:
+        return self.matches[0].model.model.alias if self.matches else None
+
+    @property
+    def layout_ids(self) -> list[int]:
+        return [m.layout.id for m in self.matches]
+
+    @property
+    def segments(self) -> list[str]:
+        return sorted({s.segment.id for m in self.matches for s in m.scanned})
+
+    @property
+    def columns(self) -> list[tuple[str, str]]:
+        return [(f.name, str(f.type)) for f in self.table.schema]
+
+    @property
+    def rows(self) -> list[tuple[Any, ...]]:
+        return list(zip(*(c.to_pylist() for c in self.table.columns), strict=True)) if self.table.num_columns else []
+
+    def to_pandas(self) -> pd.DataFrame:
+        return self.table.to_pandas()
+
+
+class Session:
+    """Answers SQL over one project's tables. Keep one per process: it caches the project's metadata
+    (re-read when it changes) and the layouts it has loaded."""
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        project: str,
+        warehouse_root: str,
+        *,
+        engine: str = "duckdb",
+        spark: Callable[[], Any] | None = None,
+        history: QueryHistory | None = None,
+        user: str = "ADMIN",
+    ) -> None:
+        if engine not in ENGINES:
+            raise QueryError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+        store.require_project(project)
+        self.store = store
+        self.project = project
+        self.engine = engine
+        self.snapshots = Snapshots(store)
+        self.duckdb = DuckDBEngine(warehouse_root, project)
+        self._spark = spark
+        self._spark_engine: Any = None
+        self.history = history
+        self.user = user
+
+    def close(self) -> None:
+        self.duckdb.close()
+        if self.history is not None:
+            self.history.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def plan(self, sql: str, *, pushdown: bool | None = None, force_pushdown: bool = False) -> Plan:
+        """How `sql` would run: the layouts that answer its contexts, or why it must be pushed down."""
+        snapshot = self.snapshots.get(self.project)
+        tree = normalise(sql, snapshot.catalog)
+        work = tree.copy()
+        found = contexts(work)
+        plans = [self._plan_context(ctx, snapshot) for ctx in found]
+        missing = [p for p in plans if p.match is None]
+        if not missing and not force_pushdown:
+            scans = [rewrite(ctx, p.match) for ctx, p in zip(found, plans, strict=True) if p.match is not None]
+            return Plan(work, False, plans, scans=scans)
+        allowed = pushdown if pushdown is not None else _enabled(snapshot)
+        reason = "pushdown was asked for" if force_pushdown else _reasons(missing)
+        if not allowed:
+            why = "pushdown is forbidden for this query" if pushdown is False else f"{PUSHDOWN_PROPERTY} is false"
+            raise NoLayoutError(f"no layout can answer the query and {why}: {reason}")
+        tables = {f"{t.db}.{t.name}".upper() for t in tree.find_all(exp.Table) if t.db}
+        return Plan(
+            tree,
+            True,
+            plans,
+            sources=[snapshot.tables[t] for t in sorted(tables) if t in snapshot.tables],
+            pushdown_reason=reason,
+        )
+
+    def _plan_context(self, ctx: QueryContext, snapshot: ProjectSnapshot) -> ContextPlan:
+        text = ctx.select.sql(dialect="spark")
+        found = match(ctx, snapshot.models)
+        if isinstance(found, Match):
+            return ContextPlan(text, found, found.rejected)
+        return ContextPlan(text, None, found or [Rejection("*", "the project has no model")])
+
+    def sql(
+        self, sql: str, *, engine: str | None = None, pushdown: bool | None = None, force_pushdown: bool = False
+    ) -> QueryResult:
+        """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts."""
+        started, start_ms = time.perf_counter(), now_ms()
+        chosen = engine or self.engine
+        try:
+            plan = self.plan(sql, pushdown=pushdown, force_pushdown=force_pushdown)
+            table = self._engine(chosen).run(plan.tree, plan.scans, plan.sources)
+        except Exception as err:
+            self._record(
+                sql, start_ms, started, chosen, None, error=str(err).splitlines()[0] if str(err) else repr(err)
+            )
+            raise
+        result = QueryResult(table, plan, chosen, (time.perf_counter() - started) * 1000)
+        self._record(sql, start_ms, started, chosen, result)
+        return result
+
+    def explain(
+        self, sql: str, *, engine: str | None = None, pushdown: bool | None = None, force_pushdown: bool = False
+    ) -> Explanation:
+        """How `sql` would be answered, without running it."""
+        chosen = engine or self.engine
+        plan = self.plan(sql, pushdown=pushdown, force_pushdown=force_pushdown)
+        return Explanation(plan, chosen, self._engine(chosen).sql_of(plan.tree))
+
+    def _record(
+        self, sql: str, start_ms: int, started: float, engine: str, result: QueryResult | None, error: str | None = None
+    ) -> None:
+        if self.history is None:
+            return
+        self.history.record(
+            QueryRecord(
+                project=self.project,
+                sql=sql,
+                user=self.user,
+                start_ms=start_ms,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                engine=engine,
+                pushdown=result.pushdown if result else False,
+                model=result.model if result else None,
+                layouts=",".join(map(str, result.layout_ids)) if result else "",
+                rows=result.table.num_rows if result else 0,
+                succeeded=result is not None,
+                error=error,
+            )
+        )
+
+    def _engine(self, name: str) -> Any:
+        if name == "duckdb":
+            return self.duckdb
+        if name != "spark":
+            raise QueryError(f"unknown engine {name!r}: choose one of {', '.join(ENGINES)}")
+        if self._spark is None:
+            raise QueryError("the Spark engine needs a Spark session: this session was opened without one")
+        if self._spark_engine is None:
+            from precube.query.spark_engine import SparkEngine
+
+            self._spark_engine = SparkEngine(self._spark, self.duckdb.root, self.project)
+        return self._spark_engine
+
+
+def _enabled(snapshot: ProjectSnapshot) -> bool:
+    return snapshot.properties.get(PUSHDOWN_PROPERTY, "true").strip().lower() != "false"
+
+
+def _reasons(missing: list[ContextPlan]) -> str:
+    parts = []
+    for p in missing:
+        why = "; ".join(f"model {r.model}: {r.reason}" if r.model != "*" else r.reason for r in p.rejections)
+        parts.append(why)
+    return " | ".join(parts)

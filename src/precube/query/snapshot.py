@@ -1,0 +1,129 @@
+"""What the query path reads of a project's metadata, in one read transaction: its tables (the SQL
+catalog), and for each model its index plan and queryable segments with the layouts each holds.
+
+A snapshot is immutable; `Snapshots` keeps the latest one per project and re-reads it only when the
+project's audit log has moved (one indexed lookup per query instead of parsing every document).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from precube.metadata import (
+    Dataflow,
+    DataflowStatus,
+    IndexPlan,
+    Layout,
+    MetadataStore,
+    Model,
+    Segment,
+    SegmentDetails,
+    SegmentStatus,
+    Table,
+    datatypes,
+)
+from precube.metadata.dataflow import LayoutInstance
+from precube.query.frontend import Catalog
+
+QUERYABLE = (SegmentStatus.READY, SegmentStatus.WARNING)
+
+
+@dataclass(frozen=True)
+class SegmentLayouts:
+    """A queryable segment and the layouts built in it (layout id → its instance: rows, bytes)."""
+
+    segment: Segment
+    layouts: dict[int, LayoutInstance]
+
+
+@dataclass(frozen=True)
+class ModelSnapshot:
+    model: Model
+    plan: IndexPlan
+    dataflow: Dataflow
+    segments: list[SegmentLayouts]  # queryable ones, in range order
+
+    @property
+    def online(self) -> bool:
+        return self.dataflow.status in (DataflowStatus.ONLINE, DataflowStatus.WARNING) and bool(self.segments)
+
+    @cached_property
+    def layouts(self) -> dict[int, Layout]:
+        return {lay.id: lay for lay in self.plan.all_layouts()}
+
+
+@dataclass(frozen=True)
+class ProjectSnapshot:
+    project: str
+    default_database: str
+    properties: dict[str, str]  # the project's overriding Kylin properties
+    tables: dict[str, Table]  # DB.TABLE (upper case) → table
+    models: list[ModelSnapshot]
+    version: int  # the audit log position it was read at
+    catalog: Catalog = field(init=False)
+
+    def __post_init__(self) -> None:
+        extra = _computed_columns(self.models)
+        object.__setattr__(self, "catalog", Catalog.of(self.default_database, self.tables.values(), extra))
+
+
+def _computed_columns(models: list[ModelSnapshot]) -> dict[str, dict[str, str]]:
+    """Computed columns are queryable as columns of their fact table (as in Kylin)."""
+    extra: dict[str, dict[str, str]] = {}
+    for m in models:
+        for cc in m.model.computed_columns:
+            extra.setdefault(cc.table_identity.upper(), {})[cc.column_name.lower()] = datatypes.to_spark(
+                cc.datatype or "double"
+            )
+    return extra
+
+
+def read_snapshot(store: MetadataStore, project: str) -> ProjectSnapshot:
+    version = _version(store, project)
+    with store.read(project) as tx:
+        proj = tx.project()
+        tables = {t.identity: t for t in tx.list(Table)}
+        models = []
+        for model in tx.list(Model):
+            dataflow = tx.get(Dataflow, model.uuid)
+            plan = tx.get(IndexPlan, model.uuid)
+            if dataflow is None or plan is None:
+                continue
+            segments = []
+            for seg in sorted(dataflow.segments, key=lambda s: s.range):
+                if seg.status not in QUERYABLE:
+                    continue
+                details = tx.get(SegmentDetails, model.uuid, seg.id)
+                built = {li.layout_id: li for li in details.layout_instances if li.is_ready} if details else {}
+                segments.append(SegmentLayouts(seg, built))
+            models.append(ModelSnapshot(model, plan, dataflow, segments))
+    return ProjectSnapshot(
+        project, proj.default_database, dict(proj.override_kylin_properties), tables, models, version
+    )
+
+
+def _version(store: MetadataStore, project: str) -> int:
+    latest = store.audit_log(f"/{project}/", 1)
+    return latest[-1].id if latest else 0
+
+
+class Snapshots:
+    """The latest snapshot of each project, re-read when the project's metadata changed."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.store = store
+        self._cached: dict[str, ProjectSnapshot] = {}
+        self._lock = threading.Lock()
+
+    def get(self, project: str) -> ProjectSnapshot:
+        version = _version(self.store, project)
+        with self._lock:
+            cached = self._cached.get(project)
+        if cached is not None and cached.version == version:
+            return cached
+        snapshot = read_snapshot(self.store, project)
+        with self._lock:
+            self._cached[project] = snapshot
+        return snapshot
