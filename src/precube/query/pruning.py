@@ -244,7 +244,7 @@ def segment_ranges(segment: Segment, model: Model, column_types: Mapping[int, st
     full one), each dimension's from its recorded min/max. `column_types`: model column id → Kylin datatype."""
     ranges = dict(_partition_range(segment, model, column_types))
     for key, found in segment.dimension_range_info_map.items():
-        datatype = column_types.get(int(key)) if key.strip().isdigit() else None
+        datatype = column_types.get(int(key)) if key.strip().isdecimal() else None  # not isdigit: int("²") fails
         if datatype is None or found.min is None or found.max is None:
             continue
         low, high = _typed(found.min, datatype), _typed(found.max, datatype)
