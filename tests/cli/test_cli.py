@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -151,6 +152,30 @@ def test_demo_generates_loads_and_samples(
         assert segment.name in out  # the segment listing
     assert sorted((j.job_type, j.state) for j in jobs) == [(JobType.INC_BUILD, JobState.SUCCEED)] * 2
     assert all(j.uuid in out for j in jobs)
+    # the demo ends with the 13 SSB queries, each answered from a layout
+    ssb_table = out[out.index("SSB queries") :]
+    assert all(f"Q{n} " in ssb_table for n in ("1.1", "2.3", "3.2", "4.3")) and "pushdown" not in ssb_table
+    # the query command's JSON: revenue per year against the raw orders
+    sql = "select d_year, sum(lo_revenue) as revenue, count(*) from lineorder left join dates on lo_orderdate = d_datekey group by d_year order by d_year"
+    assert run(["--home", str(home), "query", "-p", "ssb", sql, "--format", "json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["columns"] == [
+        {"name": "d_year", "type": "integer"},
+        {"name": "revenue", "type": "bigint"},
+        {"name": "count(*)", "type": "bigint"},
+    ]
+    raw = orders.to_table(columns=["LO_ORDERDATE", "LO_REVENUE"]).to_pylist()
+    expected_rows = [
+        [
+            y,
+            sum(r["LO_REVENUE"] for r in raw if r["LO_ORDERDATE"].year == y),
+            sum(1 for r in raw if r["LO_ORDERDATE"].year == y),
+        ]
+        for y in (1992, 1993)
+    ]
+    assert answer["rows"] == expected_rows
+    assert answer["pushdown"] is False and answer["model"] == "ssb" and answer["engine"] == "duckdb"
+    assert sorted(answer["segments"]) == sorted(s.id for s in segments) and isinstance(answer["layout_id"], int)
     # a second run reuses the data and the project
     assert run(args) == 0
     out = capsys.readouterr().out

@@ -1,5 +1,6 @@
 """`precube demo`: the end-to-end job on embedded defaults: generate SSB, load and sample the tables,
-create the SSB model, build it by yearly segments as jobs with auto-merge on, show segments and jobs."""
+create the SSB model, build it by yearly segments as jobs with auto-merge on, show segments and jobs, then
+answer the 13 SSB queries from the built layouts."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 
 import typer
 import yaml
+from rich.table import Table as RichTable
 
+from precube.api import connect
 from precube.cli.build import run_jobs, segments
 from precube.cli.context import CliContext, console, state
 from precube.cli.jobs import list_jobs
@@ -25,6 +28,7 @@ from precube.modeling.segments import default_build_start
 from precube.sources.sampling import sample_and_store
 from precube.sources.tables import load_file_table, reload_table
 from precube.ssb.generate import TABLES, read_manifest
+from precube.ssb.queries import SSB_QUERIES
 
 SSB_DATABASE = "SSB"
 SSB_MODEL = "ssb"
@@ -110,7 +114,23 @@ def demo(
     console.rule("[bold]6. segments and jobs")
     segments(ctx, project, SSB_MODEL)
     list_jobs(ctx, project, SSB_MODEL)
+    console.rule("[bold]7. the 13 SSB queries")
+    _run_queries(cli, project)
     console.print(f"[bold green]demo done[/]: project {project}, metadata {store.url}")
+
+
+def _run_queries(cli: CliContext, project: str) -> None:
+    """Each SSB query twice: the first run plans it and loads its layout, the second is warm."""
+    view = RichTable("query", "first ms", "warm ms", "rows", "answered by", title="SSB queries")
+    with connect(project, settings=cli.settings) as session:
+        for name, sql in SSB_QUERIES.items():
+            first = session.sql(sql)
+            warm = session.sql(sql)
+            answered = "pushdown" if warm.pushdown else f"model {warm.model}, layout {warm.layout_ids[0]}"
+            view.add_row(
+                name, f"{first.duration_ms:.1f}", f"{warm.duration_ms:.1f}", f"{warm.table.num_rows:,}", answered
+            )
+    console.print(view)
 
 
 def _build_years(cli: CliContext, project: str, last_year: int | None) -> None:

@@ -1,0 +1,193 @@
+"""Benchmark: the 13 SSB queries answered by precube from its layouts, against DuckDB and Spark SQL on the
+raw Parquet files, in one run.
+
+    .venv/bin/python bench/ssb.py --scale 1        # prints a table, writes bench/results/ssb-*.json
+
+Set-up (reused when `--home` already holds it): SSB data at the scale, a project with the five tables,
+the demo's SSB model (`resources/ssb_model.yaml`) built as one segment over all order dates. Then each
+query runs on (a) precube — a fresh session's first run (plan + loading the layout), then `--repeat`
+warm runs —, (b) DuckDB over the raw files (one untimed run, then `--repeat`), (c) Spark SQL over the raw
+files (one untimed run, then `--spark-repeat`). Reported per query: medians, the layout that answered,
+and the speed-ups; then the geometric means. Every answer is checked against DuckDB's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import sqlglot
+from rich.console import Console
+from rich.table import Table
+
+from precube.build.context import BuildContext
+from precube.build.operations import build_segment
+from precube.cli.demo import SSB_DATABASE, ssb_model_spec
+from precube.metadata import Dataflow, Project, SourceType, TimeRange, open_store
+from precube.modeling.model_store import create_model, find_model
+from precube.modeling.partition_format import to_epoch_ms
+from precube.query.frontend import DIALECT
+from precube.query.session import Session
+from precube.settings import load_settings
+from precube.sources.tables import load_file_table
+from precube.spark_session import spark_session
+from precube.ssb.generate import TABLES, generate, read_manifest
+from precube.ssb.queries import SSB_QUERIES
+
+PROJECT = "ssb"
+
+
+def _prepare(home: Path, data: Path, scale: float, master: str) -> tuple[Any, Any, float]:
+    """Store, settings and the build seconds (0 when reused)."""
+    settings = load_settings(home=home, spark={"master": master})
+    manifest = read_manifest(data)
+    if manifest is None or manifest["scale"] != scale:
+        generate(scale, data, seed=1)
+    store = open_store(settings.metadata_url)
+    if not any(p.name == PROJECT for p in store.list_projects()):
+        store.create_project(Project(name=PROJECT, default_database=SSB_DATABASE))
+        for name in TABLES:
+            load_file_table(store, PROJECT, data / name, SourceType.PARQUET, database=SSB_DATABASE)
+    with store.read(PROJECT) as tx:
+        model = find_model(tx, "ssb")
+    if model is None:
+        model = create_model(store, PROJECT, ssb_model_spec()).model
+    with store.read(PROJECT) as tx:
+        built = bool(tx.require(Dataflow, model.uuid).segments)
+    seconds = 0.0
+    if not built:
+        spark = spark_session(settings)
+        ctx = BuildContext(spark, store, PROJECT, settings.warehouse_root)
+        rng = TimeRange.of(to_epoch_ms("1992-01-01", "yyyy-MM-dd"), to_epoch_ms("1999-01-01", "yyyy-MM-dd"))
+        started = time.perf_counter()
+        build_segment(ctx, model, rng)
+        seconds = time.perf_counter() - started
+    return store, settings, seconds
+
+
+def _median_ms(run: Any, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def _rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return [tuple(float(v) if isinstance(v, (int, float)) or hasattr(v, "as_tuple") else v for v in r) for r in rows]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--home", type=Path, default=None, help="work directory (default /tmp/precube-bench-sfN)")
+    parser.add_argument("--data", type=Path, default=None, help="SSB data directory (default HOME/data)")
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--repeat", type=int, default=30, help="timed runs of precube and DuckDB per query")
+    parser.add_argument("--spark-repeat", type=int, default=3, help="timed runs of Spark per query")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+    home = args.home or Path(f"/tmp/precube-bench-sf{args.scale:g}")
+    data = args.data or home / "data"
+    console = Console()
+    store, settings, build_s = _prepare(home, data, args.scale, args.master)
+
+    raw = duckdb.connect()
+    raw.execute(f"CREATE SCHEMA {SSB_DATABASE.lower()}")
+    for name in TABLES:
+        raw.execute(f"CREATE VIEW ssb.{name.lower()} AS SELECT * FROM read_parquet('{data / name}/*.parquet')")
+    spark = spark_session(settings)
+    for name in TABLES:
+        spark.read.parquet(str(data / name)).createOrReplaceTempView(f"ssb_{name.lower()}")
+
+    results = []
+    for name, sql in SSB_QUERIES.items():
+        session = Session(store, PROJECT, settings.warehouse_root)
+        started = time.perf_counter()
+        answer = session.sql(sql)
+        first_ms = (time.perf_counter() - started) * 1000
+        precube_ms = _median_ms(lambda s=session, q=sql: s.sql(q), args.repeat)
+        duck_sql = sqlglot.transpile(sql, read=DIALECT, write="duckdb")[0]
+        expected = raw.execute(duck_sql).fetchall()
+        duck_ms = _median_ms(lambda q=duck_sql: raw.execute(q).fetchall(), args.repeat)
+        spark_sql = sqlglot.transpile(sql, read=DIALECT, write="spark")[0].replace("ssb.", "ssb_")
+        spark.sql(spark_sql).collect()
+        spark_ms = _median_ms(lambda q=spark_sql: spark.sql(q).collect(), args.spark_repeat)
+        same = _rows(answer.rows) == _rows([tuple(r) for r in expected])
+        results.append(
+            {
+                "query": name,
+                "layout": None if answer.pushdown else answer.layout_ids[0],
+                "pushdown": answer.pushdown,
+                "rows": answer.table.num_rows,
+                "same_as_duckdb": same,
+                "precube_first_ms": first_ms,
+                "precube_ms": precube_ms,
+                "duckdb_raw_ms": duck_ms,
+                "spark_raw_ms": spark_ms,
+                "vs_duckdb": duck_ms / precube_ms,
+                "vs_spark": spark_ms / precube_ms,
+            }
+        )
+        session.close()
+
+    table = Table(title=f"SSB at scale {args.scale:g}: median latency (ms)")
+    for col in (
+        "query",
+        "layout",
+        "rows",
+        "same",
+        "precube first",
+        "precube warm",
+        "DuckDB raw",
+        "Spark raw",
+        "×DuckDB",
+        "×Spark",
+    ):
+        table.add_column(col, justify="right")
+    for r in results:
+        table.add_row(
+            r["query"],
+            "pushdown" if r["pushdown"] else str(r["layout"]),
+            str(r["rows"]),
+            "yes" if r["same_as_duckdb"] else "NO",
+            f"{r['precube_first_ms']:.1f}",
+            f"{r['precube_ms']:.2f}",
+            f"{r['duckdb_raw_ms']:.1f}",
+            f"{r['spark_raw_ms']:.0f}",
+            f"{r['vs_duckdb']:.1f}",
+            f"{r['vs_spark']:.0f}",
+        )
+    geo_duck = math.exp(statistics.fmean(math.log(r["vs_duckdb"]) for r in results))
+    geo_spark = math.exp(statistics.fmean(math.log(r["vs_spark"]) for r in results))
+    console.print(table)
+    summary = {
+        "scale": args.scale,
+        "build_seconds": build_s,
+        "geomean_vs_duckdb": geo_duck,
+        "geomean_vs_spark": geo_spark,
+        "median_warm_ms": statistics.median(r["precube_ms"] for r in results),
+        "median_first_ms": statistics.median(r["precube_first_ms"] for r in results),
+        "all_from_layouts": not any(r["pushdown"] for r in results),
+        "all_same_as_duckdb": all(r["same_as_duckdb"] for r in results),
+    }
+    console.print(
+        f"geometric-mean speed-up: {geo_duck:.1f}× DuckDB on raw, {geo_spark:.0f}× Spark on raw; "
+        f"median warm {summary['median_warm_ms']:.2f} ms, first {summary['median_first_ms']:.1f} ms"
+        + (f"; build {build_s:.0f} s" if build_s else "")
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"ssb-sf{args.scale:g}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps({"summary": summary, "queries": results}, indent=2))
+    console.print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
