@@ -66,7 +66,7 @@ def _prepare(home: Path, data: Path, scale: float, master: str) -> tuple[Any, An
         ctx = BuildContext(spark, store, PROJECT, settings.warehouse_root)
         rng = TimeRange.of(to_epoch_ms("1992-01-01", "yyyy-MM-dd"), to_epoch_ms("1999-01-01", "yyyy-MM-dd"))
         started = time.perf_counter()
-        build_segment(ctx, model, rng)
+        build_segment(ctx, model.alias, rng)
         seconds = time.perf_counter() - started
     return store, settings, seconds
 
@@ -148,8 +148,8 @@ def main() -> None:
         "precube warm",
         "DuckDB raw",
         "Spark raw",
-        "×DuckDB",
-        "×Spark",
+        "x DuckDB",
+        "x Spark",
     ):
         table.add_column(col, justify="right")
     for r in results:
@@ -179,7 +179,7 @@ def main() -> None:
         "all_same_as_duckdb": all(r["same_as_duckdb"] for r in results),
     }
     console.print(
-        f"geometric-mean speed-up: {geo_duck:.1f}× DuckDB on raw, {geo_spark:.0f}× Spark on raw; "
+        f"geometric-mean speed-up: {geo_duck:.1f}x DuckDB on raw, {geo_spark:.0f}x Spark on raw; "
         f"median warm {summary['median_warm_ms']:.2f} ms, first {summary['median_first_ms']:.1f} ms"
         + (f"; build {build_s:.0f} s" if build_s else "")
     )
