@@ -140,11 +140,14 @@ class Session:
         found = contexts(work)
         plans = [self._plan_context(ctx, snapshot) for ctx in found]
         missing = [p for p in plans if p.match is None]
-        if not missing and not force_pushdown:
-            scans = [rewrite(ctx, p.match) for ctx, p in zip(found, plans, strict=True) if p.match is not None]
-            return Plan(work, False, plans, scans=scans)
-        allowed = pushdown if pushdown is not None else _enabled(snapshot)
         reason = "pushdown was asked for" if force_pushdown else _reasons(missing)
+        if not missing and not force_pushdown:
+            try:
+                scans = [rewrite(ctx, p.match) for ctx, p in zip(found, plans, strict=True) if p.match is not None]
+                return Plan(work, False, plans, scans=scans)
+            except Exception as err:  # noqa: BLE001 (a rewrite that fails leaves the source tables to answer)
+                reason = f"the rewrite onto layouts failed: {err}"
+        allowed = pushdown if pushdown is not None else _enabled(snapshot)
         if not allowed:
             why = "pushdown is forbidden for this query" if pushdown is False else f"{PUSHDOWN_PROPERTY} is false"
             raise NoLayoutError(f"no layout can answer the query and {why}: {reason}")
@@ -159,7 +162,10 @@ class Session:
 
     def _plan_context(self, ctx: QueryContext, snapshot: ProjectSnapshot) -> ContextPlan:
         text = ctx.select.sql(dialect="spark")
-        found = match(ctx, snapshot.models)
+        try:
+            found = match(ctx, snapshot.models)
+        except Exception as err:  # noqa: BLE001 (a block the matcher cannot read is one no layout answers)
+            return ContextPlan(text, None, [Rejection("*", f"matching failed: {err}")])
         if isinstance(found, Match):
             return ContextPlan(text, found, found.rejected)
         return ContextPlan(text, None, found or [Rejection("*", "the project has no model")])
@@ -172,7 +178,15 @@ class Session:
         chosen = engine or self.engine
         try:
             plan = self.plan(sql, pushdown=pushdown, force_pushdown=force_pushdown)
-            table = self._engine(chosen).run(plan.tree, plan.scans, plan.sources)
+            try:
+                table = self._engine(chosen).run(plan.tree, plan.scans, plan.sources)
+            except Exception as failed:
+                if plan.pushdown or pushdown is False:
+                    raise
+                # the layouts' statement failed on the engine: the same SQL on the source tables may not
+                plan = self.plan(sql, pushdown=pushdown, force_pushdown=True)
+                plan.pushdown_reason = f"the statement over layouts failed: {str(failed).splitlines()[0]}"
+                table = self._engine(chosen).run(plan.tree, plan.scans, plan.sources)
         except Exception as err:
             self._record(
                 sql, start_ms, started, chosen, None, error=str(err).splitlines()[0] if str(err) else repr(err)
