@@ -1,0 +1,197 @@
+"""The SSB test model of the query tests: Kylin's SSB model (ssb_model.yaml) with a small index plan,
+built by Spark into two segments once per test session."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from precube.build.context import BuildContext
+from precube.build.operations import build_segment
+from precube.metadata import IndexPlan, MetadataStore, Model, Project, Segment, SourceType, TimeRange, open_store
+from precube.modeling.model_spec import parse_spec
+from precube.modeling.model_store import add_model_table_index, create_model, require_model
+from precube.modeling.partition_format import to_epoch_ms
+from precube.sources.tables import load_file_table
+from precube.ssb.generate import TABLES
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PROJECT = "ssb"
+MODEL = "ssb"
+# [1992-01-01, 1995-01-01) and [1995-01-01, 1999-01-01): the SSB orders run from 1992-01-01 to 1998-08-02
+SEGMENT_BOUNDS = ("1992-01-01", "1995-01-01", "1999-01-01")
+
+JOINS = [
+    {
+        "table": f"SSB.{table}",
+        "alias": table,
+        "join": {"type": "LEFT", "foreign_key": [f"LINEORDER.{fk}"], "primary_key": [f"{table}.{pk}"]},
+    }
+    for table, fk, pk in [
+        ("DATES", "LO_ORDERDATE", "D_DATEKEY"),
+        ("CUSTOMER", "LO_CUSTKEY", "C_CUSTKEY"),
+        ("SUPPLIER", "LO_SUPPKEY", "S_SUPPKEY"),
+        ("PART", "LO_PARTKEY", "P_PARTKEY"),
+    ]
+]
+
+# ssb_model.yaml, plus the measures SUPPLIERS_APPROX, MAX_DISCOUNT and REVENUE_ROWS (COUNT(LO_REVENUE),
+# which with REVENUE answers AVG(LO_REVENUE)); hierarchies of group 2 and the discount/quantity pair of
+# group 1 are joint dimensions, to keep the plan (and the build) small.
+SPEC: dict[str, Any] = {
+    "alias": MODEL,
+    "fact_table": "SSB.LINEORDER",
+    "join_tables": JOINS,
+    "computed_columns": [
+        {"column_name": "V_REVENUE", "expression": "LINEORDER.LO_EXTENDEDPRICE * LINEORDER.LO_DISCOUNT"}
+    ],
+    "partition_desc": {"partition_date_column": "LINEORDER.LO_ORDERDATE", "partition_date_format": "yyyy-MM-dd"},
+    "simplified_dimensions": [
+        "LINEORDER.LO_ORDERDATE",
+        "LINEORDER.LO_DISCOUNT",
+        "LINEORDER.LO_QUANTITY",
+        "DATES.D_YEAR",
+        "DATES.D_YEARMONTHNUM",
+        "DATES.D_YEARMONTH",
+        "DATES.D_WEEKNUMINYEAR",
+        "CUSTOMER.C_REGION",
+        "CUSTOMER.C_NATION",
+        "CUSTOMER.C_CITY",
+        "SUPPLIER.S_REGION",
+        "SUPPLIER.S_NATION",
+        "SUPPLIER.S_CITY",
+        "PART.P_MFGR",
+        "PART.P_CATEGORY",
+        "PART.P_BRAND",
+    ],
+    "simplified_measures": [
+        {"name": "COUNT_ALL", "expression": "COUNT"},
+        {"name": "REVENUE", "expression": "SUM", "column": "LINEORDER.LO_REVENUE"},
+        {"name": "SUPPLYCOST", "expression": "SUM", "column": "LINEORDER.LO_SUPPLYCOST"},
+        {"name": "V_REVENUE_SUM", "expression": "SUM", "column": "LINEORDER.V_REVENUE"},
+        {"name": "EXTENDEDPRICE", "expression": "SUM", "column": "LINEORDER.LO_EXTENDEDPRICE"},
+        {"name": "QUANTITY", "expression": "SUM", "column": "LINEORDER.LO_QUANTITY"},
+        {
+            "name": "CUSTOMERS",
+            "expression": "COUNT_DISTINCT",
+            "column": "LINEORDER.LO_CUSTKEY",
+            "return_type": "bitmap",
+        },
+        {
+            "name": "CUSTOMERS_APPROX",
+            "expression": "COUNT_DISTINCT",
+            "column": "LINEORDER.LO_CUSTKEY",
+            "return_type": "hllc(14)",
+        },
+        {
+            "name": "SUPPLIERS_APPROX",
+            "expression": "COUNT_DISTINCT",
+            "column": "LINEORDER.LO_SUPPKEY",
+            "return_type": "hllc(14)",
+        },
+        {"name": "MAX_DISCOUNT", "expression": "MAX", "column": "LINEORDER.LO_DISCOUNT"},
+        {"name": "REVENUE_ROWS", "expression": "COUNT", "column": "LINEORDER.LO_REVENUE"},
+    ],
+    "aggregation_groups": [
+        {
+            "includes": ["D_YEAR", "D_YEARMONTHNUM", "D_WEEKNUMINYEAR", "LO_DISCOUNT", "LO_QUANTITY"],
+            "measures": ["V_REVENUE_SUM", "COUNT_ALL"],
+            "select_rule": {
+                "hierarchy_dims": [["D_YEAR", "D_YEARMONTHNUM"]],
+                "joint_dims": [["LO_DISCOUNT", "LO_QUANTITY"]],
+            },
+        },
+        {
+            "includes": [
+                "D_YEAR",
+                "D_YEARMONTH",
+                "C_REGION",
+                "C_NATION",
+                "C_CITY",
+                "S_REGION",
+                "S_NATION",
+                "S_CITY",
+                "P_MFGR",
+                "P_CATEGORY",
+                "P_BRAND",
+            ],
+            "measures": [
+                "REVENUE",
+                "SUPPLYCOST",
+                "COUNT_ALL",
+                "CUSTOMERS",
+                "CUSTOMERS_APPROX",
+                "SUPPLIERS_APPROX",
+                "MAX_DISCOUNT",
+                "REVENUE_ROWS",
+            ],
+            "select_rule": {
+                "mandatory_dims": ["D_YEAR"],
+                "joint_dims": [
+                    ["C_REGION", "C_NATION", "C_CITY"],
+                    ["S_REGION", "S_NATION", "S_CITY"],
+                    ["P_MFGR", "P_CATEGORY", "P_BRAND"],
+                ],
+            },
+        },
+    ],
+}
+
+# A detail index for queries on order lines (LO_ORDERKEY and LO_LINENUMBER are no dimensions: as such
+# they would make the base agg index as large as the fact table).
+ORDER_LINES_INDEX = ["LO_ORDERKEY", "LO_LINENUMBER", "LO_ORDERDATE", "LO_CUSTKEY", "LO_REVENUE", "LO_SHIPMODE"]
+
+
+def day(text: str) -> int:
+    """Epoch ms of a `yyyy-MM-dd` date."""
+    return to_epoch_ms(text, "yyyy-MM-dd")
+
+
+@dataclass(frozen=True)
+class QueryModel:
+    """The built SSB test model: where it is, and what was built."""
+
+    store: MetadataStore
+    project: str
+    warehouse_root: str
+    model: Model
+    plan: IndexPlan
+    segments: list[Segment]
+    build_seconds: float
+
+    @property
+    def session_args(self) -> tuple[MetadataStore, str, str]:
+        """`Session(*query_model.session_args)`."""
+        return self.store, self.project, self.warehouse_root
+
+
+@pytest.fixture(scope="session")
+def query_model(spark: SparkSession, ssb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueryModel]:
+    """The SSB tables and the model over them, built into two segments (once per test session)."""
+    root = tmp_path_factory.mktemp("query-model")
+    warehouse = str(root / "warehouse")
+    with open_store(f"sqlite:///{root / 'meta.db'}") as store:
+        store.create_project(Project(name=PROJECT, default_database="SSB"))
+        for name in TABLES:
+            load_file_table(store, PROJECT, ssb_dir / name, SourceType.PARQUET)
+        create_model(store, PROJECT, parse_spec(SPEC))
+        add_model_table_index(store, PROJECT, MODEL, ORDER_LINES_INDEX, sort_by=["LO_ORDERKEY", "LO_LINENUMBER"])
+        ctx = BuildContext(spark, store, PROJECT, warehouse, writer="test")
+        started = time.monotonic()
+        segments = [
+            build_segment(ctx, MODEL, TimeRange.of(day(start), day(end)))
+            for start, end in itertools.pairwise(SEGMENT_BOUNDS)
+        ]
+        seconds = time.monotonic() - started
+        with store.read(PROJECT) as tx:
+            model = require_model(tx, MODEL)
+            plan = tx.require(IndexPlan, model.uuid)
+        yield QueryModel(store, PROJECT, warehouse, model, plan, segments, seconds)

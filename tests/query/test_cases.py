@@ -1,0 +1,63 @@
+"""Every case in `cases/` answered by precube equals the oracle's answer, and is answered the way the
+case says: from layouts, or by pushdown to the source tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from precube.query.errors import NoLayoutError
+from precube.query.session import Session
+from tests.query.conftest import QueryModel
+from tests.query.oracle import Oracle, assert_same, load_case
+
+CASES = sorted((Path(__file__).parent / "cases").glob("*.sql"))
+
+
+@pytest.fixture(scope="session")
+def oracle(ssb_dir: Path) -> Iterator[Oracle]:
+    found = Oracle(ssb_dir)
+    yield found
+    found.close()
+
+
+@pytest.fixture(scope="session")
+def session(query_model: QueryModel) -> Iterator[Session]:
+    with Session(*query_model.session_args) as found:
+        yield found
+
+
+def test_case_files_are_well_formed() -> None:
+    """Every case file has its headers (a malformed one raises), and the cases are all there."""
+    cases = [load_case(path) for path in CASES]
+    assert len(cases) >= 40, f"expected the query cases in {Path(__file__).parent / 'cases'}"
+    assert {c.answer for c in cases} == {"layout", "pushdown"}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_case(path: Path, query_model: QueryModel, session: Session, oracle: Oracle) -> None:
+    case = load_case(path)
+    expected = oracle.run(case.sql)
+    # an empty answer proves little: only cases about empty results may have one
+    assert (expected.num_rows == 0) == case.empty, f"{case.name}: the oracle returns {expected.num_rows} rows"
+
+    result = session.sql(case.sql)
+    assert_same(case, expected, result.table)
+    assert result.engine in ("duckdb", "spark")
+    built = {s.id for s in query_model.segments}
+    assert set(result.segments) <= built, f"{case.name}: unknown segments {set(result.segments) - built}"
+    if case.answer == "layout":
+        assert result.pushdown is False, f"{case.name} was pushed down; the model can answer it\n{case.sql}"
+        assert result.layout_ids or not result.segments, f"{case.name}: segments scanned without a layout"
+        strict = session.sql(case.sql, pushdown=False)
+        assert strict.pushdown is False
+        assert_same(case, expected, strict.table)
+    else:
+        assert result.pushdown is True, f"{case.name} was answered from layouts {result.layout_ids}\n{case.sql}"
+        assert result.layout_ids == [] and result.segments == []
+        with pytest.raises(NoLayoutError) as raised:
+            session.sql(case.sql, pushdown=False)
+        assert str(raised.value).strip(), "NoLayoutError needs a message saying why no layout answers"
