@@ -7,10 +7,12 @@ import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import yaml
 
 from precube.build.context import BuildContext
 from precube.build.operations import build_segment
@@ -29,78 +31,22 @@ MODEL = "ssb"
 # [1992-01-01, 1995-01-01) and [1995-01-01, 1999-01-01): the SSB orders run from 1992-01-01 to 1998-08-02
 SEGMENT_BOUNDS = ("1992-01-01", "1995-01-01", "1999-01-01")
 
-JOINS = [
+# The demo's SSB model (resources/ssb_model.yaml) plus the measures SUPPLIERS_APPROX, MAX_DISCOUNT and
+# REVENUE_ROWS (COUNT(LO_REVENUE), which with REVENUE answers AVG(LO_REVENUE)); hierarchies of group 2 and
+# the discount/quantity pair of group 1 are joint dimensions, to keep the plan (and the build) small.
+SPEC: dict[str, Any] = yaml.safe_load(resources.files("precube").joinpath("resources/ssb_model.yaml").read_text())
+SPEC["simplified_measures"] += [
     {
-        "table": f"SSB.{table}",
-        "alias": table,
-        "join": {"type": "LEFT", "foreign_key": [f"LINEORDER.{fk}"], "primary_key": [f"{table}.{pk}"]},
-    }
-    for table, fk, pk in [
-        ("DATES", "LO_ORDERDATE", "D_DATEKEY"),
-        ("CUSTOMER", "LO_CUSTKEY", "C_CUSTKEY"),
-        ("SUPPLIER", "LO_SUPPKEY", "S_SUPPKEY"),
-        ("PART", "LO_PARTKEY", "P_PARTKEY"),
-    ]
+        "name": "SUPPLIERS_APPROX",
+        "expression": "COUNT_DISTINCT",
+        "column": "LINEORDER.LO_SUPPKEY",
+        "return_type": "hllc(14)",
+    },
+    {"name": "MAX_DISCOUNT", "expression": "MAX", "column": "LINEORDER.LO_DISCOUNT"},
+    {"name": "REVENUE_ROWS", "expression": "COUNT", "column": "LINEORDER.LO_REVENUE"},
 ]
-
-# ssb_model.yaml, plus the measures SUPPLIERS_APPROX, MAX_DISCOUNT and REVENUE_ROWS (COUNT(LO_REVENUE),
-# which with REVENUE answers AVG(LO_REVENUE)); hierarchies of group 2 and the discount/quantity pair of
-# group 1 are joint dimensions, to keep the plan (and the build) small.
-SPEC: dict[str, Any] = {
-    "alias": MODEL,
-    "fact_table": "SSB.LINEORDER",
-    "join_tables": JOINS,
-    "computed_columns": [
-        {"column_name": "V_REVENUE", "expression": "LINEORDER.LO_EXTENDEDPRICE * LINEORDER.LO_DISCOUNT"}
-    ],
-    "partition_desc": {"partition_date_column": "LINEORDER.LO_ORDERDATE", "partition_date_format": "yyyy-MM-dd"},
-    "simplified_dimensions": [
-        "LINEORDER.LO_ORDERDATE",
-        "LINEORDER.LO_DISCOUNT",
-        "LINEORDER.LO_QUANTITY",
-        "DATES.D_YEAR",
-        "DATES.D_YEARMONTHNUM",
-        "DATES.D_YEARMONTH",
-        "DATES.D_WEEKNUMINYEAR",
-        "CUSTOMER.C_REGION",
-        "CUSTOMER.C_NATION",
-        "CUSTOMER.C_CITY",
-        "SUPPLIER.S_REGION",
-        "SUPPLIER.S_NATION",
-        "SUPPLIER.S_CITY",
-        "PART.P_MFGR",
-        "PART.P_CATEGORY",
-        "PART.P_BRAND",
-    ],
-    "simplified_measures": [
-        {"name": "COUNT_ALL", "expression": "COUNT"},
-        {"name": "REVENUE", "expression": "SUM", "column": "LINEORDER.LO_REVENUE"},
-        {"name": "SUPPLYCOST", "expression": "SUM", "column": "LINEORDER.LO_SUPPLYCOST"},
-        {"name": "V_REVENUE_SUM", "expression": "SUM", "column": "LINEORDER.V_REVENUE"},
-        {"name": "EXTENDEDPRICE", "expression": "SUM", "column": "LINEORDER.LO_EXTENDEDPRICE"},
-        {"name": "QUANTITY", "expression": "SUM", "column": "LINEORDER.LO_QUANTITY"},
-        {
-            "name": "CUSTOMERS",
-            "expression": "COUNT_DISTINCT",
-            "column": "LINEORDER.LO_CUSTKEY",
-            "return_type": "bitmap",
-        },
-        {
-            "name": "CUSTOMERS_APPROX",
-            "expression": "COUNT_DISTINCT",
-            "column": "LINEORDER.LO_CUSTKEY",
-            "return_type": "hllc(14)",
-        },
-        {
-            "name": "SUPPLIERS_APPROX",
-            "expression": "COUNT_DISTINCT",
-            "column": "LINEORDER.LO_SUPPKEY",
-            "return_type": "hllc(14)",
-        },
-        {"name": "MAX_DISCOUNT", "expression": "MAX", "column": "LINEORDER.LO_DISCOUNT"},
-        {"name": "REVENUE_ROWS", "expression": "COUNT", "column": "LINEORDER.LO_REVENUE"},
-    ],
-    "aggregation_groups": [
+SPEC.update(
+    aggregation_groups=[
         {
             "includes": ["D_YEAR", "D_YEARMONTHNUM", "D_WEEKNUMINYEAR", "LO_DISCOUNT", "LO_QUANTITY"],
             "measures": ["V_REVENUE_SUM", "COUNT_ALL"],
@@ -143,7 +89,7 @@ SPEC: dict[str, Any] = {
             },
         },
     ],
-}
+)
 
 # A detail index for queries on order lines (LO_ORDERKEY and LO_LINENUMBER are no dimensions: as such
 # they would make the base agg index as large as the fact table).

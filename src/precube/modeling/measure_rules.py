@@ -55,20 +55,29 @@ def function_of(expression: str, params: list[Parameter], return_type: str, reso
     return Function(expression=expr, parameters=resolved, returntype=returns)
 
 
+def sum_type(datatype: str) -> str | None:
+    """Spark's type of SUM over a column of this type; None when the type is not numeric."""
+    fam = dt.family(datatype)
+    if fam is dt.TypeFamily.INTEGER:
+        return "bigint"
+    if fam is dt.TypeFamily.FLOAT:
+        return "double"
+    if fam is dt.TypeFamily.DECIMAL:
+        precision, scale = (int(x) for x in re.findall(r"\d+", datatype)[:2]) if "," in datatype else (38, 0)
+        return f"decimal({min(38, precision + 10)},{scale})"  # Spark's widening for sum(decimal)
+    return None
+
+
 def _plain_type(expr: FunctionExpression, types: list[str], field: str) -> str:
     first = types[0]
     fam = dt.family(first)
     if expr is F.COUNT:
         return "bigint"
     if expr is F.SUM:
-        if fam is dt.TypeFamily.INTEGER:
-            return "bigint"
-        if fam is dt.TypeFamily.FLOAT:
-            return "double"
-        if fam is dt.TypeFamily.DECIMAL:
-            precision, scale = (int(x) for x in re.findall(r"\d+", first)[:2]) if "," in first else (38, 0)
-            return f"decimal({min(38, precision + 10)},{scale})"  # Spark's widening for sum(decimal)
-        raise InvalidModelError(f"{field}: SUM needs a numeric column, not {first}")
+        summed = sum_type(first)
+        if summed is None:
+            raise InvalidModelError(f"{field}: SUM needs a numeric column, not {first}")
+        return summed
     if fam is dt.TypeFamily.OTHER:
         raise InvalidModelError(f"{field}: {expr} needs an orderable column, not {first}")
     return dt.normalize(first)  # MIN, MAX

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from precube.metadata import Measure, Model, datatypes
+from precube.metadata import Measure, Model
 from precube.metadata.model import FunctionExpression, ParameterType
+from precube.modeling.measure_rules import sum_type
 
 Scan = Callable[[str], exp.Expr]  # layout file column name → column of the scan
 
@@ -38,15 +39,6 @@ class AggCall:
     problem: str | None = None
 
 
-def _sum_type(datatype: str) -> str:
-    """Spark's type of SUM over a column of this type."""
-    spark = datatypes.to_spark(datatype)
-    if spark.startswith("decimal"):
-        p, s = (int(x) for x in spark[spark.index("(") + 1 : -1].split(","))
-        return f"decimal({min(38, p + 10)},{s})"
-    return "double" if spark in ("float", "double") else "bigint"
-
-
 def _cast(e: exp.Expr, spark_type: str) -> exp.Expr:
     return exp.cast(e, exp.DataType.build(spark_type, dialect="spark"))
 
@@ -57,6 +49,17 @@ def _zero_if_null(e: exp.Expr) -> exp.Expr:
 
 def _fn(name: str, *args: exp.Expr) -> exp.Expr:
     return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _weighted(s: Scan, col: int, count_star: int) -> exp.Expr:
+    """SUM of a dimension over its rows: the value times its cell's COUNT(*)."""
+    return exp.func("sum", exp.Mul(this=s(str(col)), expression=s(str(count_star))))
+
+
+def _present_rows(s: Scan, col: int, count_star: int) -> exp.Expr:
+    """A cell's rows where the dimension is not NULL (summed: COUNT(dimension) over the rows)."""
+    present = exp.Not(this=exp.Is(this=s(str(col)), expression=exp.Null()))
+    return exp.If(this=present, true=s(str(count_star)))
 
 
 @dataclass(frozen=True)
@@ -113,58 +116,34 @@ def agg_call(
     if not count_all and col is None:
         return AggCall(node, [], f"the argument of {node.sql()} is no model column or computed column")
     cs = index.count_star
-    star = frozenset({cs}) if cs is not None else None
+    star = frozenset({cs}) if cs is not None else frozenset()
 
-    def measure_way(m: Measure, build: Callable[[exp.Expr], exp.Expr], extra: frozenset[int] = frozenset()) -> None:
-        ways.append(
-            AggWay(frozenset(), frozenset({m.id}) | extra, f"measure {m.name}", lambda s, d: build(s(str(m.id))))
-        )
+    def measure_way(m: Measure, build: Callable[[exp.Expr], exp.Expr]) -> None:
+        ways.append(AggWay(frozenset(), frozenset({m.id}), f"measure {m.name}", lambda s, d: build(s(str(m.id)))))
+
+    def weighted_way(describe: str, build: Callable[[Scan, int, int], exp.Expr]) -> None:
+        """A way over the dimension itself, weighted by the cells' COUNT(*)."""
+        if col is not None and cs is not None:
+            ways.append(AggWay(frozenset({col}), star, describe, lambda s, d: build(s, col, cs)))
+
+    def count_of(c: exp.Expr) -> exp.Expr:
+        return _zero_if_null(_cast(exp.func("sum", c), "bigint"))
 
     if isinstance(node, exp.Count) and not distinct:
-        if count_all:
-            for m in index.find(FunctionExpression.COUNT, None):
-                measure_way(m, lambda c: _zero_if_null(_cast(exp.func("sum", c), "bigint")))
-        else:
-            assert col is not None
-            for m in index.find(FunctionExpression.COUNT, col):
-                measure_way(m, lambda c: _zero_if_null(_cast(exp.func("sum", c), "bigint")))
-            if star is not None and cs is not None:
-                ways.append(
-                    AggWay(
-                        frozenset({col}),
-                        star,
-                        "COUNT(*) where the dimension is not NULL",
-                        lambda s, d: _zero_if_null(
-                            _cast(
-                                exp.func(
-                                    "sum",
-                                    exp.If(
-                                        this=exp.Not(this=exp.Is(this=s(str(col)), expression=exp.Null())),
-                                        true=s(str(cs)),
-                                    ),
-                                ),
-                                "bigint",
-                            )
-                        ),
-                    )
-                )
+        for m in index.find(FunctionExpression.COUNT, None if count_all else col):
+            measure_way(m, count_of)
+        if not count_all:
+            weighted_way("COUNT(*) where the dimension is not NULL", lambda s, c, n: count_of(_present_rows(s, c, n)))
     elif isinstance(node, exp.Sum) and col is not None:
-        out = _sum_type(types[col])
-        for m in index.find(FunctionExpression.SUM, col):
-            measure_way(m, lambda c: _cast(exp.func("sum", c), out))
-        if star is not None and cs is not None:
-            ways.append(
-                AggWay(
-                    frozenset({col}),
-                    star,
-                    "SUM of the dimension weighted by COUNT(*)",
-                    lambda s, d: _cast(exp.func("sum", exp.Mul(this=s(str(col)), expression=s(str(cs)))), out),
-                )
-            )
+        out = sum_type(types[col])
+        if out is not None:
+            for m in index.find(FunctionExpression.SUM, col):
+                measure_way(m, lambda c: _cast(exp.func("sum", c), out))
+            weighted_way("SUM of the dimension weighted by COUNT(*)", lambda s, c, n: _cast(_weighted(s, c, n), out))
     elif isinstance(node, (exp.Min, exp.Max)) and col is not None:
         fn = FunctionExpression.MIN if isinstance(node, exp.Min) else FunctionExpression.MAX
         for m in index.find(fn, col):
-            measure_way(m, lambda c, f=fn.value.lower(): exp.func(f, c))  # type: ignore[misc]
+            measure_way(m, lambda c: exp.func(fn.value.lower(), c))
         ways.append(
             AggWay(
                 frozenset({col}),
@@ -175,7 +154,6 @@ def agg_call(
         )
     elif (isinstance(node, exp.Count) and distinct) or isinstance(node, exp.ApproxDistinct):
         assert col is not None
-        approximate = isinstance(node, exp.ApproxDistinct)
         ways.append(
             AggWay(
                 frozenset({col}),
@@ -184,7 +162,9 @@ def agg_call(
                 lambda s, d: exp.Count(this=exp.Distinct(expressions=[s(str(col))])),
             )
         )
-        for m in index.find(FunctionExpression.COUNT_DISTINCT, col):
+        approximate = isinstance(node, exp.ApproxDistinct)
+        # an exact call prefers a bitmap, an approximate one the cheaper HLL sketch
+        for m in sorted(index.find(FunctionExpression.COUNT_DISTINCT, col), key=lambda m: _is_hll(m) != approximate):
             if _is_hll(m):
                 measure_way(m, lambda c: _fn("precube_hll_count", exp.ArrayAgg(this=c)))
                 continue
@@ -196,8 +176,6 @@ def agg_call(
                 return _fn("precube_bitmap_count", exp.ArrayAgg(this=s(str(mid))))
 
             ways.append(AggWay(frozenset(), frozenset({m.id}), f"measure {m.name}", bitmap))
-        if not approximate:
-            ways.sort(key=lambda w: "HLL" in w.describe)  # an exact answer first
     elif isinstance(node, exp.Avg) and col is not None:
         sums = index.find(FunctionExpression.SUM, col)
         counts = index.find(FunctionExpression.COUNT, col)
@@ -213,26 +191,17 @@ def agg_call(
                     ),
                 )
             )
-        if star is not None and cs is not None:
-            ways.append(
-                AggWay(
-                    frozenset({col}),
-                    star,
-                    "the dimension weighted by COUNT(*)",
-                    lambda s, d: exp.Div(
-                        this=_cast(exp.func("sum", exp.Mul(this=s(str(col)), expression=s(str(cs)))), "double"),
-                        expression=exp.func(
-                            "sum",
-                            exp.If(this=exp.Not(this=exp.Is(this=s(str(col)), expression=exp.Null())), true=s(str(cs))),
-                        ),
-                    ),
-                )
-            )
+        weighted_way(
+            "the dimension weighted by COUNT(*)",
+            lambda s, c, n: exp.Div(
+                this=_cast(_weighted(s, c, n), "double"), expression=exp.func("sum", _present_rows(s, c, n))
+            ),
+        )
     elif isinstance(node, exp.ApproxQuantile) and col is not None:
         q = node.args.get("quantile")
         if isinstance(q, exp.Literal) and not q.is_string:
             for m in index.find(FunctionExpression.PERCENTILE_APPROX, col):
-                measure_way(m, lambda c, q=q: _fn("precube_kll_quantile", exp.ArrayAgg(this=c), q.copy()))  # type: ignore[misc]
+                measure_way(m, lambda c: _fn("precube_kll_quantile", exp.ArrayAgg(this=c), q.copy()))
     if not ways:
         return AggCall(node, [], f"{node.sql()}: no measure of the model computes it")
     return AggCall(node, ways)

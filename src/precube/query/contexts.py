@@ -56,11 +56,14 @@ def contexts(tree: exp.Query) -> list[QueryContext]:
     return found
 
 
-def own_nodes(select: exp.Select, skip: tuple[str, ...] = ("from_", "joins", "with_")) -> Iterator[exp.Expr]:
-    """Every node of the block itself, not of the subqueries it holds."""
+_SOURCES = ("from_", "joins", "with_")  # a block's tables, joins and CTEs: not its own expressions
+
+
+def own_nodes(select: exp.Select) -> Iterator[exp.Expr]:
+    """Every node of the block itself, not of its sources or of the subqueries it holds."""
     stack: list[exp.Expr] = []
     for key, value in select.args.items():
-        if key in skip or value is None:
+        if key in _SOURCES or value is None:
             continue
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, exp.Expr):

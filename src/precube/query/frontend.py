@@ -124,6 +124,16 @@ def qualify_query(tree: exp.Query, catalog: Catalog) -> exp.Query:
     return qualified
 
 
+def canonical(node: exp.Expr, aliases: Mapping[str, str] | None = None) -> str:
+    """An expression's text with columns as upper-case `TABLE.COLUMN`, their tables renamed by `aliases`
+    (query alias → model alias): equal texts mean equal expressions over the same columns."""
+    copy = node.copy()
+    for col in copy.find_all(exp.Column):
+        table = aliases.get(col.table, col.table) if aliases is not None else col.table
+        col.replace(exp.column(col.name.upper(), table.upper()))
+    return copy.sql(dialect=DIALECT)
+
+
 def name_outputs(tree: exp.Query) -> exp.Query:
     """Give every unnamed output expression the name it is written as (`sum(lo_revenue)`), as Spark and
     DuckDB name it, so a rewrite of the expression keeps its name."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from dataclasses import asdict, dataclass
 
 from sqlalchemy import (
@@ -109,7 +108,3 @@ class QueryHistory:
             rows = conn.execute(query).mappings().all()
         fields = QueryRecord.__dataclass_fields__
         return [QueryRecord(**{k: v for k, v in r.items() if k in fields}) for r in rows]
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)

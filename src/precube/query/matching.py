@@ -14,15 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sqlglot
 from sqlglot import exp
 
 from precube.metadata import Layout, Model, Segment
 from precube.metadata.model import MEASURE_ID_BASE, JoinType
-from precube.query.aggregates import AggCall, AggWay, MeasureIndex, agg_call
+from precube.query.aggregates import AggCall, AggWay, agg_call
 from precube.query.contexts import INNER, LEFT, QueryContext
-from precube.query.frontend import DIALECT
-from precube.query.pruning import may_match, segment_ranges
+from precube.query.frontend import canonical
+from precube.query.pruning import ValueRange, may_match
 from precube.query.snapshot import ModelSnapshot, SegmentLayouts
 
 ColumnKey = tuple[str, str]  # (query alias, column name), lower case
@@ -122,21 +121,15 @@ def _model_join(model: Model, parent: str, table: str, pairs: set[tuple[str, str
 
 
 class _ModelColumns:
-    """Query columns → model column ids for one alias mapping; computed-column expressions too."""
+    """Query columns → model column ids under one alias mapping; computed-column expressions too."""
 
-    def __init__(self, model: Model, aliases: dict[str, str]) -> None:
-        self.model = model
+    def __init__(self, m: ModelSnapshot, aliases: dict[str, str]) -> None:
+        self.m = m
         self.aliases = aliases
-        self.by_ref = {c.column.upper(): c for c in model.live_columns()}
-        self.computed = {}
-        for cc in model.computed_columns:
-            named = self.by_ref.get(f"{cc.table_alias}.{cc.column_name}".upper())
-            if named is not None:
-                self.computed[_canonical(sqlglot.parse_one(cc.expression, read=DIALECT), None)] = named.id
 
     def column(self, col: exp.Column) -> int | None:
         alias = self.aliases.get(col.table)
-        named = self.by_ref.get(f"{alias}.{col.name}".upper()) if alias else None
+        named = self.m.columns_by_ref.get(f"{alias}.{col.name}".upper()) if alias else None
         return named.id if named is not None else None
 
     def argument(self, node: exp.Expr) -> int | None:
@@ -144,29 +137,11 @@ class _ModelColumns:
             return self.column(node)
         if any(c.table not in self.aliases for c in node.find_all(exp.Column)):
             return None
-        return self.computed.get(_canonical(node, self.aliases))
+        return self.m.computed_columns.get(canonical(node, self.aliases))
 
     def name(self, column_id: int) -> str:
-        col = self.model.column_by_id(column_id)
+        col = self.m.model.column_by_id(column_id)
         return col.column if col else str(column_id)
-
-    def datatype(self, column_id: int) -> str:
-        col = self.model.column_by_id(column_id)
-        if col is not None and col.datatype:
-            return col.datatype
-        for cc in self.model.computed_columns:
-            if f"{cc.table_alias}.{cc.column_name}".upper() == (col.column.upper() if col else ""):
-                return cc.datatype
-        return "double"
-
-
-def _canonical(node: exp.Expr, aliases: dict[str, str] | None) -> str:
-    """An expression's text with columns as upper-case `MODELALIAS.COLUMN` (aliases None: already so)."""
-    copy = node.copy()
-    for col in copy.find_all(exp.Column):
-        table = aliases.get(col.table, col.table) if aliases is not None else col.table
-        col.replace(exp.column(col.name.upper(), table.upper()))
-    return copy.sql(dialect=DIALECT)
 
 
 _FILTER_LEVEL = {exp.EQ: 5, exp.In: 5, exp.GTE: 4, exp.LTE: 4, exp.GT: 3, exp.LT: 3, exp.Between: 3, exp.Like: 2}
@@ -186,6 +161,8 @@ def _filter_order(ctx: QueryContext, columns: _ModelColumns) -> list[int]:
 
 def match(ctx: QueryContext, models: list[ModelSnapshot]) -> Match | list[Rejection]:
     """The cheapest layout of any model for the context, or each model's reason why none."""
+    if ctx.problem is not None:
+        return [Rejection("*", ctx.problem)]
     rejected: list[Rejection] = []
     best: tuple[tuple[object, ...], Match] | None = None
     for m in models:
@@ -203,8 +180,6 @@ def match(ctx: QueryContext, models: list[ModelSnapshot]) -> Match | list[Reject
             best = (key, chosen)
         else:
             rejected.append(Rejection(m.model.alias, "another model's layout is cheaper"))
-    if ctx.problem is not None:
-        return [Rejection("*", ctx.problem)]
     if best is None:
         return rejected
     best[1].rejected = rejected
@@ -216,7 +191,7 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
     aliases = map_aliases(ctx, model)
     if isinstance(aliases, str):
         return aliases
-    cols = _ModelColumns(model, aliases)
+    cols = _ModelColumns(m, aliases)
     columns: dict[ColumnKey, int] = {}
     for col in ctx.columns:
         cid = cols.column(col)
@@ -230,17 +205,13 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
             if cid is not None:
                 inner[(col.table, col.name.lower())] = cid
     needed = frozenset(columns.values())
-    types = {cid: cols.datatype(cid) for cid in set(columns.values()) | set(inner.values())}
-    types.update({c.id: cols.datatype(c.id) for c in model.live_columns()})
-
-    scanned, pruned = _prune(ctx, m, cols, types)
+    scanned, pruned = _prune(ctx, m, cols)
     pool = scanned or m.segments
     built = set.intersection(*(set(s.layouts) for s in pool)) if pool else set()
     candidates = [m.layouts[i] for i in sorted(built) if i in m.layouts]
     if not candidates:
         return "no layout is built in every segment the query reads"
 
-    index = MeasureIndex.of(model)
     group = ctx.select.args.get("group")
     group_cols = [g for g in group.expressions] if group else []
     group_dims = (
@@ -248,7 +219,7 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
         if all(isinstance(g, exp.Column) and (g.table, g.name.lower()) in columns for g in group_cols)
         else None
     )
-    calls = [agg_call(a, index, cols.argument, types, group_dims) for a in ctx.aggregates]
+    calls = [agg_call(a, m.measure_index, cols.argument, m.column_types, group_dims) for a in ctx.aggregates]
     filter_order = _filter_order(ctx, cols)
     best: tuple[tuple[object, ...], Match] | None = None
     reasons: list[str] = []
@@ -318,20 +289,18 @@ def _why_not(
     )
 
 
-def _prune(
-    ctx: QueryContext, m: ModelSnapshot, cols: _ModelColumns, types: dict[int, str]
-) -> tuple[list[SegmentLayouts], list[Segment]]:
+def _prune(ctx: QueryContext, m: ModelSnapshot, cols: _ModelColumns) -> tuple[list[SegmentLayouts], list[Segment]]:
     if ctx.filter is None:
         return list(m.segments), []
     scanned, pruned = [], []
     for seg in m.segments:
-        ranges = segment_ranges(seg.segment, m.model, types)
+        ranges = m.segment_ranges[seg.segment.id]
 
-        def range_of(col: exp.Column, ranges: dict[int, object] = ranges) -> object:  # type: ignore[assignment]
+        def range_of(col: exp.Column, ranges: dict[int, ValueRange] = ranges) -> ValueRange | None:
             cid = cols.column(col)
             return ranges.get(cid) if cid is not None else None
 
-        if may_match(ctx.filter, range_of):  # type: ignore[arg-type]
+        if may_match(ctx.filter, range_of):
             scanned.append(seg)
         else:
             pruned.append(seg.segment)

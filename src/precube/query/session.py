@@ -18,12 +18,13 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.metadata import MetadataStore, Table
+from precube.metadata.entity import now_ms
 from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
 from precube.query.errors import NoLayoutError, QueryError
 from precube.query.explain import Explanation
 from precube.query.frontend import normalise
-from precube.query.history import QueryHistory, QueryRecord, now_ms
+from precube.query.history import QueryHistory, QueryRecord
 from precube.query.matching import Match, Rejection, match
 from precube.query.rewrite import LayoutScan, rewrite
 from precube.query.snapshot import ProjectSnapshot, Snapshots

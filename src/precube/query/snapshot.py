@@ -11,6 +11,8 @@ import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import sqlglot
+
 from precube.metadata import (
     Dataflow,
     DataflowStatus,
@@ -18,6 +20,7 @@ from precube.metadata import (
     Layout,
     MetadataStore,
     Model,
+    NamedColumn,
     Segment,
     SegmentDetails,
     SegmentStatus,
@@ -25,7 +28,9 @@ from precube.metadata import (
     datatypes,
 )
 from precube.metadata.dataflow import LayoutInstance
-from precube.query.frontend import Catalog
+from precube.query.aggregates import MeasureIndex
+from precube.query.frontend import DIALECT, Catalog, canonical
+from precube.query.pruning import ValueRange, segment_ranges
 
 QUERYABLE = (SegmentStatus.READY, SegmentStatus.WARNING)
 
@@ -52,6 +57,38 @@ class ModelSnapshot:
     @cached_property
     def layouts(self) -> dict[int, Layout]:
         return {lay.id: lay for lay in self.plan.all_layouts()}
+
+    # What matching reads of the model for every query, derived once per snapshot.
+
+    @cached_property
+    def columns_by_ref(self) -> dict[str, NamedColumn]:
+        """Live columns by upper-case `ALIAS.COLUMN`."""
+        return {c.column.upper(): c for c in self.model.live_columns()}
+
+    @cached_property
+    def column_types(self) -> dict[int, str]:
+        """Live column id → its type (a computed column's inferred one)."""
+        computed = {f"{cc.table_alias}.{cc.column_name}".upper(): cc.datatype for cc in self.model.computed_columns}
+        return {c.id: c.datatype or computed.get(c.column.upper(), "") or "double" for c in self.model.live_columns()}
+
+    @cached_property
+    def computed_columns(self) -> dict[str, int]:
+        """Computed column id by its expression's canonical text (`frontend.canonical`)."""
+        found = {}
+        for cc in self.model.computed_columns:
+            named = self.columns_by_ref.get(f"{cc.table_alias}.{cc.column_name}".upper())
+            if named is not None:
+                found[canonical(sqlglot.parse_one(cc.expression, read=DIALECT))] = named.id
+        return found
+
+    @cached_property
+    def measure_index(self) -> MeasureIndex:
+        return MeasureIndex.of(self.model)
+
+    @cached_property
+    def segment_ranges(self) -> dict[str, dict[int, ValueRange]]:
+        """Each segment's partition and dimension ranges, for pruning."""
+        return {s.segment.id: segment_ranges(s.segment, self.model, self.column_types) for s in self.segments}
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,11 @@ def _blobs(values: list[bytes | bytearray | None] | None) -> list[bytes | None]:
     return [bytes(v) if v is not None else None for v in values or []]
 
 
+def _source_view(database: str, table: str) -> str:
+    """The temp view of a source table (Spark's temp views have no database)."""
+    return f"precube_source_{database}_{table}".lower()
+
+
 class SparkEngine:
     name = "spark"
 
@@ -45,10 +50,6 @@ class SparkEngine:
             self._ready = True
         return session
 
-    @staticmethod
-    def _source_view(table: Table) -> str:
-        return f"precube_source_{table.database}_{table.name}".lower()
-
     def _spark_tree(self, tree: exp.Query) -> exp.Query:
         """Source tables become the temporary views `run` registers (Spark's temp views have no database)."""
         copy = tree.copy()
@@ -57,7 +58,7 @@ class SparkEngine:
                 alias = t.alias_or_name
                 t.replace(
                     exp.Table(
-                        this=exp.to_identifier(f"precube_source_{t.db}_{t.name}".lower()),
+                        this=exp.to_identifier(_source_view(t.db, t.name)),
                         alias=exp.TableAlias(this=exp.to_identifier(alias)),
                     )
                 )
@@ -79,6 +80,8 @@ class SparkEngine:
                 df = spark.read.parquet(schema_path).limit(0)
             df.createOrReplaceTempView(scan.name)
         for table in sources:
-            source_for(table).read(spark, table.columns).createOrReplaceTempView(self._source_view(table))
+            source_for(table).read(spark, table.columns).createOrReplaceTempView(
+                _source_view(table.database, table.name)
+            )
         result: pa.Table = spark.sql(self._spark_tree(tree).sql(dialect="spark")).toArrow()
         return result
