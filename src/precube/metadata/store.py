@@ -85,6 +85,10 @@ class MetadataStore:
     def audit_log(self, prefix: str = "/", limit: int = 1000) -> list[AuditRecord]:
         return self.backend.audit_log(prefix, limit)
 
+    def last_change(self) -> int:
+        """Moves whenever any change commits, in any project: a cheap check that nothing changed."""
+        return self.backend.last_change()
+
     # -- projects -----------------------------------------------------------------------------
 
     def list_projects(self) -> list[Project]:

@@ -26,6 +26,7 @@ from precube.metadata import (
     SegmentStatus,
     Table,
     datatypes,
+    paths,
 )
 from precube.metadata.dataflow import LayoutInstance
 from precube.query.aggregates import MeasureIndex
@@ -61,9 +62,19 @@ class ModelSnapshot:
     # What matching reads of the model for every query, derived once per snapshot.
 
     @cached_property
+    def layout_columns(self) -> dict[int, frozenset[int]]:
+        """Layout id → the column and measure ids it holds."""
+        return {i: frozenset(lay.col_order) for i, lay in self.layouts.items()}
+
+    @cached_property
     def columns_by_ref(self) -> dict[str, NamedColumn]:
         """Live columns by upper-case `ALIAS.COLUMN`."""
         return {c.column.upper(): c for c in self.model.live_columns()}
+
+    @cached_property
+    def column_names(self) -> dict[int, str]:
+        """Live column id → `ALIAS.COLUMN`."""
+        return {c.id: c.column for c in self.model.live_columns()}
 
     @cached_property
     def column_types(self) -> dict[int, str]:
@@ -142,25 +153,33 @@ def read_snapshot(store: MetadataStore, project: str) -> ProjectSnapshot:
 
 
 def _version(store: MetadataStore, project: str) -> int:
-    latest = store.audit_log(f"/{project}/", 1)
-    return latest[-1].id if latest else 0
+    """The audit position of the project's newest change: its documents, or its own (global) document,
+    which holds the default database and the properties a query reads."""
+    latest = [*store.audit_log(f"/{project}/", 1), *store.audit_log(paths.project_key(project), 1)]
+    return max((r.id for r in latest), default=0)
 
 
 class Snapshots:
-    """The latest snapshot of each project, re-read when the project's metadata changed."""
+    """The latest snapshot of each project, re-read when the project's metadata changed.
+
+    Before each query only the store's change counter is read (microseconds); when it moved, the project's own
+    audit position tells whether this project changed."""
 
     def __init__(self, store: MetadataStore) -> None:
         self.store = store
-        self._cached: dict[str, ProjectSnapshot] = {}
+        self._cached: dict[str, tuple[int, ProjectSnapshot]] = {}  # project → (change counter seen, snapshot)
         self._lock = threading.Lock()
 
     def get(self, project: str) -> ProjectSnapshot:
-        version = _version(self.store, project)
+        seen = self.store.last_change()
         with self._lock:
             cached = self._cached.get(project)
-        if cached is not None and cached.version == version:
-            return cached
-        snapshot = read_snapshot(self.store, project)
+        if cached is not None and cached[0] == seen:
+            return cached[1]
+        version = _version(self.store, project)
+        snapshot = (
+            cached[1] if cached is not None and cached[1].version == version else read_snapshot(self.store, project)
+        )
         with self._lock:
-            self._cached[project] = snapshot
+            self._cached[project] = (seen, snapshot)
         return snapshot
