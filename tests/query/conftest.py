@@ -22,6 +22,7 @@ from precube.modeling.model_store import add_model_table_index, create_model, re
 from precube.modeling.partition_format import to_epoch_ms
 from precube.sources.tables import load_file_table
 from precube.ssb.generate import TABLES
+from tests.query.oracle import Oracle
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -141,3 +142,11 @@ def query_model(spark: SparkSession, ssb_dir: Path, tmp_path_factory: pytest.Tem
             model = require_model(tx, MODEL)
             plan = tx.require(IndexPlan, model.uuid)
         yield QueryModel(store, PROJECT, warehouse, model, plan, segments, seconds)
+
+
+@pytest.fixture(scope="session")
+def oracle(ssb_dir: Path) -> Iterator[Oracle]:
+    """DuckDB over the raw SSB files: what every query answer is compared with."""
+    found = Oracle(ssb_dir)
+    yield found
+    found.close()

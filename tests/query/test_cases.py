@@ -17,13 +17,6 @@ CASES = sorted((Path(__file__).parent / "cases").glob("*.sql"))
 
 
 @pytest.fixture(scope="session")
-def oracle(ssb_dir: Path) -> Iterator[Oracle]:
-    found = Oracle(ssb_dir)
-    yield found
-    found.close()
-
-
-@pytest.fixture(scope="session")
 def session(query_model: QueryModel) -> Iterator[Session]:
     with Session(*query_model.session_args) as found:
         yield found

@@ -42,6 +42,7 @@ def _kll_quantile(blobs: list[bytes | None] | None, q: float) -> float | None:
 
 class DuckDBEngine:
     name = "duckdb"
+    dialect = "duckdb"
 
     def __init__(self, warehouse_root: str, project: str) -> None:
         self.root = warehouse_root
@@ -94,8 +95,14 @@ class DuckDBEngine:
         self.con.execute(f'CREATE OR REPLACE VIEW "{db}"."{name}" AS {definition}')
         self._sources[table.identity] = definition
 
+    def render(self, tree: exp.Query) -> str:
+        """The SQL text `execute` takes for a tree."""
+        return tree.sql(dialect=self.dialect)
+
     def run(self, tree: exp.Query, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
-        sql = tree.sql(dialect="duckdb")
+        return self.execute(self.render(tree), scans, sources)
+
+    def execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         with self._lock:
             for scan in scans:
                 self._register_layout(scan)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import sqlglot
 from sqlglot import exp
@@ -19,6 +20,7 @@ from sqlglot.dialects.dialect import NormalizationStrategy
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
+from sqlglot.schema import MappingSchema
 
 from precube.metadata import Table, datatypes
 from precube.query.errors import SqlSyntaxError, UnknownObjectError
@@ -59,9 +61,23 @@ class Catalog:
     def has(self, database: str, table: str) -> bool:
         return table in self.tables.get(database, {})
 
+    @cached_property
+    def schema(self) -> MappingSchema:
+        """sqlglot's view of the catalog, built once (building it costs more than qualifying a query)."""
+        return MappingSchema(
+            {db: {t: dict(cols) for t, cols in tables.items()} for db, tables in self.tables.items()},
+            dialect=DIALECT,
+        )
 
-def parse(sql: str) -> exp.Query:
-    """One query (SELECT, UNION, WITH …); a syntax error or another kind of statement is a SqlSyntaxError."""
+
+PARAM = "precube_param"  # the meta key of a literal that came from a lifted literal token (`plan_cache`)
+
+
+def parse(sql: str, params: Mapping[int, int] | None = None) -> exp.Query:
+    """One query (SELECT, UNION, WITH …); a syntax error or another kind of statement is a SqlSyntaxError.
+
+    The parser's source positions are dropped (copying a tree with them is several times slower), except
+    that a literal whose token starts at an offset in `params` keeps that parameter's index under PARAM."""
     try:
         statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
     except ParseError as err:
@@ -71,6 +87,10 @@ def parse(sql: str) -> exp.Query:
     [tree] = statements
     if not isinstance(tree, exp.Query):
         raise SqlSyntaxError(f"only queries can be answered, not {tree.key.upper()} statements")
+    for node in tree.walk():
+        if node._meta:
+            start = node._meta.get("start") if params and isinstance(node, exp.Literal) else None
+            node._meta = {PARAM: params[start]} if params and start is not None and start in params else None
     return tree
 
 
@@ -107,15 +127,11 @@ def _column_message(message: str) -> str:
 
 
 def qualify_query(tree: exp.Query, catalog: Catalog) -> exp.Query:
-    """`tree` with every table as `db.table AS alias` and every column as `alias.column`, names in lower
-    case, `*` expanded; an unknown or ambiguous column is an UnknownObjectError naming it."""
-    tree = tree.copy()
+    """`tree`, changed in place, with every table as `db.table AS alias` and every column as `alias.column`,
+    names in lower case, `*` expanded; an unknown or ambiguous column is an UnknownObjectError naming it."""
     _resolve_tables(tree, catalog)
-    schema: dict[str, object] = {
-        db: {t: dict(cols) for t, cols in tables.items()} for db, tables in catalog.tables.items()
-    }
     try:
-        qualified = qualify(tree, schema=schema, dialect=DIALECT, quote_identifiers=False, identify=False)
+        qualified = qualify(tree, schema=catalog.schema, dialect=DIALECT, quote_identifiers=False, identify=False)
     except OptimizeError as err:
         raise UnknownObjectError(_column_message(str(err).splitlines()[0])) from err
     except SqlglotError as err:
@@ -146,6 +162,7 @@ def name_outputs(tree: exp.Query) -> exp.Query:
     return tree
 
 
-def normalise(sql: str, catalog: Catalog) -> exp.Query:
-    """Parse, name the outputs, qualify: the tree every later stage works on."""
-    return qualify_query(name_outputs(parse(sql)), catalog)
+def normalise(sql: str | exp.Query, catalog: Catalog) -> exp.Query:
+    """Parse (unless given a parsed tree, which is then changed in place), name the outputs, qualify: the
+    tree every later stage works on."""
+    return qualify_query(name_outputs(parse(sql) if isinstance(sql, str) else sql), catalog)

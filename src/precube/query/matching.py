@@ -140,8 +140,7 @@ class _ModelColumns:
         return self.m.computed_columns.get(canonical(node, self.aliases))
 
     def name(self, column_id: int) -> str:
-        col = self.m.model.column_by_id(column_id)
-        return col.column if col else str(column_id)
+        return self.m.column_names.get(column_id, str(column_id))
 
 
 _FILTER_LEVEL = {exp.EQ: 5, exp.In: 5, exp.GTE: 4, exp.LTE: 4, exp.GT: 3, exp.LT: 3, exp.Between: 3, exp.Like: 2}
@@ -205,7 +204,7 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
             if cid is not None:
                 inner[(col.table, col.name.lower())] = cid
     needed = frozenset(columns.values())
-    scanned, pruned = _prune(ctx, m, cols)
+    scanned, pruned = _prune(ctx.filter, m, cols)
     pool = scanned or m.segments
     built = set.intersection(*(set(s.layouts) for s in pool)) if pool else set()
     candidates = [m.layouts[i] for i in sorted(built) if i in m.layouts]
@@ -222,10 +221,10 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
     calls = [agg_call(a, m.measure_index, cols.argument, m.column_types, group_dims) for a in ctx.aggregates]
     filter_order = _filter_order(ctx, cols)
     best: tuple[tuple[object, ...], Match] | None = None
-    reasons: list[str] = []
+    reasons: list[Misfit] = []
     for layout in candidates:
         found = _layout_fits(ctx, layout, needed, calls, cols, inner)
-        if isinstance(found, str):
+        if not isinstance(found, list):
             reasons.append(found)
             continue
         rows = sum(s.layouts[layout.id].rows for s in scanned)
@@ -246,51 +245,84 @@ def _layout_fits(
     calls: list[AggCall],
     cols: _ModelColumns,
     inner: dict[ColumnKey, int],
-) -> list[AggWay] | str:
-    held = set(layout.col_order)
+) -> list[AggWay] | Misfit:
+    """The ways the layout answers the block, or why not."""
+    held = cols.m.layout_columns[layout.id]
     if layout.is_table_index:
         wanted = needed | frozenset(inner.values())
         for call in calls:
             for arg in call.node.find_all(exp.Column):
                 if cols.column(arg) is None:
                     return f"{call.node.sql()} reads a column the model lacks"
-        missing = sorted(wanted - held)
-        if missing:
-            return "missing dimension " + ", ".join(cols.name(c) for c in missing)
-        return []
+        return frozenset(wanted - held) or []
     if not ctx.aggregating:
         return "a detail query needs a table index"
-    missing = sorted(needed - held)
-    if missing:
-        return "missing dimension " + ", ".join(cols.name(c) for c in missing)
+    if not needed <= held:
+        return frozenset(needed - held)
     ways = []
     for call in calls:
         way = next((w for w in call.ways if w.dims <= held and w.measures <= held), None)
         if way is None:
-            return call.problem or f"{call.node.sql()}: no measure in the layout computes it"
+            return call.problem or call
         ways.append(way)
     return ways
 
 
+# Why a layout cannot answer: a reason, the columns it lacks, or the call no measure of it computes. Kept
+# raw and put in words only when shown: most layouts of a plan are rejected for every query.
+Misfit = str | frozenset[int] | AggCall
+
+
+def _misfit_text(misfit: Misfit, cols: _ModelColumns) -> str:
+    if isinstance(misfit, str):
+        return misfit
+    if isinstance(misfit, AggCall):
+        return f"{misfit.node.sql()}: no measure in the layout computes it"
+    return "missing dimension " + ", ".join(cols.name(c) for c in sorted(misfit))
+
+
 def _why_not(
-    reasons: list[str], calls: list[AggCall], needed: frozenset[int], candidates: list[Layout], cols: _ModelColumns
+    reasons: list[Misfit], calls: list[AggCall], needed: frozenset[int], candidates: list[Layout], cols: _ModelColumns
 ) -> str:
     for call in calls:
         if call.problem is not None:
             return call.problem
-    held = set().union(*(set(lay.col_order) for lay in candidates))
+    held = set().union(*(cols.m.layout_columns[lay.id] for lay in candidates))
     missing = sorted(needed - held)
     if missing:
         return "no layout has dimension " + ", ".join(cols.name(c) for c in missing)
-    return (
-        reasons[0]
-        if len(set(reasons)) == 1
-        else "no single layout has every column and measure: " + "; ".join(sorted(set(reasons))[:3])
-    )
+    texts = sorted({_misfit_text(r, cols) for r in reasons})
+    return texts[0] if len(texts) == 1 else "no single layout has every column and measure: " + "; ".join(texts[:3])
 
 
-def _prune(ctx: QueryContext, m: ModelSnapshot, cols: _ModelColumns) -> tuple[list[SegmentLayouts], list[Segment]]:
-    if ctx.filter is None:
+@dataclass(frozen=True)
+class Probe:
+    """A model whose tables and joins fit a context, with its column lookup: enough to prune again."""
+
+    model: ModelSnapshot
+    columns: _ModelColumns
+
+
+def probes(ctx: QueryContext, models: list[ModelSnapshot]) -> list[Probe]:
+    """The online models whose join graph holds the context's tables and joins."""
+    if ctx.problem is not None:
+        return []
+    found = []
+    for m in models:
+        if m.online and isinstance(aliases := map_aliases(ctx, m.model), dict):
+            found.append(Probe(m, _ModelColumns(m, aliases)))
+    return found
+
+
+def scanned_ids(condition: exp.Expr | None, probe: Probe) -> tuple[str, ...]:
+    """The segments of the probe's model that a filter keeps."""
+    return tuple(s.segment.id for s in _prune(condition, probe.model, probe.columns)[0])
+
+
+def _prune(
+    condition: exp.Expr | None, m: ModelSnapshot, cols: _ModelColumns
+) -> tuple[list[SegmentLayouts], list[Segment]]:
+    if condition is None:
         return list(m.segments), []
     scanned, pruned = [], []
     for seg in m.segments:
@@ -300,7 +332,7 @@ def _prune(ctx: QueryContext, m: ModelSnapshot, cols: _ModelColumns) -> tuple[li
             cid = cols.column(col)
             return ranges.get(cid) if cid is not None else None
 
-        if may_match(ctx.filter, range_of):
+        if may_match(condition, range_of):
             scanned.append(seg)
         else:
             pruned.append(seg.segment)

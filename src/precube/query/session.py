@@ -23,9 +23,10 @@ from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
 from precube.query.errors import NoLayoutError, QueryError
 from precube.query.explain import Explanation
-from precube.query.frontend import normalise
+from precube.query.frontend import normalise, parse
 from precube.query.history import QueryHistory, QueryRecord
-from precube.query.matching import Match, Rejection, match
+from precube.query.matching import Match, Rejection, match, probes
+from precube.query.plan_cache import ContextProbe, PlanCache, Shape, shape_of
 from precube.query.rewrite import LayoutScan, rewrite
 from precube.query.snapshot import ProjectSnapshot, Snapshots
 
@@ -58,9 +59,10 @@ class Plan:
 @dataclass
 class QueryResult:
     table: pa.Table
-    plan: Plan
+    plan: Plan  # for a plan-cache hit, the plan of the statement that first had this shape
     engine: str
     duration_ms: float
+    plan_cached: bool = False  # the plan came from the plan cache
 
     @property
     def pushdown(self) -> bool:
@@ -116,6 +118,7 @@ class Session:
         self.project = project
         self.engine = engine
         self.snapshots = Snapshots(store)
+        self.plans = PlanCache()
         self.duckdb = DuckDBEngine(warehouse_root, project)
         self._spark = spark
         self._spark_engine: Any = None
@@ -135,17 +138,27 @@ class Session:
 
     def plan(self, sql: str, *, pushdown: bool | None = None, force_pushdown: bool = False) -> Plan:
         """How `sql` would run: the layouts that answer its contexts, or why it must be pushed down."""
-        snapshot = self.snapshots.get(self.project)
-        tree = normalise(sql, snapshot.catalog)
+        return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
+
+    def _plan(
+        self, sql: str, snapshot: ProjectSnapshot, shape: Shape | None, pushdown: bool | None, force_pushdown: bool
+    ) -> tuple[Plan, exp.Query, list[ContextProbe]]:
+        """The plan, the qualified tree it came from, and (with a shape) what the plan cache needs to reuse it."""
+        tree = normalise(parse(sql, shape.starts if shape else None), snapshot.catalog)
         work = tree.copy()
         found = contexts(work)
+        kept = (
+            [ContextProbe(c.filter.copy() if c.filter else None, probes(c, snapshot.models)) for c in found]
+            if shape is not None
+            else []
+        )
         plans = [self._plan_context(ctx, snapshot) for ctx in found]
         missing = [p for p in plans if p.match is None]
         reason = "pushdown was asked for" if force_pushdown else _reasons(missing)
         if not missing and not force_pushdown:
             try:
                 scans = [rewrite(ctx, p.match) for ctx, p in zip(found, plans, strict=True) if p.match is not None]
-                return Plan(work, False, plans, scans=scans)
+                return Plan(work, False, plans, scans=scans), tree, kept
             except Exception as err:  # noqa: BLE001 (a rewrite that fails leaves the source tables to answer)
                 reason = f"the rewrite onto layouts failed: {err}"
         allowed = pushdown if pushdown is not None else _enabled(snapshot)
@@ -153,13 +166,29 @@ class Session:
             why = "pushdown is forbidden for this query" if pushdown is False else f"{PUSHDOWN_PROPERTY} is false"
             raise NoLayoutError(f"no layout can answer the query and {why}: {reason}")
         tables = {f"{t.db}.{t.name}".upper() for t in tree.find_all(exp.Table) if t.db}
-        return Plan(
+        plan = Plan(
             tree,
             True,
             plans,
             sources=[snapshot.tables[t] for t in sorted(tables) if t in snapshot.tables],
             pushdown_reason=reason,
         )
+        return plan, tree, kept
+
+    def _planned(self, sql: str, engine: Any, pushdown: bool | None, force_pushdown: bool) -> tuple[Plan, str, bool]:
+        """The plan, the engine's SQL and whether the plan cache had it."""
+        snapshot = self.snapshots.get(self.project)
+        shape = shape_of(sql)
+        if shape is None:
+            plan = self._plan(sql, snapshot, None, pushdown, force_pushdown)[0]
+            return plan, engine.render(plan.tree), False
+        key = (shape.key, pushdown, force_pushdown)
+        found = self.plans.find(key, shape, snapshot, engine)
+        if found is not None:
+            return found[0], found[1], True
+        plan, qualified, kept = self._plan(sql, snapshot, shape, pushdown, force_pushdown)
+        self.plans.store(key, shape, snapshot, plan, qualified, kept)
+        return plan, engine.render(plan.tree), False
 
     def _plan_context(self, ctx: QueryContext, snapshot: ProjectSnapshot) -> ContextPlan:
         text = ctx.select.sql(dialect="spark")
@@ -177,23 +206,25 @@ class Session:
         """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts."""
         started, start_ms = time.perf_counter(), now_ms()
         chosen = engine or self.engine
+        cached = False
         try:
-            plan = self.plan(sql, pushdown=pushdown, force_pushdown=force_pushdown)
+            runner = self._engine(chosen)
+            plan, text, cached = self._planned(sql, runner, pushdown, force_pushdown)
             try:
-                table = self._engine(chosen).run(plan.tree, plan.scans, plan.sources)
+                table = runner.execute(text, plan.scans, plan.sources)
             except Exception as failed:
                 if plan.pushdown or pushdown is False:
                     raise
                 # the layouts' statement failed on the engine: the same SQL on the source tables may not
-                plan = self.plan(sql, pushdown=pushdown, force_pushdown=True)
+                plan, cached = self.plan(sql, pushdown=pushdown, force_pushdown=True), False
                 plan.pushdown_reason = f"the statement over layouts failed: {str(failed).splitlines()[0]}"
-                table = self._engine(chosen).run(plan.tree, plan.scans, plan.sources)
+                table = runner.run(plan.tree, plan.scans, plan.sources)
         except Exception as err:
             self._record(
                 sql, start_ms, started, chosen, None, error=str(err).splitlines()[0] if str(err) else repr(err)
             )
             raise
-        result = QueryResult(table, plan, chosen, (time.perf_counter() - started) * 1000)
+        result = QueryResult(table, plan, chosen, (time.perf_counter() - started) * 1000, cached)
         self._record(sql, start_ms, started, chosen, result)
         return result
 

@@ -32,6 +32,7 @@ def _source_view(database: str, table: str) -> str:
 
 class SparkEngine:
     name = "spark"
+    dialect = "spark"
 
     def __init__(self, spark: Callable[[], SparkSession], warehouse_root: str, project: str) -> None:
         self._spark = spark
@@ -67,7 +68,14 @@ class SparkEngine:
     def sql_of(self, tree: exp.Query) -> str:
         return self._spark_tree(tree).sql(dialect="spark", pretty=True)
 
+    def render(self, tree: exp.Query) -> str:
+        """The SQL text `execute` takes for a tree."""
+        return self._spark_tree(tree).sql(dialect=self.dialect)
+
     def run(self, tree: exp.Query, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
+        return self.execute(self.render(tree), scans, sources)
+
+    def execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         from precube.sources.source import source_for
 
         spark = self._session()
@@ -83,5 +91,5 @@ class SparkEngine:
             source_for(table).read(spark, table.columns).createOrReplaceTempView(
                 _source_view(table.database, table.name)
             )
-        result: pa.Table = spark.sql(self._spark_tree(tree).sql(dialect="spark")).toArrow()
+        result: pa.Table = spark.sql(sql).toArrow()
         return result

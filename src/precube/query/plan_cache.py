@@ -1,0 +1,237 @@
+"""The plan cache (DESIGN §6, the hot path): a statement's *shape* keys the plan made for it, so a query seen
+before — with any literals — skips parsing, qualifying, matching and rewriting.
+
+The shape comes from sqlglot's tokenizer alone: tokens without whitespace or comments, keywords by kind,
+names in lower case (they are case-insensitive), and every string and number literal lifted out into a
+parameter (`?0`, `?1`…, equal literals sharing one, so the key also says which literals are equal). The
+same key, with the parameters, identifies a statement exactly (the result cache's key).
+
+What a plan does with a parameter decides how it is reused:
+- *variable* parameters — literals of WHERE and HAVING predicates, LIMIT/OFFSET — are substituted into the
+  engine's SQL text. Their values can only change which segments are pruned, so on a hit pruning runs
+  again (over the context filters kept from the first plan) and the plan is reused only when every model
+  keeps the same segments;
+- *fixed* parameters — literals inside aggregate calls (a computed column may match), projections (they
+  name the outputs), GROUP BY, ORDER BY, join conditions, window specifications, or any literal the
+  front end consumed — are part of the key: another value plans afresh.
+A template is only used for an engine after it reproduced, with the first statement's literals, exactly
+the SQL that statement ran.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.tokenizer_core import TokenType
+
+from precube.query.frontend import DIALECT, PARAM
+from precube.query.matching import Probe, scanned_ids
+from precube.query.snapshot import ProjectSnapshot
+
+if TYPE_CHECKING:
+    from precube.query.session import Plan
+
+_LITERALS = {TokenType.STRING: True, TokenType.NUMBER: False}  # token kind → is a string literal
+_NAMES = {TokenType.VAR, TokenType.IDENTIFIER}
+_STRUCTURAL = (exp.AggFunc, exp.Group, exp.Order, exp.Join, exp.Window, exp.Lambda)
+_MARK = re.compile("'\ue000(\\d+)\ue001'")  # a parameter's marker as any dialect prints it
+
+
+class Engine(Protocol):
+    name: str
+    dialect: str
+
+    def render(self, tree: exp.Query) -> str: ...
+
+
+Param = tuple[bool, str]  # (is a string, text)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A statement's tokens with its literals lifted out."""
+
+    key: str
+    params: tuple[Param, ...]  # distinct literals in order of first appearance
+    starts: dict[int, int]  # offset of a literal's token in the text → its parameter (for `frontend.parse`)
+
+
+def shape_of(sql: str) -> Shape | None:
+    """The statement's shape; None when it does not tokenize (the parser then gives the error)."""
+    try:
+        tokens = DIALECT().tokenize(sql)
+    except SqlglotError:
+        return None
+    parts: list[str] = []
+    index: dict[Param, int] = {}
+    starts: dict[int, int] = {}
+    for token in tokens:
+        kind = token.token_type
+        if kind in _LITERALS:
+            i = index.setdefault((_LITERALS[kind], token.text), len(index))
+            starts[token.start] = i
+            parts.append(f"{kind.name}?{i}")
+        elif kind in _NAMES:
+            parts.append(f"{kind.name}:{token.text.lower()}")
+        else:
+            parts.append(f"{kind.name}:{token.text.upper()}")
+    return Shape("\x1f".join(parts), tuple(index), starts)
+
+
+def _param(node: exp.Expr) -> int | None:
+    return node.meta.get(PARAM) if isinstance(node, exp.Literal) and node._meta else None
+
+
+def _structural(lit: exp.Literal) -> bool:
+    node: exp.Expr = lit
+    while node.parent is not None:
+        parent = node.parent
+        if isinstance(parent, _STRUCTURAL) or (isinstance(parent, exp.Select) and node.arg_key == "expressions"):
+            return True
+        node = parent
+    return False
+
+
+def fixed_params(shape: Shape, qualified: exp.Query, final: exp.Query) -> frozenset[int]:
+    """The parameters whose value the plan depends on beyond pruning (module docstring)."""
+    seen: set[int] = set()
+    fixed: set[int] = set()
+    for lit in qualified.find_all(exp.Literal):
+        i = _param(lit)
+        if i is not None:
+            seen.add(i)
+            if _structural(lit):
+                fixed.add(i)
+    kept = {i for lit in final.find_all(exp.Literal) if (i := _param(lit)) is not None}
+    return frozenset(set(range(len(shape.params))) - (seen & kept) | fixed)
+
+
+def _bind(node: exp.Expr, params: tuple[Param, ...]) -> exp.Expr:
+    """A copy of `node` with every parameter's literal holding the given values."""
+    copy = node.copy()
+    for lit in copy.find_all(exp.Literal):
+        i = _param(lit)
+        if i is not None:
+            lit.set("this", params[i][1])
+    return copy
+
+
+def _literal_sql(param: Param, dialect: str) -> str:
+    is_string, text = param
+    return (exp.Literal.string(text) if is_string else exp.Literal.number(text)).sql(dialect=dialect)
+
+
+@dataclass
+class ContextProbe:
+    """One context's filter as first planned (literals tagged) and the models whose joins fit it."""
+
+    filter: exp.Expr | None
+    probes: list[Probe]
+
+    def signature(self, params: tuple[Param, ...]) -> tuple[tuple[str, ...], ...]:
+        """The segments each model keeps under the filter with these values."""
+        if not self.probes:
+            return ()
+        condition = None if self.filter is None else _bind(self.filter, params)
+        return tuple(scanned_ids(condition, p) for p in self.probes)
+
+
+@dataclass
+class Template:
+    """A plan reusable for other values of the variable parameters."""
+
+    plan: Plan
+    params: tuple[Param, ...]  # the values it was planned with
+    marked: exp.Query  # the tree it runs, variable parameters as markers
+    texts: dict[str, str | None] = field(default_factory=dict)  # engine → marked SQL (None: not reusable)
+
+    def sql(self, engine: Engine, params: tuple[Param, ...]) -> str | None:
+        """The engine's SQL for these values, or None when the template cannot print it faithfully."""
+        if engine.name not in self.texts:
+            text = engine.render(self.marked)
+            same = _fill(text, self.params, engine.dialect) == engine.render(self.plan.tree)
+            self.texts[engine.name] = text if same else None
+        marked = self.texts[engine.name]
+        return None if marked is None else _fill(marked, params, engine.dialect)
+
+
+def _fill(text: str, params: tuple[Param, ...], dialect: str) -> str:
+    return _MARK.sub(lambda m: _literal_sql(params[int(m.group(1))], dialect), text)
+
+
+@dataclass
+class Entry:
+    snapshot: ProjectSnapshot
+    fixed: tuple[int, ...]
+    contexts: list[ContextProbe]
+    variants: dict[tuple[object, ...], Template] = field(default_factory=dict)
+
+    def variant_key(self, params: tuple[Param, ...]) -> tuple[object, ...]:
+        values = tuple(params[i] for i in self.fixed)
+        return values, tuple(c.signature(params) for c in self.contexts)
+
+
+class PlanCache:
+    """Plans by (shape, pushdown flags) for the current metadata snapshot; least recently used dropped."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple[object, ...], Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def find(
+        self, key: tuple[object, ...], shape: Shape, snapshot: ProjectSnapshot, engine: Engine
+    ) -> tuple[Plan, str] | None:
+        """The cached plan and the engine's SQL for this statement, or None."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+        if entry is None or entry.snapshot is not snapshot or len(shape.params) <= max(entry.fixed, default=-1):
+            self.misses += 1
+            return None
+        template = entry.variants.get(entry.variant_key(shape.params))
+        text = template.sql(engine, shape.params) if template is not None else None
+        if template is None or text is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return template.plan, text
+
+    def store(
+        self,
+        key: tuple[object, ...],
+        shape: Shape,
+        snapshot: ProjectSnapshot,
+        plan: Plan,
+        qualified: exp.Query,
+        contexts: Iterable[ContextProbe],
+    ) -> None:
+        """Keep `plan`, made for `shape`'s statement from its qualified tree, for later statements of the shape."""
+        fixed = tuple(sorted(fixed_params(shape, qualified, plan.tree)))
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.snapshot is not snapshot or entry.fixed != fixed:
+                entry = Entry(snapshot, fixed, list(contexts))
+                self._entries[key] = entry
+                while len(self._entries) > self.capacity:
+                    self._entries.popitem(last=False)
+            marked = plan.tree.copy()
+            for lit in list(marked.find_all(exp.Literal)):
+                i = _param(lit)
+                if i is not None and i not in fixed:
+                    lit.replace(exp.Literal.string(f"\ue000{i}\ue001"))
+            entry.variants[entry.variant_key(shape.params)] = Template(plan, shape.params, marked)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
