@@ -35,7 +35,9 @@ SEGMENT_BOUNDS = ("1992-01-01", "1995-01-01", "1999-01-01")
 # The demo's SSB model (resources/ssb_model.yaml) plus the measures SUPPLIERS_APPROX, MAX_DISCOUNT and
 # REVENUE_ROWS (COUNT(LO_REVENUE), which with REVENUE answers AVG(LO_REVENUE)); hierarchies of group 2 and
 # the discount/quantity pair of group 1 are joint dimensions, to keep the plan (and the build) small.
+# Group 3 holds the foreign key LO_SUPPKEY as a dimension: SUPPLIER's other columns are derived from it.
 SPEC: dict[str, Any] = yaml.safe_load(resources.files("precube").joinpath("resources/ssb_model.yaml").read_text())
+SPEC["simplified_dimensions"] += ["LINEORDER.LO_SUPPKEY"]
 SPEC["simplified_measures"] += [
     {
         "name": "SUPPLIERS_APPROX",
@@ -88,6 +90,11 @@ SPEC.update(
                     ["P_MFGR", "P_CATEGORY", "P_BRAND"],
                 ],
             },
+        },
+        {
+            "includes": ["D_YEAR", "LO_SUPPKEY"],
+            "measures": ["REVENUE", "COUNT_ALL"],
+            "select_rule": {"mandatory_dims": ["D_YEAR", "LO_SUPPKEY"]},
         },
     ],
 )

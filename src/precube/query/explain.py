@@ -57,6 +57,12 @@ def explain_dict(plan: Plan, engine: str, engine_sql: str) -> dict[str, Any]:
                 segments_pruned=[s.name for s in m.pruned],
                 rows_to_scan=m.rows,
                 aggregates=[w.describe for w in m.ways],
+                derived=[
+                    f"{d.table} AS {d.alias} ({d.kind} JOIN on "
+                    + ", ".join(f"{m.model.column_names.get(fk, fk)} = {pk.upper()}" for fk, pk in d.keys)
+                    + ")"
+                    for d in m.derived
+                ],
             )
         entry["rejected"] = [{"model": r.model, "reason": r.reason} for r in c.rejections]
         contexts.append(entry)
@@ -83,6 +89,8 @@ def explain_text(plan: Plan, engine: str, engine_sql: str) -> str:
             lines.append(f"  segments scanned ({len(scanned)}): {', '.join(scanned) or '-'}")
             lines.append(f"  segments pruned ({len(pruned)}): {', '.join(pruned) or '-'}")
             lines.append(f"  rows to scan: {c['rows_to_scan']:,}")
+            if c["derived"]:
+                lines.append(f"  lookups joined back (derived dimensions): {'; '.join(c['derived'])}")
             if c["aggregates"]:
                 lines.append(f"  aggregates: {'; '.join(c['aggregates'])}")
         for r in c["rejected"]:

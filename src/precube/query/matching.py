@@ -8,6 +8,12 @@ outside aggregate calls and a way for every call (`aggregates`); a table index a
 every column the block reads, for detail queries and, failing every aggregate layout, for aggregating
 ones. The cheapest wins: aggregate before table index, fewest rows over the scanned segments, filter
 columns early in the column order, fewest dimensions, fewest measures.
+
+Derived dimensions (Kylin's `IndexMatcher.goThruDerivedDims`): a lookup's columns that a layout lacks are
+still answered when the layout holds every foreign key of the lookup's join: the lookup's source table is
+joined back to the layout's rows at query time, with the model's join type. A layout row stands for fact
+rows with one foreign key value, so the join multiplies it exactly as it multiplies those fact rows, and
+each measure's merge stays correct. Layouts that need no such join are preferred.
 """
 
 from __future__ import annotations
@@ -28,6 +34,16 @@ ColumnKey = tuple[str, str]  # (query alias, column name), lower case
 
 
 @dataclass(frozen=True)
+class DerivedJoin:
+    """A lookup joined back at query time: the layout lacks some of its columns but holds its join keys."""
+
+    alias: str  # the lookup's query alias
+    table: str  # DB.TABLE (upper case)
+    kind: str  # INNER or LEFT, the model's join type
+    keys: tuple[tuple[int, str], ...]  # (column id of a foreign key in the layout, primary key column, lower case)
+
+
+@dataclass(frozen=True)
 class Rejection:
     model: str
     reason: str
@@ -42,6 +58,7 @@ class Match:
     scanned: list[SegmentLayouts]
     pruned: list[Segment]
     rows: int
+    derived: tuple[DerivedJoin, ...] = ()
     rejected: list[Rejection] = field(default_factory=list)
 
     @property
@@ -103,6 +120,23 @@ def map_aliases(ctx: QueryContext, model: Model) -> dict[str, str] | str:
                 return f"the query leaves out the model's INNER join to {jt.table}"
         return mapped
     return reason
+
+
+def _lookup_joins(ctx: QueryContext, m: ModelSnapshot, aliases: dict[str, str]) -> dict[str, DerivedJoin]:
+    """Query alias of each lookup the context joins → how to join it back onto a layout."""
+    by_alias = {jt.alias.upper(): jt for jt in m.model.join_tables}
+    found = {}
+    for query_alias, model_alias in aliases.items():
+        jt = by_alias.get(model_alias)
+        if jt is None:
+            continue
+        fks = [m.columns_by_ref.get(ref.upper()) for ref in jt.join.foreign_key]
+        if any(fk is None for fk in fks):
+            continue
+        pks = [ref.split(".", 1)[1].lower() for ref in jt.join.primary_key]
+        keys = tuple((fk.id, pk) for fk, pk in zip(fks, pks, strict=True) if fk is not None)
+        found[query_alias] = DerivedJoin(query_alias, ctx.tables[query_alias], _join_kind(jt.join.type), keys)
+    return found
 
 
 def _model_join(model: Model, parent: str, table: str, pairs: set[tuple[str, str]]) -> tuple[str, str] | None:
@@ -204,6 +238,8 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
             if cid is not None:
                 inner[(col.table, col.name.lower())] = cid
     needed = frozenset(columns.values())
+    owners = {cid: alias for (alias, _), cid in {**inner, **columns}.items()}
+    lookups = _lookup_joins(ctx, m, aliases)
     scanned, pruned = _prune(ctx.filter, m, cols)
     pool = scanned or m.segments
     built = set.intersection(*(set(s.layouts) for s in pool)) if pool else set()
@@ -224,15 +260,28 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
     reasons: list[Misfit] = []
     for layout in candidates:
         found = _layout_fits(ctx, layout, needed, calls, cols, inner)
-        if not isinstance(found, list):
+        if not isinstance(found, tuple):
             reasons.append(found)
+            continue
+        ways, missing = found
+        derived = _derive(missing, owners, lookups, cols.m.layout_columns[layout.id]) if missing else ()
+        if derived is None:
+            reasons.append(missing)
             continue
         rows = sum(s.layouts[layout.id].rows for s in scanned)
         positions = tuple(layout.col_order.index(c) if c in layout.col_order else 999 for c in filter_order)
         dims = [c for c in layout.col_order if c < MEASURE_ID_BASE]
-        key = (layout.is_table_index, rows, positions, len(dims), len(layout.col_order) - len(dims), layout.id)
+        key = (
+            layout.is_table_index,
+            bool(derived),
+            rows,
+            positions,
+            len(dims),
+            len(layout.col_order) - len(dims),
+            layout.id,
+        )
         if best is None or key < best[0]:
-            best = (key, Match(m, layout, {**inner, **columns}, found, scanned, pruned, rows))
+            best = (key, Match(m, layout, {**inner, **columns}, ways, scanned, pruned, rows, derived))
     if best is None:
         return _why_not(reasons, calls, needed, candidates, cols)
     return best
@@ -245,8 +294,8 @@ def _layout_fits(
     calls: list[AggCall],
     cols: _ModelColumns,
     inner: dict[ColumnKey, int],
-) -> list[AggWay] | Misfit:
-    """The ways the layout answers the block, or why not."""
+) -> tuple[list[AggWay], frozenset[int]] | Misfit:
+    """The ways the layout answers the block and the columns it lacks (a lookup may give them), or why not."""
     held = cols.m.layout_columns[layout.id]
     if layout.is_table_index:
         wanted = needed | frozenset(inner.values())
@@ -254,18 +303,30 @@ def _layout_fits(
             for arg in call.node.find_all(exp.Column):
                 if cols.column(arg) is None:
                     return f"{call.node.sql()} reads a column the model lacks"
-        return frozenset(wanted - held) or []
+        return [], frozenset(wanted - held)
     if not ctx.aggregating:
         return "a detail query needs a table index"
-    if not needed <= held:
-        return frozenset(needed - held)
     ways = []
     for call in calls:
         way = next((w for w in call.ways if w.dims <= held and w.measures <= held), None)
         if way is None:
             return call.problem or call
         ways.append(way)
-    return ways
+    return ways, frozenset(needed - held)
+
+
+def _derive(
+    missing: frozenset[int], owners: dict[int, str], lookups: dict[str, DerivedJoin], held: frozenset[int]
+) -> tuple[DerivedJoin, ...] | None:
+    """The lookups to join back for the columns a layout lacks; None when one of them is no lookup's or the
+    layout lacks a join key."""
+    joins = {}
+    for cid in missing:
+        lookup = lookups.get(owners.get(cid, ""))
+        if lookup is None or not all(fk in held for fk, _ in lookup.keys):
+            return None
+        joins[lookup.alias] = lookup
+    return tuple(joins[a] for a in sorted(joins))
 
 
 # Why a layout cannot answer: a reason, the columns it lacks, or the call no measure of it computes. Kept

@@ -1,6 +1,7 @@
 """Rewrite a matched block onto its layout (DESIGN §6 step 5): the block's tables and joins become one scan
 of the layout's files over the segments left after pruning; aggregate calls become the chosen way's
-merge expression over the cells; every other column becomes the layout column that holds it. What
+merge expression over the cells; every other column becomes the layout column that holds it, except
+the columns of a lookup joined back (a derived dimension), which keep reading the lookup. What
 surrounds the block (outer queries, ORDER BY, LIMIT, HAVING, window functions) is left as written.
 """
 
@@ -11,8 +12,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from precube.query.contexts import QueryContext, own_nodes
-from precube.query.matching import Match
+from precube.query.contexts import LEFT, QueryContext, own_nodes
+from precube.query.matching import DerivedJoin, Match
 
 SCAN_ALIAS = "layout"
 
@@ -55,14 +56,25 @@ def rewrite(ctx: QueryContext, match: Match) -> LayoutScan:
         dims = frozenset(match.layout.col_order)
         for call, way in zip(ctx.aggregates, match.ways, strict=True):
             call.replace(way.build(_scan_column, dims))
+    derived = {d.alias for d in match.derived}
     for node in list(own_nodes(select)):
-        if isinstance(node, exp.Column) and node.table in ctx.tables:
+        if isinstance(node, exp.Column) and node.table in ctx.tables and node.table not in derived:
             node.replace(_scan_column(str(match.columns[(node.table, node.name.lower())])))
+    joined = [select.args["from_"].this, *(j.this for j in select.args.get("joins") or [])]
+    tables = {t.alias_or_name: t for t in joined if t.alias_or_name in derived}
     select.set(
         "from_",
         exp.From(
             this=exp.Table(this=exp.to_identifier(scan.name), alias=exp.TableAlias(this=exp.to_identifier(SCAN_ALIAS)))
         ),
     )
-    select.set("joins", None)
+    select.set("joins", [_join_back(d, tables[d.alias].copy()) for d in match.derived] or None)
     return scan
+
+
+def _join_back(lookup: DerivedJoin, table: exp.Table) -> exp.Join:
+    """The lookup's source table joined to the layout's rows on the join keys the layout holds."""
+    on = exp.and_(
+        *(exp.EQ(this=_scan_column(str(fk)), expression=exp.column(pk, table=lookup.alias)) for fk, pk in lookup.keys)
+    )
+    return exp.Join(this=table, on=on, side="LEFT" if lookup.kind == LEFT else None)

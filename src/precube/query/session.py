@@ -33,6 +33,8 @@ from precube.query.snapshot import ProjectSnapshot, Snapshots
 if TYPE_CHECKING:
     import pandas as pd
 
+    from precube.cache.result_cache import ResultCache
+
 PUSHDOWN_PROPERTY = "kylin.query.pushdown-enabled"
 ENGINES = ("duckdb", "spark")
 
@@ -56,32 +58,51 @@ class Plan:
     pushdown_reason: str | None = None
 
 
+@dataclass(frozen=True)
+class Answered:
+    """How a result-cache answer was first computed (it has no plan of its own)."""
+
+    pushdown: bool
+    model: str | None
+    layout_ids: tuple[int, ...]
+    segments: tuple[str, ...]
+    cached_ms: int  # epoch ms it was cached
+
+
 @dataclass
 class QueryResult:
     table: pa.Table
-    plan: Plan  # for a plan-cache hit, the plan of the statement that first had this shape
+    plan: Plan | None  # for a plan-cache hit, the plan of the statement that first had this shape; None from cache
     engine: str
     duration_ms: float
     plan_cached: bool = False  # the plan came from the plan cache
+    from_cache: bool = False  # the answer came from the result cache (`answered` says how it was computed)
+    answered: Answered | None = None
 
     @property
     def pushdown(self) -> bool:
-        return self.plan.pushdown
+        return self.answered.pushdown if self.answered is not None else self.plan is not None and self.plan.pushdown
 
     @property
     def matches(self) -> list[Match]:
-        return [c.match for c in self.plan.contexts if c.match is not None] if not self.pushdown else []
+        if self.plan is None or self.pushdown:
+            return []
+        return [c.match for c in self.plan.contexts if c.match is not None]
 
     @property
     def model(self) -> str | None:
+        if self.answered is not None:
+            return self.answered.model
         return self.matches[0].model.model.alias if self.matches else None
 
     @property
     def layout_ids(self) -> list[int]:
-        return [m.layout.id for m in self.matches]
+        return list(self.answered.layout_ids) if self.answered is not None else [m.layout.id for m in self.matches]
 
     @property
     def segments(self) -> list[str]:
+        if self.answered is not None:
+            return list(self.answered.segments)
         return sorted({s.segment.id for m in self.matches for s in m.scanned})
 
     @property
@@ -110,6 +131,7 @@ class Session:
         spark: Callable[[], Any] | None = None,
         history: QueryHistory | None = None,
         user: str = "ADMIN",
+        cache: ResultCache | None = None,
     ) -> None:
         if engine not in ENGINES:
             raise QueryError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
@@ -124,9 +146,12 @@ class Session:
         self._spark_engine: Any = None
         self.history = history
         self.user = user
+        self.cache = cache  # the result cache (DESIGN §7); None: every query runs
 
     def close(self) -> None:
         self.duckdb.close()
+        if self.cache is not None:
+            self.cache.close()
         if self.history is not None:
             self.history.close()
 
@@ -158,7 +183,9 @@ class Session:
         if not missing and not force_pushdown:
             try:
                 scans = [rewrite(ctx, p.match) for ctx, p in zip(found, plans, strict=True) if p.match is not None]
-                return Plan(work, False, plans, scans=scans), tree, kept
+                lookups = sorted({d.table for p in plans if p.match is not None for d in p.match.derived})
+                sources = [snapshot.tables[t] for t in lookups]
+                return Plan(work, False, plans, scans=scans, sources=sources), tree, kept
             except Exception as err:  # noqa: BLE001 (a rewrite that fails leaves the source tables to answer)
                 reason = f"the rewrite onto layouts failed: {err}"
         allowed = pushdown if pushdown is not None else _enabled(snapshot)
@@ -201,11 +228,28 @@ class Session:
         return ContextPlan(text, None, found or [Rejection("*", "the project has no model")])
 
     def sql(
-        self, sql: str, *, engine: str | None = None, pushdown: bool | None = None, force_pushdown: bool = False
+        self,
+        sql: str,
+        *,
+        engine: str | None = None,
+        pushdown: bool | None = None,
+        force_pushdown: bool = False,
+        no_cache: bool = False,
     ) -> QueryResult:
-        """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts."""
-        started, start_ms = time.perf_counter(), now_ms()
+        """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts (and the
+        result cache, as `no_cache` does)."""
         chosen = engine or self.engine
+        if self.cache is None or no_cache or force_pushdown:
+            return self._execute(sql, chosen, pushdown, force_pushdown)
+        started, start_ms = time.perf_counter(), now_ms()
+        result = self.cache.answer(self, sql, pushdown, lambda: self._execute(sql, chosen, pushdown, force_pushdown))
+        if result.from_cache:
+            self._record(sql, start_ms, started, result.engine, result)
+        return result
+
+    def _execute(self, sql: str, chosen: str, pushdown: bool | None, force_pushdown: bool) -> QueryResult:
+        """Plan and run `sql` on engine `chosen`, recording it in the history."""
+        started, start_ms = time.perf_counter(), now_ms()
         cached = False
         try:
             runner = self._engine(chosen)
