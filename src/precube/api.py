@@ -6,6 +6,7 @@ from __future__ import annotations
 import getpass
 from pathlib import Path
 
+from precube.cache import ResultCache
 from precube.metadata import open_store
 from precube.query.history import QueryHistory
 from precube.query.session import Session
@@ -20,9 +21,13 @@ def connect(
     engine: str | None = None,
     settings: Settings | None = None,
     user: str | None = None,
+    cache: ResultCache | None = None,
 ) -> Session:
     """A `Session` over `project`: `session.sql(...)` returns a result with `.table` (Arrow) and
-    `.to_pandas()`; `session.explain(...)` tells how a query would be answered."""
+    `.to_pandas()` (`.from_cache` tells a result-cache answer; `sql(..., no_cache=True)` skips the cache);
+    `session.explain(...)` tells how a query would be answered. The result cache is `cache`, else the
+    settings' (`[cache]`); `session.cache.stats(project)` and `session.cache.clear(project, sql=None)`
+    operate it."""
     if settings is None:
         overrides = {"home": Path(home)} if home is not None else {}
         settings = load_settings(Path(config) if config is not None else None, **overrides)
@@ -43,4 +48,10 @@ def connect(
         spark=spark,
         history=history,
         user=user or getpass.getuser(),
+        cache=cache if cache is not None else open_cache(settings),
     )
+
+
+def open_cache(settings: Settings) -> ResultCache | None:
+    """The result cache the settings describe (None when `cache.enabled` is false)."""
+    return ResultCache.open(settings.cache) if settings.cache.enabled else None

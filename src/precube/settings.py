@@ -67,6 +67,26 @@ class QuerySettings(BaseModel):
     history: bool = True
 
 
+class CacheSettings(BaseModel):
+    """The query result cache (DESIGN §7). `url`: `memory` (an in-process LRU bounded by `memory_mb`) or
+    `redis://host:port/db` (shared by every process). A result is admitted when the query took at least
+    `min_duration_ms` or scanned at least `min_scanned_rows` layout rows, and has at most `max_cells`
+    rows times columns. Identical concurrent queries run once (`single_flight`): the first holds a marker that
+    expires `flight_expiry_s` after its last renewal; the others wait at most `flight_wait_s`."""
+
+    enabled: bool = True
+    url: str = "memory"
+    ttl_s: float = Field(default=86_400.0, gt=0)
+    memory_mb: float = Field(default=256.0, gt=0)
+    min_duration_ms: float = Field(default=100.0, ge=0)
+    min_scanned_rows: int = Field(default=10_240, ge=0)
+    max_cells: int = Field(default=1_000_000, ge=0)
+    cache_pushdown: bool = False  # a source table's freshness is unknown: only the TTL would bound it
+    single_flight: bool = True
+    flight_expiry_s: float = Field(default=30.0, gt=0)
+    flight_wait_s: float = Field(default=300.0, ge=0)
+
+
 class Settings(BaseSettings):
     """All of precube's configuration. Sections map to `[section]` tables in TOML."""
 
@@ -85,6 +105,7 @@ class Settings(BaseSettings):
     sampling: SamplingSettings = Field(default_factory=SamplingSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     query: QuerySettings = Field(default_factory=QuerySettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

@@ -1,0 +1,113 @@
+"""The shared backend: entries, flight markers and counters in Redis, so every process of a deployment sees
+the same answers and runs an identical query once.
+
+Keys: `precube:{project}:e:{digest}` (a serialized entry, with the TTL as its expiry), `…:run:{digest}` (the
+running marker: SET NX PX), `…:unc:{digest}` (a run that ended without caching), `precube:{project}:stats`
+(a hash of counters).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from precube.cache.backend import STATS, register
+from precube.cache.entry import Entry, dumps, loads
+from precube.cache.errors import CacheError
+from precube.cache.key import CacheKey
+
+# Compare-and-delete and compare-and-expire: only the holder of a marker may release or extend it.
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+_RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
+_GLOB = str.maketrans({c: f"\\{c}" for c in "*?[]\\"})
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+class RedisBackend:
+    name = "redis"
+
+    def __init__(self, url: str) -> None:
+        import redis  # the one client of the shared backend; imported only when a redis:// URL is configured
+
+        self._errors: tuple[type[Exception], ...] = (redis.RedisError,)
+        self.url = url
+        self.client: Any = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+        self._release = self.client.register_script(_RELEASE)
+        self._renew = self.client.register_script(_RENEW)
+
+    @staticmethod
+    def _key(key: CacheKey, kind: str) -> str:
+        return f"precube:{key.project}:{kind}:{key.digest}"
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except self._errors as err:
+            raise CacheError(f"cache backend {self.url}: {err}") from err
+
+    def get(self, key: CacheKey) -> Entry | None:
+        data = self._call(self.client.get, self._key(key, "e"))
+        return None if data is None else loads(data)
+
+    def put(self, key: CacheKey, entry: Entry, ttl_s: float) -> None:
+        self._call(self.client.set, self._key(key, "e"), dumps(entry), px=_ms(ttl_s))
+
+    def delete(self, key: CacheKey) -> bool:
+        return bool(self._call(self.client.delete, self._key(key, "e")))
+
+    def _entry_keys(self, project: str) -> list[bytes]:
+        pattern = f"precube:{project.translate(_GLOB)}:e:*"
+        return list(self._call(lambda: list(self.client.scan_iter(match=pattern, count=1000))))
+
+    def clear(self, project: str) -> int:
+        keys = self._entry_keys(project)
+        for i in range(0, len(keys), 500):
+            self._call(self.client.delete, *keys[i : i + 500])
+        return len(keys)
+
+    def size(self, project: str) -> tuple[int, int]:
+        keys = self._entry_keys(project)
+        pipe = self.client.pipeline(transaction=False)
+        for k in keys:
+            pipe.strlen(k)
+        return len(keys), sum(self._call(pipe.execute)) if keys else 0
+
+    def claim(self, key: CacheKey, token: str, expiry_s: float) -> bool:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.set(self._key(key, "run"), token, nx=True, px=_ms(expiry_s))
+        pipe.delete(self._key(key, "unc"))
+        claimed, _ = self._call(pipe.execute)
+        return bool(claimed)
+
+    def renew(self, key: CacheKey, token: str, expiry_s: float) -> bool:
+        return bool(self._call(self._renew, keys=[self._key(key, "run")], args=[token, _ms(expiry_s)]))
+
+    def release(self, key: CacheKey, token: str) -> None:
+        self._call(self._release, keys=[self._key(key, "run")], args=[token])
+
+    def running(self, key: CacheKey) -> bool:
+        return bool(self._call(self.client.exists, self._key(key, "run")))
+
+    def mark_uncached(self, key: CacheKey, expiry_s: float) -> None:
+        self._call(self.client.set, self._key(key, "unc"), b"1", px=_ms(expiry_s))
+
+    def uncached(self, key: CacheKey) -> bool:
+        return bool(self._call(self.client.exists, self._key(key, "unc")))
+
+    def count(self, project: str, stat: str, n: int = 1) -> None:
+        self._call(self.client.hincrby, f"precube:{project}:stats", stat, n)
+
+    def stats(self, project: str) -> dict[str, int]:
+        found = self._call(self.client.hgetall, f"precube:{project}:stats")
+        counted = {k.decode(): int(v) for k, v in found.items()}
+        return {s: counted.get(s, 0) for s in STATS}
+
+    def close(self) -> None:
+        """Close the connections (a later call reconnects)."""
+        self.client.close()
+
+
+register("redis", lambda url, memory_mb: RedisBackend(url))
+register("rediss", lambda url, memory_mb: RedisBackend(url))

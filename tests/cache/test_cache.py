@@ -1,0 +1,199 @@
+"""The result cache's behaviour, the same suite on the in-memory backend and on a real Redis server, over the
+cache tests' own small model (never changed in this module): hits equal uncached answers, spelling does not matter but
+literals do, admission, no_cache, pushdown, errors, single flight and take-over, operations."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from precube.cache.key import key_of_sql
+from precube.query.errors import NoLayoutError
+from precube.query.session import QueryResult, Session
+from tests.cache.conftest import CacheModel, MakeCache
+
+pytestmark = pytest.mark.spark
+
+SQL = "select lo_discount, sum(lo_revenue) as revenue from ssb.lineorder group by lo_discount order by lo_discount"
+RESPELLED = """SELECT LO_DISCOUNT, SUM(LO_REVENUE) AS revenue -- the same statement
+  FROM ssb.lineorder /* spelled otherwise */
+  GROUP   BY lo_discount ORDER BY lo_discount"""
+SHIPPED = "select lo_discount, count(*) as n from ssb.lineorder where lo_shipmode = '{}' group by lo_discount order by lo_discount"
+
+
+@pytest.fixture
+def session(cache_model: CacheModel, make_cache: MakeCache) -> Iterator[Session]:
+    with cache_model.session(make_cache()) as s:
+        yield s
+
+
+def _uncached(session: Session, sql: str) -> list[tuple[Any, ...]]:
+    return session.sql(sql, no_cache=True).rows
+
+
+class Counted:
+    """Counts the statements the session's DuckDB engine really runs (optionally slowed down; with
+    `fail_first`, every statement of the thread that ran first fails, its pushdown retry included), keeping the
+    real engine underneath."""
+
+    def __init__(self, session: Session, delay_s: float = 0.0, fail_first: bool = False) -> None:
+        self.calls = 0  # statements run to their end
+        self.failed = 0
+        self._failing: int | None = None
+        self._lock = threading.Lock()
+        real = session.duckdb.execute
+
+        def execute(*args: Any) -> Any:
+            me = threading.get_ident()
+            with self._lock:
+                if fail_first and self._failing is None:
+                    self._failing = me
+                failing = me == self._failing
+            time.sleep(delay_s)
+            with self._lock:
+                if failing:
+                    self.failed += 1
+                else:
+                    self.calls += 1
+            if failing:
+                raise RuntimeError("the first run fails")
+            return real(*args)
+
+        session.duckdb.execute = execute  # type: ignore[method-assign]
+
+
+def test_a_hit_answers_as_the_query_does(session: Session) -> None:
+    first = session.sql(SQL)
+    assert not first.from_cache
+    second = session.sql(SQL)
+    assert second.from_cache and second.rows == first.rows == _uncached(session, SQL)
+    assert second.columns == first.columns
+    assert (second.model, second.layout_ids, second.segments) == (first.model, first.layout_ids, first.segments)
+    stats = session.cache.stats(session.project) if session.cache else None
+    assert stats is not None and stats.hits == 1 and stats.misses == 1 and stats.stores == 1 and stats.entries == 1
+
+
+def test_spelling_shares_a_key_but_string_contents_do_not(session: Session) -> None:
+    session.sql(SQL)
+    assert session.sql(RESPELLED).from_cache
+    asia = session.sql(SHIPPED.format("MAIL"))
+    assert not session.sql(SHIPPED.format("mail")).from_cache  # another string: another statement
+    again = session.sql(SHIPPED.format("MAIL"))
+    assert again.from_cache and again.rows == asia.rows == _uncached(session, SHIPPED.format("MAIL"))
+    assert session.sql(SQL.replace("group by", "GROUP  BY")).from_cache
+
+
+def test_admission_thresholds_and_no_cache(cache_model: CacheModel, make_cache: MakeCache) -> None:
+    with cache_model.session(make_cache(min_duration_ms=60_000, min_scanned_rows=10**9)) as s:
+        s.sql(SQL)
+        assert not s.sql(SQL).from_cache  # fast and small: not kept
+    with cache_model.session(make_cache(max_cells=3)) as s:
+        s.sql(SQL)
+        assert not s.sql(SQL).from_cache  # 11 rows x 2 columns exceed 3 cells
+    with cache_model.session(make_cache(min_duration_ms=60_000, min_scanned_rows=1)) as s:
+        s.sql(SQL)
+        assert s.sql(SQL).from_cache  # slow enough or scanning enough rows: either admits
+    with cache_model.session(make_cache()) as s:
+        assert s.cache is not None
+        s.cache.clear(s.project)  # a Redis backend still holds the answer admitted above
+        s.sql(SQL, no_cache=True)
+        assert not s.sql(SQL).from_cache  # no_cache neither read nor stored
+        assert not s.sql(SQL, no_cache=True).from_cache
+
+
+def test_pushdown_answers_are_not_cached_unless_allowed(cache_model: CacheModel, make_cache: MakeCache) -> None:
+    sql = "select lo_orderkey, lo_tax from ssb.lineorder order by lo_orderkey, lo_tax limit 3"  # no layout has them
+    with cache_model.session(make_cache()) as s:
+        assert s.sql(sql).pushdown
+        assert not s.sql(sql).from_cache
+    with cache_model.session(make_cache(cache_pushdown=True)) as s:
+        first = s.sql(sql)
+        second = s.sql(sql)
+        assert second.from_cache and second.pushdown and second.rows == first.rows
+        with pytest.raises(NoLayoutError):  # forbidding pushdown is not answered by a cached pushdown answer
+            s.sql(sql, pushdown=False)
+
+
+def test_errors_are_never_cached(session: Session) -> None:
+    bad = "select no_such_column from ssb.lineorder"
+    for _ in range(2):
+        with pytest.raises(Exception, match="(?i)no_such_column"):
+            session.sql(bad)
+    assert session.cache is not None
+    assert session.cache.stats(session.project).stores == 0
+
+
+def _concurrently(n: int, call: Callable[[], QueryResult]) -> tuple[list[QueryResult], list[BaseException]]:
+    results: list[QueryResult] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(n)
+
+    def one() -> None:
+        barrier.wait()
+        try:
+            results.append(call())
+        except Exception as err:  # noqa: BLE001 (collected for the assertions)
+            errors.append(err)
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return results, errors
+
+
+def test_identical_concurrent_queries_run_once(cache_model: CacheModel, make_cache: MakeCache) -> None:
+    with cache_model.session(make_cache()) as s:
+        expected = _uncached(s, SQL)
+        counted = Counted(s, delay_s=0.3)
+        results, errors = _concurrently(20, lambda: s.sql(SQL))
+        assert not errors and len(results) == 20
+        assert counted.calls == 1
+        assert all(r.rows == expected for r in results)
+        assert sum(not r.from_cache for r in results) == 1
+        assert s.cache is not None and s.cache.stats(s.project).waits >= 1
+
+
+def test_without_single_flight_they_all_run(cache_model: CacheModel, make_cache: MakeCache) -> None:
+    with cache_model.session(make_cache(single_flight=False)) as s:
+        counted = Counted(s, delay_s=0.3)
+        results, errors = _concurrently(5, lambda: s.sql(SQL))
+        assert not errors and len(results) == 5
+        assert counted.calls == 5  # the check above would catch a single flight that did nothing
+
+
+def test_a_waiter_takes_over_when_the_first_fails(cache_model: CacheModel, make_cache: MakeCache) -> None:
+    with cache_model.session(make_cache()) as s:
+        expected = _uncached(s, SQL)
+        counted = Counted(s, delay_s=0.3, fail_first=True)
+        results, errors = _concurrently(8, lambda: s.sql(SQL))
+        assert len(errors) == 1 and "first run fails" in str(errors[0])  # only the failed one sees its error
+        assert len(results) == 7 and all(r.rows == expected for r in results)
+        assert counted.failed >= 1 and counted.calls == 1  # one take-over ran; the rest read its answer
+
+
+def test_clear_one_entry_or_the_project(session: Session) -> None:
+    cache = session.cache
+    assert cache is not None
+    session.sql(SQL)
+    session.sql(SHIPPED.format("MAIL"))
+    assert cache.stats(session.project).entries == 2
+    assert cache.clear(session.project, RESPELLED) == 1  # any spelling names the entry
+    assert not session.sql(SQL).from_cache
+    assert session.sql(SHIPPED.format("MAIL")).from_cache
+    assert cache.clear(session.project) == 2
+    stats = cache.stats(session.project)
+    assert stats.entries == 0 and stats.bytes == 0
+    assert not session.sql(SHIPPED.format("MAIL")).from_cache
+
+
+def test_the_key_is_the_plan_cache_shape() -> None:
+    a, b = key_of_sql("p", SQL), key_of_sql("p", RESPELLED)
+    assert a is not None and a == b
+    assert key_of_sql("q", SQL) != a  # per project
+    assert key_of_sql("p", "select 'unterminated") is None
