@@ -4,19 +4,28 @@ literals do, admission, no_cache, pushdown, errors, single flight and take-over,
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from precube.cache import ResultCache, open_backend
 from precube.cache.key import key_of_sql
 from precube.query.errors import NoLayoutError
 from precube.query.session import QueryResult, Session
-from tests.cache.conftest import CacheModel, MakeCache
+from precube.settings import CacheSettings
+from tests.cache.conftest import ADMIT_ALL, CACHE_PROJECT, CacheModel, MakeCache
 
 pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
 
 SQL = "select lo_discount, sum(lo_revenue) as revenue from ssb.lineorder group by lo_discount order by lo_discount"
 RESPELLED = """SELECT LO_DISCOUNT, SUM(LO_REVENUE) AS revenue -- the same statement
@@ -197,3 +206,59 @@ def test_the_key_is_the_plan_cache_shape() -> None:
     assert a is not None and a == b
     assert key_of_sql("q", SQL) != a  # per project
     assert key_of_sql("p", "select 'unterminated") is None
+
+
+# --- separate processes sharing a Redis backend -------------------------------------------------------------
+
+
+def _worker(cache_model: CacheModel, redis_url: str, sql: str, **extra: Any) -> subprocess.Popen[str]:
+    config = {
+        "redis_url": redis_url,
+        "meta_url": cache_model.meta_url,
+        "project": CACHE_PROJECT,
+        "warehouse": cache_model.warehouse,
+        "sql": sql,
+        **extra,
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.cache.worker", json.dumps(config)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _answer(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    found: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return found
+
+
+def test_two_processes_share_hits(cache_model: CacheModel, redis_url: str) -> None:
+    first = _answer(_worker(cache_model, redis_url, SQL))
+    second = _answer(_worker(cache_model, redis_url, RESPELLED))
+    assert not first["from_cache"] and second["from_cache"]
+    with cache_model.session(None) as s:
+        assert second["rows"] == first["rows"] == [list(r) for r in s.sql(SQL).rows]
+
+
+def test_a_waiting_query_survives_the_first_ones_crash(cache_model: CacheModel, redis_url: str) -> None:
+    config = CacheSettings(url=redis_url, flight_expiry_s=1.0, **ADMIT_ALL)
+    with cache_model.session(ResultCache(open_backend(redis_url), config)) as s:
+        expected = _uncached(s, SQL)
+        first = _worker(cache_model, redis_url, SQL, delay_s=600, expiry_s=1.0)
+        assert first.stdout is not None and first.stdout.readline().strip() == "running"  # it holds the marker
+        counted = Counted(s)
+        waiter: list[QueryResult] = []
+        thread = threading.Thread(target=lambda: waiter.append(s.sql(SQL)))
+        thread.start()
+        time.sleep(0.5)
+        assert thread.is_alive()  # waiting for the first process's answer
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        thread.join(timeout=60)
+        assert waiter and waiter[0].rows == expected and not waiter[0].from_cache
+        assert counted.calls == 1  # the marker expired: the waiter took over and ran the query itself
+        assert s.cache is not None and s.cache.stats(CACHE_PROJECT).waits == 1
+    assert _answer(_worker(cache_model, redis_url, SQL))["from_cache"]  # and its answer is shared
