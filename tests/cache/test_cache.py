@@ -262,3 +262,33 @@ def test_a_waiting_query_survives_the_first_ones_crash(cache_model: CacheModel, 
         assert counted.calls == 1  # the marker expired: the waiter took over and ran the query itself
         assert s.cache is not None and s.cache.stats(CACHE_PROJECT).waits == 1
     assert _answer(_worker(cache_model, redis_url, SQL))["from_cache"]  # and its answer is shared
+
+
+def test_cli_query_says_cached_and_operates_the_cache(
+    cache_model: CacheModel, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from precube.cli.app import run
+
+    config = tmp_path / "precube.toml"
+    config.write_text(
+        f'[metadata]\nurl = "{cache_model.meta_url}"\n[warehouse]\nroot = "{cache_model.warehouse}"\n'
+        f'[query]\nhistory = false\n[cache]\nurl = "{redis_url}"\nmin_duration_ms = 0\nmin_scanned_rows = 0\n'
+    )
+    base = ["--config", str(config)]
+
+    def query(sql: str, *flags: str) -> dict[str, Any]:
+        assert run([*base, "query", "-p", CACHE_PROJECT, sql, "--format", "json", *flags]) == 0
+        found: dict[str, Any] = json.loads(capsys.readouterr().out)
+        return found
+
+    first, second = query(SQL), query(RESPELLED)  # two CLI runs: only Redis can share the answer
+    assert not first["cached"] and second["cached"] and second["rows"] == first["rows"]
+    assert not query(SQL, "--no-cache")["cached"]
+    assert run([*base, "cache", "stats", "-p", CACHE_PROJECT, "--format", "json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert (stats["backend"], stats["hits"], stats["misses"], stats["entries"]) == ("redis", 1, 1, 1)
+    assert run([*base, "cache", "clear", "-p", CACHE_PROJECT, "--sql", SQL]) == 0
+    assert "cleared 1 cached answer of" in capsys.readouterr().out
+    assert not query(SQL)["cached"]
+    assert run([*base, "cache", "clear", "-p", CACHE_PROJECT]) == 0
+    assert "cleared 1 cached answer" in capsys.readouterr().out

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from precube import __version__
-from precube.cli import build, demo, gc, index, jobs, metadata, model, project, query, ssb, table
+from precube.cli import build, cache, demo, gc, index, jobs, metadata, model, project, query, ssb, table
 from precube.cli.context import CliContext, err_console
 from precube.errors import PrecubeError
 
@@ -27,6 +27,7 @@ app.add_typer(metadata.app, name="metadata")
 app.add_typer(jobs.app, name="jobs")
 app.add_typer(build.segment_app, name="segment")
 app.add_typer(ssb.app, name="ssb")
+app.add_typer(cache.app, name="cache")
 app.command("demo")(demo.demo)
 app.command("gc")(gc.gc)
 app.command("query")(query.query)

@@ -57,6 +57,7 @@ def result_json(result: QueryResult) -> dict[str, Any]:
         "segments": result.segments,
         "engine": result.engine,
         "duration_ms": round(result.duration_ms, 3),
+        "cached": result.from_cache,
     }
 
 
@@ -77,7 +78,10 @@ def _print(result: QueryResult, output: str) -> None:
             if result.pushdown
             else f"model {result.model}, layout {', '.join(map(str, result.layout_ids)) or '-'}"
         )
-        console.print(f"{result.table.num_rows:,} rows in {result.duration_ms:.1f} ms · {where} · {result.engine}")
+        cached = " · from the result cache" if result.from_cache else ""
+        console.print(
+            f"{result.table.num_rows:,} rows in {result.duration_ms:.1f} ms · {where} · {result.engine}{cached}"
+        )
 
 
 def _session(ctx: typer.Context, project: str, engine: str | None) -> Session:
@@ -96,6 +100,7 @@ def query(
         None, "--pushdown/--no-pushdown", help="Allow or forbid running on the source tables (default: project)."
     ),
     force_pushdown: bool = typer.Option(False, "--force-pushdown", help="Run on the source tables, not layouts."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor store the result cache."),
 ) -> None:
     """Answer SQL over a project's tables from precomputed layouts (or, failing that, the source tables)."""
     if output not in FORMATS:
@@ -109,7 +114,8 @@ def query(
             else:
                 console.print(escape(info.text()), highlight=False)
             return
-        _print(session.sql(text, engine=engine, pushdown=pushdown, force_pushdown=force_pushdown), output)
+        result = session.sql(text, engine=engine, pushdown=pushdown, force_pushdown=force_pushdown, no_cache=no_cache)
+        _print(result, output)
 
 
 def history(

@@ -1,0 +1,58 @@
+"""`precube cache stats|clear`: operate a project's query result cache (the settings' `[cache]` backend)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+from rich.table import Table as RichTable
+
+from precube.api import open_cache
+from precube.cli.context import PROJECT, console, project_state
+
+app = typer.Typer(help="The query result cache: counters, entries, clearing.", no_args_is_help=True)
+
+
+@app.command("stats")
+def stats(
+    ctx: typer.Context,
+    project: str = PROJECT,
+    output: str = typer.Option("table", "--format", "-f", help="table or json"),
+) -> None:
+    """Hits, misses, stale drops, waits, stores, skipped answers, entries and bytes of a project's cache
+    (counters shared by every process of a Redis backend; a memory backend only knows this process)."""
+    cli = project_state(ctx, project)
+    cache = open_cache(cli.settings)
+    if cache is None:
+        raise typer.BadParameter("the result cache is disabled (cache.enabled = false)")
+    try:
+        found = cache.stats(project).as_dict()
+    finally:
+        cache.close()
+    if output == "json":
+        sys.stdout.write(json.dumps(found) + "\n")
+        return
+    view = RichTable("statistic", "value", title=f"result cache of {project} ({found['backend']})")
+    for name, value in found.items():
+        if name not in ("project", "backend"):
+            view.add_row(name, f"{value:,}" if isinstance(value, int) else str(value))
+    console.print(view)
+
+
+@app.command("clear")
+def clear(
+    ctx: typer.Context,
+    project: str = PROJECT,
+    sql: str | None = typer.Option(None, "--sql", help="Clear only this statement's entry (any spelling)."),
+) -> None:
+    """Drop a project's cached answers, or the one of `--sql`."""
+    cli = project_state(ctx, project)
+    cache = open_cache(cli.settings)
+    if cache is None:
+        raise typer.BadParameter("the result cache is disabled (cache.enabled = false)")
+    try:
+        dropped = cache.clear(project, sql)
+    finally:
+        cache.close()
+    console.print(f"cleared {dropped} cached answer{'s' if dropped != 1 else ''} of {project}")
