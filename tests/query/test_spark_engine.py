@@ -46,3 +46,16 @@ def test_spark_engine_answers_like_the_oracle(name: str, session: Session, oracl
     assert result.engine == "spark"
     assert result.pushdown is (case.answer == "pushdown")
     assert_same(case, oracle.run(case.sql), result.table)
+
+
+@pytest.mark.spark
+def test_pushdown_on_duckdb_returns_spark_sum_types(query_model: QueryModel, session: Session) -> None:
+    # sums of an int column (LO_TAX, which no measure reads: pushed down) are bigint in Spark, HUGEINT in DuckDB
+    sql = "select lo_shipmode, sum(lo_tax) as tax, sum(lo_tax * 2) as twice from ssb.lineorder group by lo_shipmode"
+    on_spark = session.sql(sql)
+    with Session(*query_model.session_args) as duck:
+        on_duckdb = duck.sql(sql)
+    assert on_spark.pushdown and on_duckdb.pushdown
+    assert on_duckdb.table.schema.types == on_spark.table.schema.types
+    assert str(on_duckdb.table.schema.field("tax").type) == "int64"
+    assert sorted(on_duckdb.rows) == sorted(on_spark.rows)

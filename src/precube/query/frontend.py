@@ -19,10 +19,12 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import NormalizationStrategy
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
+from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from precube.metadata import Table, datatypes
+from precube.modeling.measure_rules import sum_type
 from precube.query.errors import SqlSyntaxError, UnknownObjectError
 
 
@@ -166,3 +168,16 @@ def normalise(sql: str | exp.Query, catalog: Catalog) -> exp.Query:
     """Parse (unless given a parsed tree, which is then changed in place), name the outputs, qualify: the
     tree every later stage works on."""
     return qualify_query(name_outputs(parse(sql) if isinstance(sql, str) else sql), catalog)
+
+
+def spark_sum_types(tree: exp.Query, catalog: Catalog) -> exp.Query:
+    """`tree`, changed in place, with each SUM over a typed argument cast to the type Spark gives it, so
+    that a statement run on the source tables by another engine (DuckDB sums integers into HUGEINT)
+    returns the types a layout answer and Spark do."""
+    annotate_types(tree, schema=catalog.schema, dialect=DIALECT)
+    for node in list(tree.find_all(exp.Sum)):
+        arg = node.this.type if isinstance(node.this, exp.Expr) else None
+        out = sum_type(arg.sql(dialect="spark")) if arg is not None and not arg.is_type("unknown") else None
+        if out is not None:
+            node.replace(exp.cast(node.copy(), exp.DataType.build(out, dialect="spark")))
+    return tree

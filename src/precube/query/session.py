@@ -23,7 +23,7 @@ from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
 from precube.query.errors import NoLayoutError, QueryError
 from precube.query.explain import Explanation
-from precube.query.frontend import normalise, parse
+from precube.query.frontend import normalise, parse, spark_sum_types
 from precube.query.history import QueryHistory, QueryRecord
 from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, PlanCache, Shape, shape_of
@@ -194,7 +194,7 @@ class Session:
             raise NoLayoutError(f"no layout can answer the query and {why}: {reason}")
         tables = {f"{t.db}.{t.name}".upper() for t in tree.find_all(exp.Table) if t.db}
         plan = Plan(
-            tree,
+            spark_sum_types(tree.copy(), snapshot.catalog),
             True,
             plans,
             sources=[snapshot.tables[t] for t in sorted(tables) if t in snapshot.tables],
