@@ -1,17 +1,18 @@
-"""`precube index preview|set-rules|add-table-index|list`."""
+"""`precube index preview|set-rules|recommend|add-table-index|list`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import typer
+import yaml
 from rich.table import Table as RichTable
 
 from precube.cli.context import MODEL, PROJECT, console, project_state
 from precube.metadata import IndexPlan
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.agg_group import preview as preview_rule
-from precube.modeling.model_spec import load_rules
+from precube.modeling.model_spec import AggregationGroupSpec, load_rules
 from precube.modeling.model_store import (
     add_model_table_index,
     model_dims,
@@ -20,6 +21,8 @@ from precube.modeling.model_store import (
     rule_from_groups,
     set_model_rules,
 )
+from precube.query.recommend import recommend
+from precube.query.snapshot import read_snapshot
 
 app = typer.Typer(help="What to precompute: aggregation groups and table indexes.", no_args_is_help=True)
 
@@ -69,6 +72,43 @@ def set_rules(
     console.print(
         f"model {model}: {len(plan.rule_based_indexes)} rule-based indexes, {len(plan.all_layouts())} layouts"
     )
+
+
+def rules_yaml(groups: list[AggregationGroupSpec]) -> str:
+    """Aggregation groups in the rules-file format of `set-rules` and `preview`."""
+    return yaml.safe_dump(
+        {"aggregation_groups": [g.model_dump(exclude_defaults=True) for g in groups]}, sort_keys=False
+    )
+
+
+@app.command("recommend")
+def recommend_rules(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="SQL statements the model should answer, separated by ';'."),
+    project: str = PROJECT,
+    model: str = MODEL,
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write the rules file here instead of printing it."),
+    apply: bool = typer.Option(False, "--apply", help="Replace the model's aggregation groups with them."),
+) -> None:
+    """Recommend aggregation groups from queries: one layout per distinct need, each answering its queries
+    by itself (review them, then `index set-rules`, or `--apply`)."""
+    cli = project_state(ctx, project)
+    statements = [s.strip() for s in file.read_text(encoding="utf-8").split(";") if s.strip()]
+    found = recommend(read_snapshot(cli.store(), project), model, statements)
+    for sql, why in found.skipped:
+        console.print(f"[yellow]skipped[/] {' '.join(sql.split())[:100]}: {why}", highlight=False)
+    text = rules_yaml(found.groups)
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+    elif found.groups:
+        console.print(text, markup=False, highlight=False)
+    console.print(
+        f"{len(found.groups)} aggregation groups (one layout each) answer {len(found.answered)} of "
+        f"{len(statements)} statements"
+    )
+    if apply and found.groups:
+        plan = set_model_rules(cli.store(), project, model, found.groups, None, cli.writer)
+        console.print(f"model {model}: {len(plan.all_layouts())} layouts")
 
 
 @app.command("add-table-index")

@@ -219,9 +219,22 @@ def match(ctx: QueryContext, models: list[ModelSnapshot]) -> Match | list[Reject
     return best[1]
 
 
-def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...], Match] | str:
-    model = m.model
-    aliases = map_aliases(ctx, model)
+@dataclass
+class _Needs:
+    """What a context reads of one model whose joins fit it."""
+
+    cols: _ModelColumns
+    columns: dict[ColumnKey, int]  # columns read outside aggregate calls → model column ids
+    inner: dict[ColumnKey, int]  # columns read inside aggregate calls
+    calls: list[AggCall]
+
+    @property
+    def needed(self) -> frozenset[int]:
+        return frozenset(self.columns.values())
+
+
+def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
+    aliases = map_aliases(ctx, m.model)
     if isinstance(aliases, str):
         return aliases
     cols = _ModelColumns(m, aliases)
@@ -237,16 +250,6 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
             cid = cols.column(col)
             if cid is not None:
                 inner[(col.table, col.name.lower())] = cid
-    needed = frozenset(columns.values())
-    owners = {cid: alias for (alias, _), cid in {**inner, **columns}.items()}
-    lookups = _lookup_joins(ctx, m, aliases)
-    scanned, pruned = _prune(ctx.filter, m, cols)
-    pool = scanned or m.segments
-    built = set.intersection(*(set(s.layouts) for s in pool)) if pool else set()
-    candidates = [m.layouts[i] for i in sorted(built) if i in m.layouts]
-    if not candidates:
-        return "no layout is built in every segment the query reads"
-
     group = ctx.select.args.get("group")
     group_cols = [g for g in group.expressions] if group else []
     group_dims = (
@@ -255,6 +258,48 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
         else None
     )
     calls = [agg_call(a, m.measure_index, cols.argument, m.column_types, group_dims) for a in ctx.aggregates]
+    return _Needs(cols, columns, inner, calls)
+
+
+def requirements(ctx: QueryContext, m: ModelSnapshot) -> tuple[frozenset[int], frozenset[int]] | str:
+    """The dimensions and measures of the smallest aggregate layout that answers the context by itself
+    (no lookup joined back), or why no aggregate layout of the model can."""
+    if ctx.problem is not None:
+        return ctx.problem
+    if not ctx.aggregating:
+        return "a detail query needs a table index"
+    needs = _needs(ctx, m)
+    if isinstance(needs, str):
+        return needs
+    dims = {c.id for c in m.model.dimensions()}
+    missing = sorted(needs.needed - dims)
+    if missing:
+        return "no dimension: " + ", ".join(needs.cols.name(c) for c in missing)
+    wanted: set[int] = set(needs.needed)
+    measures: set[int] = set()
+    for call in needs.calls:
+        way = next((w for w in call.ways if w.dims <= dims), None)
+        if way is None:
+            return call.problem or f"{call.node.sql()}: no measure of the model computes it"
+        wanted |= way.dims
+        measures |= way.measures
+    return frozenset(wanted), frozenset(measures)
+
+
+def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...], Match] | str:
+    needs = _needs(ctx, m)
+    if isinstance(needs, str):
+        return needs
+    cols, columns, inner, calls, needed = needs.cols, needs.columns, needs.inner, needs.calls, needs.needed
+    owners = {cid: alias for (alias, _), cid in {**inner, **columns}.items()}
+    lookups = _lookup_joins(ctx, m, cols.aliases)
+    scanned, pruned = _prune(ctx.filter, m, cols)
+    pool = scanned or m.segments
+    built = set.intersection(*(set(s.layouts) for s in pool)) if pool else set()
+    candidates = [m.layouts[i] for i in sorted(built) if i in m.layouts]
+    if not candidates:
+        return "no layout is built in every segment the query reads"
+
     filter_order = _filter_order(ctx, cols)
     best: tuple[tuple[object, ...], Match] | None = None
     reasons: list[Misfit] = []
