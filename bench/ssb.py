@@ -4,7 +4,10 @@ raw Parquet files, in one run.
     .venv/bin/python bench/ssb.py --scale 1        # prints a table, writes bench/results/ssb-*.json
 
 Set-up (reused when `--home` already holds it): SSB data at the scale, a project with the five tables,
-the demo's SSB model (`resources/ssb_model.yaml`) built as one segment over all order dates. Then each
+the demo's SSB model (`resources/ssb_model.yaml`) built as one segment over all order dates, with
+`--plan demo` its own index plan (its aggregation groups and base indexes: ~150 layouts, hours at SF 10 on
+two cores), with `--plan recommended` (default) the layouts `precube index recommend` gives for the 13
+queries (a dozen; no base indexes). Then each
 query runs on (a) precube, in one session as a server keeps it: the first run of the query (its shape
 never seen: parse, match, rewrite, load the layout), then `--repeat` warm runs, then `--repeat` runs of the
 query with other literals (every year 1992-1997 moved one year on: a shape seen before, new literals);
@@ -34,10 +37,12 @@ from precube.build.context import BuildContext
 from precube.build.operations import build_segment
 from precube.cli.demo import SSB_DATABASE, ssb_model_spec
 from precube.metadata import Dataflow, Project, SourceType, TimeRange, open_store
-from precube.modeling.model_store import create_model, find_model
+from precube.modeling.model_store import create_model, find_model, set_model_rules
 from precube.modeling.partition_format import to_epoch_ms
 from precube.query.frontend import DIALECT
+from precube.query.recommend import recommend
 from precube.query.session import Session
+from precube.query.snapshot import read_snapshot
 from precube.settings import load_settings
 from precube.sources.tables import load_file_table
 from precube.spark_session import spark_session
@@ -53,7 +58,7 @@ def other_literals(sql: str) -> str:
     return _YEAR.sub(lambda m: f"199{int(m.group(1)) + 1}", sql)
 
 
-def _prepare(home: Path, data: Path, scale: float, master: str) -> tuple[Any, Any, float]:
+def _prepare(home: Path, data: Path, scale: float, master: str, plan: str) -> tuple[Any, Any, float]:
     """Store, settings and the build seconds (0 when reused)."""
     settings = load_settings(home=home, spark={"master": master})
     manifest = read_manifest(data)
@@ -67,7 +72,13 @@ def _prepare(home: Path, data: Path, scale: float, master: str) -> tuple[Any, An
     with store.read(PROJECT) as tx:
         model = find_model(tx, "ssb")
     if model is None:
-        model = create_model(store, PROJECT, ssb_model_spec()).model
+        spec = ssb_model_spec()
+        if plan == "recommended":
+            spec = spec.model_copy(update={"aggregation_groups": [], "base_index_type": []})
+        model = create_model(store, PROJECT, spec).model
+        if plan == "recommended":
+            found = recommend(read_snapshot(store, PROJECT), model.alias, SSB_QUERIES.values())
+            set_model_rules(store, PROJECT, model.alias, found.groups)
     with store.read(PROJECT) as tx:
         built = bool(tx.require(Dataflow, model.uuid).segments)
     seconds = 0.0
@@ -97,17 +108,23 @@ def _rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--home", type=Path, default=None, help="work directory (default /tmp/precube-bench-sfN)")
+    parser.add_argument("--home", type=Path, default=None, help="work directory (default /tmp/precube-bench-sfN-PLAN)")
     parser.add_argument("--data", type=Path, default=None, help="SSB data directory (default HOME/data)")
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument(
+        "--plan",
+        choices=("recommended", "demo"),
+        default="recommended",
+        help="the model's index plan: the layouts recommended for the 13 queries, or the demo model's own",
+    )
     parser.add_argument("--repeat", type=int, default=30, help="timed runs of precube and DuckDB per query")
     parser.add_argument("--spark-repeat", type=int, default=3, help="timed runs of Spark per query")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
-    home = args.home or Path(f"/tmp/precube-bench-sf{args.scale:g}")
+    home = args.home or Path(f"/tmp/precube-bench-sf{args.scale:g}-{args.plan}")
     data = args.data or home / "data"
     console = Console()
-    store, settings, build_s = _prepare(home, data, args.scale, args.master)
+    store, settings, build_s = _prepare(home, data, args.scale, args.master, args.plan)
 
     raw = duckdb.connect()
     raw.execute(f"CREATE SCHEMA {SSB_DATABASE.lower()}")
@@ -191,6 +208,7 @@ def main() -> None:
     console.print(table)
     summary = {
         "scale": args.scale,
+        "plan": args.plan,
         "build_seconds": build_s,
         "geomean_vs_duckdb": geo_duck,
         "geomean_vs_spark": geo_spark,
@@ -206,7 +224,7 @@ def main() -> None:
         f"first {summary['median_first_ms']:.1f} ms" + (f"; build {build_s:.0f} s" if build_s else "")
     )
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"ssb-sf{args.scale:g}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path = args.out / f"ssb-sf{args.scale:g}-{args.plan}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps({"summary": summary, "queries": results}, indent=2))
     console.print(f"wrote {path}")
 
