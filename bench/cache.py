@@ -219,7 +219,7 @@ def _median_burst(bursts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _report(results: list[dict[str, Any]], args: argparse.Namespace, build_s: float) -> None:
-    console = Console()
+    console = Console(width=200)  # the whole table, also when the output is a file
     hits = Table(title=f"result-cache hits through Session.sql (SSB SF {args.scale:g})")
     for col in ("backend", "result", "rows", "hit p50 ms", "hit p99 ms", "uncached ms"):
         hits.add_column(col, justify="left" if col in ("backend", "result") else "right")

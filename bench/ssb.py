@@ -123,7 +123,7 @@ def main() -> None:
     args = parser.parse_args()
     home = args.home or Path(f"/tmp/precube-bench-sf{args.scale:g}-{args.plan}")
     data = args.data or home / "data"
-    console = Console()
+    console = Console(width=200)  # the whole table, also when the output is a file
     store, settings, build_s = _prepare(home, data, args.scale, args.master, args.plan)
 
     raw = duckdb.connect()

@@ -24,8 +24,11 @@ from precube.query.rewrite import LayoutScan
 from precube.storage import cells
 from precube.storage.paths import layout_path, local_path
 
-IN_MEMORY_ROWS = 2_000_000  # layouts up to this many rows (over their segments) are held in memory
-MEMORY_BUDGET_ROWS = 20_000_000  # least recently used in-memory layouts are dropped beyond this
+# Layouts up to this many rows (over their segments) are held in memory: DuckDB's tables keep min/max per
+# row group of ~120k rows, so a filter on a layout's leading (sorted) columns skips most of them, where a
+# view over the layout's Parquet files, one row group a file at these sizes, reads every row.
+IN_MEMORY_ROWS = 10_000_000
+MEMORY_BUDGET_ROWS = 50_000_000  # least recently used in-memory layouts are dropped beyond this
 
 
 def _bitmap_count(blobs: list[bytes | None] | None) -> int:

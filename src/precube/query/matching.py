@@ -261,9 +261,11 @@ def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
     return _Needs(cols, columns, inner, calls)
 
 
-def requirements(ctx: QueryContext, m: ModelSnapshot) -> tuple[frozenset[int], frozenset[int]] | str:
+def requirements(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[int, ...], frozenset[int]] | str:
     """The dimensions and measures of the smallest aggregate layout that answers the context by itself
-    (no lookup joined back), or why no aggregate layout of the model can."""
+    (no lookup joined back), or why no aggregate layout of the model can. The dimensions come filter
+    columns first, most selective predicate first (the layout's rows are sorted in this order, so a
+    filter reads few row groups), then the others in the model's order."""
     if ctx.problem is not None:
         return ctx.problem
     if not ctx.aggregating:
@@ -283,7 +285,10 @@ def requirements(ctx: QueryContext, m: ModelSnapshot) -> tuple[frozenset[int], f
             return call.problem or f"{call.node.sql()}: no measure of the model computes it"
         wanted |= way.dims
         measures |= way.measures
-    return frozenset(wanted), frozenset(measures)
+    first = [c for c in _filter_order(ctx, needs.cols) if c in wanted]
+    position = {c.id: i for i, c in enumerate(m.model.dimensions())}
+    rest = sorted(wanted - set(first), key=position.__getitem__)
+    return (*first, *rest), frozenset(measures)
 
 
 def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...], Match] | str:

@@ -3,7 +3,9 @@ answer, the aggregate layouts that answer each of them by themselves with nothin
 
 Each aggregating SELECT block the model can match needs the dimensions it reads and, for each aggregate
 call, the dimensions and measures of its best way (`aggregates`). Every distinct need becomes one
-aggregation group whose dimensions are all mandatory, so it yields exactly that layout. A block no
+aggregation group whose dimensions are all mandatory, so it yields exactly that layout; its dimensions
+come filter columns first (equality before range), so that the layout's sorted rows let a filter skip
+row groups. A block no
 aggregate layout of the model can answer (a detail query, a column that is no dimension, an aggregate no
 measure computes) is reported with the reason instead.
 """
@@ -34,19 +36,22 @@ def recommend(snapshot: ProjectSnapshot, model_alias: str, statements: Iterable[
     if m is None:
         raise QueryError(f"project {snapshot.project} has no model {model_alias}")
     result = Recommendation()
-    needs: dict[tuple[frozenset[int], frozenset[int]], None] = {}  # insertion-ordered set
+    needs: dict[tuple[frozenset[int], frozenset[int]], tuple[int, ...]] = {}  # need → dimension order (first seen)
     for sql in statements:
         why = _statement_needs(sql, m, snapshot, needs)
         if why is None:
             result.answered.append(sql)
         else:
             result.skipped.append((sql, why))
-    result.groups = [_group(m, dims, measures) for dims, measures in needs]
+    result.groups = [_group(m, order, measures) for (_, measures), order in needs.items()]
     return result
 
 
 def _statement_needs(
-    sql: str, m: ModelSnapshot, snapshot: ProjectSnapshot, needs: dict[tuple[frozenset[int], frozenset[int]], None]
+    sql: str,
+    m: ModelSnapshot,
+    snapshot: ProjectSnapshot,
+    needs: dict[tuple[frozenset[int], frozenset[int]], tuple[int, ...]],
 ) -> str | None:
     """Add the statement's needs; why one of its blocks cannot be answered, if so."""
     try:
@@ -63,12 +68,14 @@ def _statement_needs(
         found.append(need)
     if not found:
         return f"no block of it reads model {m.model.alias}'s tables"
-    needs.update(dict.fromkeys(found))
+    for dims, measures in found:
+        needs.setdefault((frozenset(dims), measures), dims)
     return None
 
 
-def _group(m: ModelSnapshot, dims: frozenset[int], measures: frozenset[int]) -> AggregationGroupSpec:
-    names = [c.name for c in m.model.dimensions() if c.id in dims]
+def _group(m: ModelSnapshot, dims: tuple[int, ...], measures: frozenset[int]) -> AggregationGroupSpec:
+    named = {c.id: c.name for c in m.model.dimensions()}
+    names = [named[c] for c in dims]
     # every layout holds at least one measure; an empty list would mean all of them
     chosen = [x.name for x in m.model.measures() if x.id in measures] or [m.model.measures()[0].name]
     return AggregationGroupSpec(includes=names, measures=chosen, select_rule=SelectRuleSpec(mandatory_dims=names))
