@@ -131,6 +131,26 @@ def test_audit_log_records_every_change(store: MetadataStore) -> None:
     assert log[0].ts <= log[1].ts <= log[2].ts
 
 
+def test_last_change_moves_on_every_commit_seen_from_another_connection(store_url: str, store: MetadataStore) -> None:
+    before = store.last_change()
+    assert store.last_change() == before  # asking again changes nothing
+    store.create_project(Project(name="p"))
+    created = store.last_change()
+    assert created > before
+    table = store.backend._docs.name  # type: ignore[attr-defined]  # the fixture's own tables
+    with open_store(store_url, table=table) as other:  # another process's store: its own connections
+        with other.transaction("p") as tx:
+            tx.create(_table())
+        assert other.last_change() > created
+    committed = store.last_change()
+    assert committed > created  # the autocommit probe sees the other store's commit
+    with pytest.raises(ValueError), store.transaction("p") as tx:
+        tx.create(_table("LINEORDER"))
+        raise ValueError("rolled back")
+    assert store.last_change() == committed  # nothing committed, nothing moved
+    assert [r.id for r in store.audit_log("/", 1)] == [store.last_change()]
+
+
 def test_delete_project_removes_its_documents_only(store: MetadataStore) -> None:
     for name in ("a", "b"):
         store.create_project(Project(name=name))
