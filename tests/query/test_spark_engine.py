@@ -11,7 +11,7 @@ import pytest
 
 from precube.query.session import Session
 from tests.query.conftest import QueryModel
-from tests.query.oracle import Oracle, assert_same, load_case
+from tests.query.oracle import Case, Oracle, assert_same, load_case
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -59,3 +59,17 @@ def test_pushdown_on_duckdb_returns_spark_sum_types(query_model: QueryModel, ses
     assert on_duckdb.table.schema.types == on_spark.table.schema.types
     assert str(on_duckdb.table.schema.field("tax").type) == "int64"
     assert sorted(on_duckdb.rows) == sorted(on_spark.rows)
+
+
+@pytest.mark.spark
+def test_pushdown_casts_window_sums_whole(query_model: QueryModel, oracle: Oracle) -> None:
+    # LO_TAX is read by no measure: pushed down; the SUM inside a window keeps its OVER clause
+    sql = (
+        "select lo_shipmode, sum(lo_tax) as tax, sum(sum(lo_tax)) over () as total "
+        "from ssb.lineorder group by lo_shipmode"
+    )
+    with Session(*query_model.session_args) as duck:
+        result = duck.sql(sql)
+    assert result.pushdown
+    assert str(result.table.schema.field("total").type) == "int64"
+    assert_same(Case("window_sum", "", "pushdown", False, 0.0, False, False, sql), oracle.run(sql), result.table)
