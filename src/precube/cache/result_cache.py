@@ -21,7 +21,7 @@ from precube.cache.flight import Flight
 from precube.cache.key import CacheKey, cache_key, key_of_sql
 from precube.cache.validity import model_uses, stale_reason
 from precube.metadata.entity import now_ms
-from precube.query.plan_cache import shape_of
+from precube.query.plan_cache import Shape
 from precube.query.session import Answered, QueryResult
 from precube.query.snapshot import ProjectSnapshot
 from precube.settings import CacheSettings
@@ -66,19 +66,24 @@ class ResultCache:
     def close(self) -> None:
         self.backend.close()
 
-    def answer(self, session: Session, sql: str, pushdown: bool | None, run: Callable[[], QueryResult]) -> QueryResult:
-        """The cached answer of `sql`, or `run()`'s (once for identical concurrent queries), admitted after."""
+    def answer(
+        self,
+        session: Session,
+        sql: str,
+        shape: Shape,
+        pushdown: bool | None,
+        run: Callable[[ProjectSnapshot], QueryResult],
+    ) -> QueryResult:
+        """The cached answer of `sql` (whose token shape is `shape`), or the answer `run` computes on a metadata
+        snapshot (once for identical concurrent queries), admitted after."""
         started = time.perf_counter()
-        shape = shape_of(sql)
-        if shape is None:
-            return run()
         project = session.project
         key = cache_key(project, shape)
         ran: list[QueryResult] = []
 
         def compute() -> tuple[QueryResult, bool]:
-            snapshot = session.snapshots.get(project)  # before running: the answer is at least this fresh
-            ran.append(run())
+            snapshot = session.snapshots.get(project)  # the answer is computed on it: the entry is dated by it
+            ran.append(run(snapshot))
             return ran[0], self._admit(key, sql, snapshot, ran[0])
 
         try:
@@ -96,7 +101,7 @@ class ResultCache:
             return flown.value
         except CacheError as err:
             log.warning("query cache bypassed: %s", err)
-            return ran[0] if ran else run()
+            return ran[0] if ran else run(session.snapshots.get(project))
 
     def _lookup(
         self, key: CacheKey, snapshot: ProjectSnapshot, pushdown: bool | None, started: float

@@ -202,10 +202,16 @@ class Session:
         )
         return plan, tree, kept
 
-    def _planned(self, sql: str, engine: Any, pushdown: bool | None, force_pushdown: bool) -> tuple[Plan, str, bool]:
+    def _planned(
+        self,
+        sql: str,
+        shape: Shape | None,
+        snapshot: ProjectSnapshot,
+        engine: Any,
+        pushdown: bool | None,
+        force_pushdown: bool,
+    ) -> tuple[Plan, str, bool]:
         """The plan, the engine's SQL and whether the plan cache had it."""
-        snapshot = self.snapshots.get(self.project)
-        shape = shape_of(sql)
         if shape is None:
             plan = self._plan(sql, snapshot, None, pushdown, force_pushdown)[0]
             return plan, engine.render(plan.tree), False
@@ -239,21 +245,33 @@ class Session:
         """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts (and the
         result cache, as `no_cache` does)."""
         chosen = engine or self.engine
-        if self.cache is None or no_cache or force_pushdown:
-            return self._execute(sql, chosen, pushdown, force_pushdown)
+        shape = shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
+        if self.cache is None or no_cache or force_pushdown or shape is None:
+            return self._execute(sql, shape, chosen, pushdown, force_pushdown)
         started, start_ms = time.perf_counter(), now_ms()
-        result = self.cache.answer(self, sql, pushdown, lambda: self._execute(sql, chosen, pushdown, force_pushdown))
+        result = self.cache.answer(
+            self, sql, shape, pushdown, lambda snap: self._execute(sql, shape, chosen, pushdown, force_pushdown, snap)
+        )
         if result.from_cache:
             self._record(sql, start_ms, started, result.engine, result)
         return result
 
-    def _execute(self, sql: str, chosen: str, pushdown: bool | None, force_pushdown: bool) -> QueryResult:
-        """Plan and run `sql` on engine `chosen`, recording it in the history."""
+    def _execute(
+        self,
+        sql: str,
+        shape: Shape | None,
+        chosen: str,
+        pushdown: bool | None,
+        force_pushdown: bool,
+        snapshot: ProjectSnapshot | None = None,
+    ) -> QueryResult:
+        """Plan (on `snapshot`, else the latest) and run `sql` on engine `chosen`, recording it in the history."""
         started, start_ms = time.perf_counter(), now_ms()
         cached = False
         try:
             runner = self._engine(chosen)
-            plan, text, cached = self._planned(sql, runner, pushdown, force_pushdown)
+            snapshot = snapshot or self.snapshots.get(self.project)
+            plan, text, cached = self._planned(sql, shape, snapshot, runner, pushdown, force_pushdown)
             try:
                 table = runner.execute(text, plan.scans, plan.sources)
             except Exception as failed:
