@@ -292,3 +292,15 @@ def test_cli_query_says_cached_and_operates_the_cache(
     assert not query(SQL)["cached"]
     assert run([*base, "cache", "clear", "-p", CACHE_PROJECT]) == 0
     assert "cleared 1 cached answer" in capsys.readouterr().out
+
+
+def test_memory_backend_forgets_expired_not_cached_marks() -> None:
+    from precube.cache.key import CacheKey
+    from precube.cache.memory import SWEEP_AT, MemoryBackend
+
+    backend = MemoryBackend()
+    for i in range(3 * SWEEP_AT):  # every distinct fast query of a server is marked, briefly
+        backend.mark_uncached(CacheKey("p", str(i)), expiry_s=0.0)
+    assert len(backend._uncached) <= SWEEP_AT
+    backend.mark_uncached(CacheKey("p", "live"), expiry_s=60.0)
+    assert backend.uncached(CacheKey("p", "live"))

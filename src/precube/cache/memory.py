@@ -11,6 +11,8 @@ from precube.cache.backend import STATS, register
 from precube.cache.entry import Entry
 from precube.cache.key import CacheKey
 
+SWEEP_AT = 1024  # "not cached" marks kept before the expired ones are dropped
+
 
 class MemoryBackend:
     name = "memory"
@@ -99,8 +101,11 @@ class MemoryBackend:
             return held is not None and held[1] > time.monotonic()
 
     def mark_uncached(self, key: CacheKey, expiry_s: float) -> None:
+        now = time.monotonic()
         with self._lock:
-            self._uncached[key] = time.monotonic() + expiry_s
+            if len(self._uncached) >= SWEEP_AT:  # most answers are not admitted: forget the expired marks
+                self._uncached = {k: until for k, until in self._uncached.items() if until > now}
+            self._uncached[key] = now + expiry_s
 
     def uncached(self, key: CacheKey) -> bool:
         with self._lock:
