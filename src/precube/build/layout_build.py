@@ -36,7 +36,7 @@ class LayoutShape:
 
     @staticmethod
     def of_dims(layout: Layout) -> list[int]:
-        return [i for i in layout.col_order if i < MEASURE_ID_BASE]
+        return layout.dimensions
 
     def columns(self) -> tuple[list[str], list[str]]:
         """Dimension columns and measure cell columns, in the layout's column order."""

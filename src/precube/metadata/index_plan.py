@@ -15,6 +15,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from precube.metadata.entity import Entity, now_ms
+from precube.metadata.model import MEASURE_ID_BASE
 
 INDEX_ID_STEP = 10_000
 TABLE_INDEX_START_ID = 20_000_000_000
@@ -47,6 +48,11 @@ class Layout(BaseModel):
     @property
     def index_id(self) -> int:
         return index_id_of(self.id)
+
+    @property
+    def dimensions(self) -> list[int]:
+        """The dimension columns, in column order (the order its rows are sorted by)."""
+        return [i for i in self.col_order if i < MEASURE_ID_BASE]
 
     @property
     def is_table_index(self) -> bool:

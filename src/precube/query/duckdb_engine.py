@@ -31,6 +31,8 @@ from precube.storage.paths import layout_path, local_path
 # view over the layout's Parquet files, one row group a file at these sizes, reads every row.
 IN_MEMORY_ROWS = 10_000_000
 MEMORY_BUDGET_ROWS = 50_000_000  # least recently used in-memory layouts are dropped beyond this
+SMALL_SCAN_ROWS = 2_000_000  # a statement over in-memory layouts of at most this many rows runs on one thread
+ENUM_MAX_VALUES = 65_536  # a string column with at most this many distinct values is held as an ENUM
 
 
 def _bitmap_count(blobs: list[bytes | None] | None) -> int:
@@ -60,6 +62,8 @@ class DuckDBEngine:
         self._layouts: OrderedDict[str, int] = OrderedDict()  # relation → rows held in memory (0: a view)
         self._sources: dict[str, str] = {}  # DB.TABLE → the view's definition
         self._lock = threading.RLock()
+        self._threads = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+        self._small = False  # the settings in force are those for small statements (`_settle`)
 
     def close(self) -> None:
         self.con.close()
@@ -79,12 +83,50 @@ class DuckDBEngine:
             schema_files = [self._files(scan.model_uuid, scan.schema_segment, scan.layout_id)]
             source = f"read_parquet({_sql_list(schema_files)}) WHERE false"
         if scan.rows <= IN_MEMORY_ROWS:
-            self.con.execute(f'CREATE OR REPLACE TABLE "{scan.name}" AS SELECT * FROM {source}')
+            self._load(scan, source)
             self._layouts[scan.name] = max(scan.rows, 1)
             self._evict()
         else:
             self.con.execute(f'CREATE OR REPLACE VIEW "{scan.name}" AS SELECT * FROM {source}')
             self._layouts[scan.name] = 0
+
+    def _load(self, scan: LayoutScan, source: str) -> None:
+        """Hold the layout's rows in memory, sorted by its dimensions (each file is sorted, the files are
+        not), so min/max per row group skip most rows under a filter on leading dimensions; strings with
+        few distinct values become ENUMs (in sorted order, so comparisons, ORDER BY, MIN/MAX and string
+        functions behave as on VARCHAR), which filters and groups compare as integers."""
+        staged = f"{scan.name}__staged"
+        self.con.execute(f'CREATE OR REPLACE TEMP TABLE "{staged}" AS SELECT * FROM {source}')
+        try:
+            described = self.con.execute(f'DESCRIBE "{staged}"').fetchall()
+            names = [str(row[0]) for row in described]
+            coded = self._enum_types(staged, [str(row[0]) for row in described if row[1] == "VARCHAR"], scan.rows)
+            select = ", ".join(f'CAST("{c}" AS {coded[c]}) AS "{c}"' if c in coded else f'"{c}"' for c in names)
+            order = ", ".join(f'"{c}" NULLS FIRST' for c in scan.sort_by if c in names)
+            self.con.execute(
+                f'CREATE OR REPLACE TABLE "{scan.name}" AS SELECT {select} FROM "{staged}"'
+                + (f" ORDER BY {order}" if order else "")
+            )
+        finally:
+            self.con.execute(f'DROP TABLE IF EXISTS "{staged}"')
+
+    def _enum_types(self, table: str, texts: list[str], rows: int) -> dict[str, str]:
+        """The ENUM type for each string column worth coding: at most ENUM_MAX_VALUES distinct values, each
+        repeated on average (a column of mostly unique strings gains nothing)."""
+        if not texts:
+            return {}
+        counts = self.con.execute(
+            "SELECT " + ", ".join(f'count(DISTINCT "{c}")' for c in texts) + f' FROM "{table}"'
+        ).fetchone()
+        worth = [c for c, n in zip(texts, counts or (), strict=True) if 0 < n <= min(ENUM_MAX_VALUES, rows // 2)]
+        if not worth:
+            return {}
+        values = self.con.execute(
+            "SELECT "
+            + ", ".join(f'list(DISTINCT "{c}" ORDER BY "{c}") FILTER ("{c}" IS NOT NULL)' for c in worth)
+            + f' FROM "{table}"'
+        ).fetchone()
+        return {c: "ENUM(" + ", ".join(map(_sql_string, v)) + ")" for c, v in zip(worth, values or (), strict=True)}
 
     def _evict(self) -> None:
         while sum(self._layouts.values()) > MEMORY_BUDGET_ROWS and len(self._layouts) > 1:
@@ -109,11 +151,30 @@ class DuckDBEngine:
 
     def execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         with self._lock:
+            if any(s.name not in self._layouts for s in scans):
+                self._settle(False)  # loading a layout uses every thread
             for scan in scans:
                 self._register_layout(scan)
             for table in sources:
                 self._register_source(table)
+            in_memory = all(self._layouts.get(s.name) for s in scans)
+            self._settle(bool(scans) and not sources and in_memory and sum(s.rows for s in scans) <= SMALL_SCAN_ROWS)
             return self._fetch(sql)
+
+    def _settle(self, small: bool) -> None:
+        """Settings for a small statement over in-memory layouts, or for anything else. Most of a small
+        statement's time is fixed cost: handing its one pipeline to a second thread and compressing its few
+        grouped rows for the sort cost more than they save (measured on the SSB queries: 0.1-0.4 ms of 1-2
+        ms). A switch costs about 0.3 ms (DuckDB restarts its threads), so it happens only on a change."""
+        if small == self._small:
+            return
+        if small:
+            self.con.execute("SET threads = 1")
+            self.con.execute("SET disabled_optimizers = 'compressed_materialization'")
+        else:
+            self.con.execute(f"SET threads = {self._threads}")
+            self.con.execute("RESET disabled_optimizers")
+        self._small = small
 
     def _fetch(self, sql: str) -> pa.Table:
         """The statement's rows as Arrow. A small result of plain types is fetched as tuples and made into
@@ -158,15 +219,21 @@ _DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
 
 def _arrow_of_cursor(cursor: duckdb.DuckDBPyConnection) -> pa.Table:
     """The rows a cursor has left, as Arrow (DuckDB warns of an extra copy, the price of having looked at
-    the result's types first)."""
+    the result's types first); ENUM columns, which DuckDB exports as dictionaries, decoded to strings."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table: pa.Table = cursor.to_arrow_table()
-    return table
+    if not any(pa.types.is_dictionary(f.type) for f in table.schema):
+        return table
+    schema = pa.schema([f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in table.schema])
+    return table.cast(schema)
 
 
-def _arrow_type(duck_type: object) -> pa.DataType | None:
-    """The Arrow type DuckDB exports a column of this type as, for the plain types; None otherwise."""
+def _arrow_type(duck_type: sqltypes.DuckDBPyType) -> pa.DataType | None:
+    """The Arrow type of a column of this type in a result, for the plain types; None otherwise. An ENUM (a
+    layout's coded strings) is a string, as the column it codes."""
+    if duck_type.id == "enum":
+        return pa.string()
     name = str(duck_type)
     found = _ARROW_TYPES.get(name)
     if found is None and (decimal := _DECIMAL.fullmatch(name)):
@@ -174,8 +241,12 @@ def _arrow_type(duck_type: object) -> pa.DataType | None:
     return found
 
 
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _sql_list(items: list[str]) -> str:
-    return "[" + ", ".join("'" + i.replace("'", "''") + "'" for i in items) + "]"
+    return "[" + ", ".join(map(_sql_string, items)) + "]"
 
 
 def _source_sql(table: Table) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from precube.metadata import Layout, Model, Segment
-from precube.metadata.model import MEASURE_ID_BASE, JoinType
+from precube.metadata.model import JoinType
 from precube.query.aggregates import AggCall, AggWay, agg_call
 from precube.query.contexts import INNER, LEFT, QueryContext
 from precube.query.frontend import canonical
@@ -320,7 +320,7 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
             continue
         rows = sum(s.layouts[layout.id].rows for s in scanned)
         positions = tuple(layout.col_order.index(c) if c in layout.col_order else 999 for c in filter_order)
-        dims = [c for c in layout.col_order if c < MEASURE_ID_BASE]
+        dims = layout.dimensions
         key = (
             layout.is_table_index,
             bool(derived),

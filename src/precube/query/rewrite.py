@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from precube.query.contexts import LEFT, QueryContext, own_nodes
 from precube.query.matching import DerivedJoin, Match
+from precube.storage import columns
 
 SCAN_ALIAS = "layout"
 
@@ -29,6 +30,7 @@ class LayoutScan:
     segment_ids: tuple[str, ...]
     schema_segment: str
     rows: int
+    sort_by: tuple[str, ...] = ()  # the columns the layout's rows are sorted by (its dimensions in order)
 
 
 def scan_of(match: Match) -> LayoutScan:
@@ -37,7 +39,13 @@ def scan_of(match: Match) -> LayoutScan:
     digest = hashlib.sha1("/".join((model_uuid, str(match.layout.id), *ids)).encode()).hexdigest()[:12]
     schema_segment = next(s.segment.id for s in match.model.segments if match.layout.id in s.layouts)
     return LayoutScan(
-        f"layout_{match.layout.id}_{digest}", model_uuid, match.layout.id, ids, schema_segment, match.rows
+        f"layout_{match.layout.id}_{digest}",
+        model_uuid,
+        match.layout.id,
+        ids,
+        schema_segment,
+        match.rows,
+        tuple(columns.column(d) for d in match.layout.dimensions),
     )
 
 
