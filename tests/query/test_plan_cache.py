@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from precube.query.plan_cache import shape_of
+from precube.query.plan_cache import STATEMENTS_PER_SHAPE, shape_of
 from precube.query.session import Session
 from tests.query.conftest import QueryModel
 from tests.query.oracle import Case, Oracle, assert_same
@@ -99,3 +99,16 @@ def test_a_metadata_change_drops_the_plans(query_model: QueryModel, fresh: Sessi
         project.override_kylin_properties["precube.test.touched"] = str(len(project.override_kylin_properties))
         tx.update(project)
     _check(fresh, oracle, sql.format(3), cached=False)
+
+
+@pytest.mark.spark
+def test_repeated_statements_are_answered_for_their_own_literals(fresh: Session, oracle: Oracle) -> None:
+    sql = (
+        "select d_year, count(*) as n from ssb.lineorder left join ssb.dates on lo_orderdate = d_datekey "
+        "where lo_quantity <= {} group by d_year"
+    )
+    _check(fresh, oracle, sql.format(1), cached=False)
+    for quantity in [*range(2, STATEMENTS_PER_SHAPE + 6), 2, 1, 7, 2]:  # more statements than a shape keeps
+        _check(fresh, oracle, sql.format(quantity), cached=True)
+    [entry] = fresh.plans._entries.values()
+    assert len(entry.answers) == STATEMENTS_PER_SHAPE

@@ -172,10 +172,16 @@ class Entry:
     fixed: tuple[int, ...]
     contexts: list[ContextProbe]
     variants: dict[tuple[object, ...], Template] = field(default_factory=dict)
+    # (engine, literals) → what `find` answered for them: a statement repeated exactly (a dashboard's) skips
+    # pruning and printing; oldest first out beyond STATEMENTS_PER_SHAPE
+    answers: dict[tuple[str, tuple[Param, ...]], tuple[Plan, str]] = field(default_factory=dict)
 
     def variant_key(self, params: tuple[Param, ...]) -> tuple[object, ...]:
         values = tuple(params[i] for i in self.fixed)
         return values, tuple(c.signature(params) for c in self.contexts)
+
+
+STATEMENTS_PER_SHAPE = 64
 
 
 class PlanCache:
@@ -199,13 +205,20 @@ class PlanCache:
         if entry is None or entry.snapshot is not snapshot or len(shape.params) <= max(entry.fixed, default=-1):
             self.misses += 1
             return None
-        template = entry.variants.get(entry.variant_key(shape.params))
-        text = template.sql(engine, shape.params) if template is not None else None
-        if template is None or text is None:
-            self.misses += 1
-            return None
+        answer = entry.answers.get((engine.name, shape.params))
+        if answer is None:
+            template = entry.variants.get(entry.variant_key(shape.params))
+            text = template.sql(engine, shape.params) if template is not None else None
+            if template is None or text is None:
+                self.misses += 1
+                return None
+            answer = (template.plan, text)
+            with self._lock:
+                entry.answers[(engine.name, shape.params)] = answer
+                if len(entry.answers) > STATEMENTS_PER_SHAPE:
+                    del entry.answers[next(iter(entry.answers))]
         self.hits += 1
-        return template.plan, text
+        return answer
 
     def store(
         self,
