@@ -96,9 +96,21 @@ def test_layout_held_sorted_with_few_valued_strings_coded(tmp_path: Path) -> Non
         held = engine.con.execute(f'SELECT "1"::varchar, "2" FROM "{scan.name}"').fetchall()
         assert held == sorted(held, key=lambda r: (r[0] is not None, r[0] or "", r[1]))
         assert len(held) == scan.rows
-        # a large result of a coded column comes through DuckDB's Arrow export, decoded to strings
+        # a result DuckDB exports itself (a large one, or one of nested types) has the coded strings decoded
         big = engine.execute(f'SELECT "1", [1] l FROM "{scan.name}"', [scan], [])
         assert big.schema.field("1").type == pa.string() and big.num_rows == scan.rows
+        nested = engine.execute(
+            f'SELECT "2", list("1" ORDER BY "100001") l, {{\'k\': min("1")}} s, map([max("1")], [1]) m '
+            f'FROM "{scan.name}" GROUP BY "2" ORDER BY "2"',
+            [scan],
+            [],
+        )
+        files = f"read_parquet('{tmp_path}/**/*.parquet')"
+        expected = engine.con.sql(
+            f'SELECT "2", list("1" ORDER BY "100001") l, {{\'k\': min("1")}} s, map([max("1")], [1]) m '
+            f'FROM {files} GROUP BY "2" ORDER BY "2"'
+        ).to_arrow_table()
+        assert nested.schema == expected.schema and nested.equals(expected)
     finally:
         engine.close()
 

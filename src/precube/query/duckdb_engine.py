@@ -219,14 +219,27 @@ _DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
 
 def _arrow_of_cursor(cursor: duckdb.DuckDBPyConnection) -> pa.Table:
     """The rows a cursor has left, as Arrow (DuckDB warns of an extra copy, the price of having looked at
-    the result's types first); ENUM columns, which DuckDB exports as dictionaries, decoded to strings."""
+    the result's types first); ENUMs, which DuckDB exports as dictionaries, decoded to strings."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table: pa.Table = cursor.to_arrow_table()
-    if not any(pa.types.is_dictionary(f.type) for f in table.schema):
-        return table
-    schema = pa.schema([f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in table.schema])
-    return table.cast(schema)
+    schema = pa.schema([f.with_type(_decoded(f.type)) for f in table.schema])
+    return table if schema == table.schema else table.cast(schema)
+
+
+def _decoded(arrow_type: pa.DataType) -> pa.DataType:
+    """The type with every dictionary, also inside lists, structs and maps, replaced by its values' type."""
+    if pa.types.is_dictionary(arrow_type):
+        return _decoded(arrow_type.value_type)
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        item = arrow_type.value_field
+        kind = pa.list_ if pa.types.is_list(arrow_type) else pa.large_list
+        return kind(item.with_type(_decoded(item.type)))
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([f.with_type(_decoded(f.type)) for f in arrow_type])
+    if pa.types.is_map(arrow_type):
+        return pa.map_(_decoded(arrow_type.key_type), _decoded(arrow_type.item_type))
+    return arrow_type
 
 
 def _arrow_type(duck_type: sqltypes.DuckDBPyType) -> pa.DataType | None:
