@@ -112,13 +112,15 @@ class DuckDBEngine:
 
     def _enum_types(self, table: str, texts: list[str], rows: int) -> dict[str, str]:
         """The ENUM type for each string column worth coding: at most ENUM_MAX_VALUES distinct values, each
-        repeated on average (a column of mostly unique strings gains nothing)."""
-        if not texts:
+        repeated on average (a column of mostly unique strings gains nothing). An estimate screens the
+        columns (exact counts of a large table's unique strings would cost seconds)."""
+        limit = min(ENUM_MAX_VALUES, rows // 2)
+        if not texts or limit < 1:
             return {}
-        counts = self.con.execute(
-            "SELECT " + ", ".join(f'count(DISTINCT "{c}")' for c in texts) + f' FROM "{table}"'
+        estimates = self.con.execute(
+            "SELECT " + ", ".join(f'approx_count_distinct("{c}")' for c in texts) + f' FROM "{table}"'
         ).fetchone()
-        worth = [c for c, n in zip(texts, counts or (), strict=True) if 0 < n <= min(ENUM_MAX_VALUES, rows // 2)]
+        worth = [c for c, n in zip(texts, estimates or (), strict=True) if 0 < n <= limit * 1.1]
         if not worth:
             return {}
         values = self.con.execute(
@@ -126,7 +128,11 @@ class DuckDBEngine:
             + ", ".join(f'list(DISTINCT "{c}" ORDER BY "{c}") FILTER ("{c}" IS NOT NULL)' for c in worth)
             + f' FROM "{table}"'
         ).fetchone()
-        return {c: "ENUM(" + ", ".join(map(_sql_string, v)) + ")" for c, v in zip(worth, values or (), strict=True)}
+        return {
+            c: "ENUM(" + ", ".join(map(_sql_string, v)) + ")"
+            for c, v in zip(worth, values or (), strict=True)
+            if v and len(v) <= limit
+        }
 
     def _evict(self) -> None:
         while sum(self._layouts.values()) > MEMORY_BUDGET_ROWS and len(self._layouts) > 1:
