@@ -112,3 +112,6 @@ def test_repeated_statements_are_answered_for_their_own_literals(fresh: Session,
         _check(fresh, oracle, sql.format(quantity), cached=True)
     [entry] = fresh.plans._entries.values()
     assert len(entry.answers) == STATEMENTS_PER_SHAPE
+    fresh.plans.forget_statements()  # the plans stay
+    assert not entry.answers
+    _check(fresh, oracle, sql.format(3), cached=True)

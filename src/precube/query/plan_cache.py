@@ -248,3 +248,9 @@ class PlanCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+    def forget_statements(self) -> None:
+        """Keep the plans but forget the statements answered from them, as if each next one had new literals."""
+        with self._lock:
+            for entry in self._entries.values():
+                entry.answers.clear()
