@@ -13,7 +13,7 @@ from precube.metadata.dataflow import MAX_TIME, DimensionRange, Segment, TimeRan
 from precube.metadata.model import ColumnStatus, Model, NamedColumn, PartitionDesc
 from precube.modeling.partition_format import to_epoch_ms
 from precube.query.frontend import DIALECT
-from precube.query.pruning import ValueRange, may_match, segment_ranges
+from precube.query.pruning import ValueRange, may_match, pinned_columns, segment_ranges
 
 D = dt.date
 T = dt.datetime
@@ -424,3 +424,23 @@ def test_a_segment_is_pruned_by_its_exclusive_end() -> None:
     assert may_match(where("l.lo_orderdate >= '1994-12-31'"), column_range) is True
     assert may_match(where("l.lo_orderdate >= '1994-12-31' and l.lo_quantity > 50"), column_range) is False
     assert may_match(where("year(l.lo_orderdate) = 1994 and l.lo_quantity between 40 and 60"), column_range) is True
+
+
+@pytest.mark.parametrize(
+    ("where", "pinned"),
+    [
+        ("a = 1 and b > 2", ["a"]),
+        ("(a = 'x' or a = 'y') and b = 2 and c in (1, -2)", ["a", "b", "c"]),
+        ("1 = a and t.b = date '2020-01-01'", ["a", "b"]),
+        ("(a = 1)", ["a"]),
+        ("a = 1 or b = 2", []),  # either column may take any value
+        ("a = b or a = 1", []),
+        ("a between 1 and 2 and a >= 3 and not a = 1 and a <> 2", []),  # ranges and exclusions do not pin
+        ("a in (select b from t) and c in (1, d)", []),
+        ("a = 1 + 2", []),
+    ],
+)
+def test_pinned_columns(where: str, pinned: list[str]) -> None:
+    condition = sqlglot.parse_one(f"select 1 from t where {where}", read=DIALECT).args["where"].this
+    assert [c.name for c in pinned_columns(condition)] == pinned
+    assert pinned_columns(None) == []

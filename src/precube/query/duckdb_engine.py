@@ -31,7 +31,9 @@ from precube.storage.paths import layout_path, local_path
 # view over the layout's Parquet files, one row group a file at these sizes, reads every row.
 IN_MEMORY_ROWS = 10_000_000
 MEMORY_BUDGET_ROWS = 50_000_000  # least recently used in-memory layouts are dropped beyond this
-SMALL_SCAN_ROWS = 2_000_000  # a statement over in-memory layouts of at most this many rows runs on one thread
+# A statement over in-memory layouts of at most this many rows, or whose filter pins each layout's leading
+# (sorted) column to a few values, runs on one thread.
+SMALL_SCAN_ROWS = 2_000_000
 ENUM_MAX_VALUES = 65_536  # a string column with at most this many distinct values is held as an ENUM
 
 
@@ -164,7 +166,8 @@ class DuckDBEngine:
             for table in sources:
                 self._register_source(table)
             in_memory = all(self._layouts.get(s.name) for s in scans)
-            self._settle(bool(scans) and not sources and in_memory and sum(s.rows for s in scans) <= SMALL_SCAN_ROWS)
+            narrow = sum(s.rows for s in scans) <= SMALL_SCAN_ROWS or all(s.pinned for s in scans)
+            self._settle(bool(scans) and not sources and in_memory and narrow)
             return self._fetch(sql)
 
     def _settle(self, small: bool) -> None:

@@ -53,6 +53,41 @@ def may_match(condition: exp.Expr | None, range_of: RangeOf) -> bool:
     return condition is None or _judge(condition, range_of)[0]
 
 
+def pinned_columns(condition: exp.Expr | None) -> list[exp.Column]:
+    """The columns a filter pins to a few values on every row it keeps: the column of each top-level conjunct
+    `col = literal` or `col IN (literals)`, or of an OR of such predicates over one column. Rows sorted by such
+    a column that the filter keeps lie together, in a few row groups."""
+    if condition is None:
+        return []
+    parts = condition.flatten() if isinstance(condition, exp.And) else [condition.unnest()]
+    return [col for part in parts if (col := _pinned(part)) is not None]
+
+
+def _pinned(e: exp.Expr) -> exp.Column | None:
+    if isinstance(e, exp.Or):
+        columns = [_pinned(p) for p in e.flatten()]
+        first = columns[0]
+        same = first is not None and all(
+            c is not None and (c.table, c.name) == (first.table, first.name) for c in columns
+        )
+        return first if same else None
+    if isinstance(e, exp.EQ):
+        for col, value in ((e.this, e.expression), (e.expression, e.this)):
+            if isinstance(col, exp.Column) and _is_literal(value):
+                return col
+    if isinstance(e, exp.In) and _bare(e, "expressions") and isinstance(e.this, exp.Column):
+        return e.this if all(_is_literal(v) for v in e.expressions) else None
+    return None
+
+
+def _is_literal(e: exp.Expr) -> bool:
+    try:
+        _literal(e)
+    except (ValueError, ArithmeticError):
+        return False
+    return True
+
+
 def _judge(e: exp.Expr, range_of: RangeOf) -> Outcome:
     if isinstance(e, exp.Paren):
         return _judge(e.this, range_of)

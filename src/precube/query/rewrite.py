@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from precube.query.contexts import LEFT, QueryContext, own_nodes
 from precube.query.matching import DerivedJoin, Match
+from precube.query.pruning import pinned_columns
 from precube.storage import columns
 
 SCAN_ALIAS = "layout"
@@ -31,13 +32,16 @@ class LayoutScan:
     schema_segment: str
     rows: int
     sort_by: tuple[str, ...] = ()  # the columns the layout's rows are sorted by (its dimensions in order)
+    pinned: bool = False  # the filter pins the first of them to a few values: it reads a few row groups
 
 
-def scan_of(match: Match) -> LayoutScan:
+def scan_of(match: Match, pinned: frozenset[int]) -> LayoutScan:
+    """The relation a match reads; `pinned`: the model columns the block's filter pins (`pinned_columns`)."""
     model_uuid = match.model.model.uuid
     ids = tuple(s.segment.id for s in match.scanned)
     digest = hashlib.sha1("/".join((model_uuid, str(match.layout.id), *ids)).encode()).hexdigest()[:12]
     schema_segment = next(s.segment.id for s in match.model.segments if match.layout.id in s.layouts)
+    dims = match.layout.dimensions
     return LayoutScan(
         f"layout_{match.layout.id}_{digest}",
         model_uuid,
@@ -45,7 +49,8 @@ def scan_of(match: Match) -> LayoutScan:
         ids,
         schema_segment,
         match.rows,
-        tuple(columns.column(d) for d in match.layout.dimensions),
+        tuple(columns.column(d) for d in dims),
+        bool(dims) and dims[0] in pinned,
     )
 
 
@@ -56,7 +61,8 @@ def _scan_column(name: str) -> exp.Column:
 def rewrite(ctx: QueryContext, match: Match) -> LayoutScan:
     """Rewrite the context's block in place; returns the relation it now reads."""
     select = ctx.select
-    scan = scan_of(match)
+    pinned = (match.columns.get((c.table, c.name.lower())) for c in pinned_columns(ctx.filter))
+    scan = scan_of(match, frozenset(c for c in pinned if c is not None))
     where = select.args.get("where")
     if where is not None and where.this is not ctx.filter:  # comma joins: their conditions leave the filter
         select.set("where", exp.Where(this=ctx.filter) if ctx.filter is not None else None)
