@@ -35,6 +35,7 @@ MEMORY_BUDGET_ROWS = 50_000_000  # least recently used in-memory layouts are dro
 # (sorted) column to a few values, runs on one thread.
 SMALL_SCAN_ROWS = 2_000_000
 ENUM_MAX_VALUES = 65_536  # a string column with at most this many distinct values is held as an ENUM
+ENUM_SCREEN_ROWS = 200_000
 
 
 def _bitmap_count(blobs: list[bytes | None] | None) -> int:
@@ -114,15 +115,18 @@ class DuckDBEngine:
 
     def _enum_types(self, table: str, texts: list[str], rows: int) -> dict[str, str]:
         """The ENUM type for each string column worth coding: at most ENUM_MAX_VALUES distinct values, each
-        repeated on average (a column of mostly unique strings gains nothing). An estimate screens the
-        columns (exact counts of a large table's unique strings would cost seconds)."""
+        repeated on average (a column of mostly unique strings gains nothing). The distinct values of the
+        first rows screen the columns (their count is a lower bound; listing a large layout's unique strings
+        would cost seconds), then the survivors' values are listed and counted exactly."""
         limit = min(ENUM_MAX_VALUES, rows // 2)
         if not texts or limit < 1:
             return {}
-        estimates = self.con.execute(
-            "SELECT " + ", ".join(f'approx_count_distinct("{c}")' for c in texts) + f' FROM "{table}"'
+        counts = self.con.execute(
+            "SELECT "
+            + ", ".join(f'count(DISTINCT "{c}")' for c in texts)
+            + f' FROM (SELECT * FROM "{table}" LIMIT {ENUM_SCREEN_ROWS})'
         ).fetchone()
-        worth = [c for c, n in zip(texts, estimates or (), strict=True) if 0 < n <= limit * 1.1]
+        worth = [c for c, n in zip(texts, counts or (), strict=True) if n <= limit]
         if not worth:
             return {}
         values = self.con.execute(
