@@ -19,6 +19,7 @@ import pytest
 
 from precube.cache import ResultCache, open_backend
 from precube.cache.key import key_of_sql
+from precube.cache.validity import model_uses
 from precube.query.errors import NoLayoutError
 from precube.query.session import QueryResult, Session
 from precube.settings import CacheSettings
@@ -304,3 +305,30 @@ def test_memory_backend_forgets_expired_not_cached_marks() -> None:
     assert len(backend._uncached) <= SWEEP_AT
     backend.mark_uncached(CacheKey("p", "live"), expiry_s=60.0)
     assert backend.uncached(CacheKey("p", "live"))
+
+
+def test_an_answer_records_its_own_filter_also_from_a_reused_plan(cache_model: CacheModel) -> None:
+    """The filter an entry is dated by comes from the plan's kept context filters bound to the statement's
+    literals (no parsing), and equals the one parsing the statement gives, also when the plan was made for
+    other literals."""
+    dated = (
+        "select lo_shipmode, count(*) as n from ssb.lineorder where lo_orderdate between date '{}' and date '{}' "
+        "and lo_discount in ({}, 7) group by lo_shipmode"
+    )
+    with cache_model.session(None) as s:
+        # both in the first segment (the plan is reused), the last in the second (planned again)
+        ranges = [("1993-01-01", "1993-12-31"), ("1994-02-01", "1994-03-31"), ("1996-02-01", "1996-03-31")]
+        statements = [dated.format(start, end, i) for i, (start, end) in enumerate(ranges, 1)]
+        results = [s.sql(sql) for sql in statements]
+        assert [r.plan_cached for r in results] == [False, True, False]
+        snapshot = s.snapshots.get(CACHE_PROJECT)
+        covered = []
+        for sql, result, (start, end) in zip(statements, results, ranges, strict=True):
+            assert result.plan is not None and result.params is not None
+            matched = [(i, c.match) for i, c in enumerate(result.plan.contexts) if c.match is not None]
+            fast = model_uses(sql, matched, snapshot, result.plan.probes, result.params)
+            assert fast is not None and fast == model_uses(sql, matched, snapshot)
+            assert fast[0].filter is not None and f"'{start}'" in fast[0].filter and f"'{end}'" in fast[0].filter
+            covered.append(fast[0].covered)
+        first, second = (s.segment.id for s in snapshot.models[0].segments)
+        assert covered == [(first,), (first,), (second,)]

@@ -12,7 +12,7 @@ invalidates it; one whose partition filter excludes the new segment keeps its hi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -20,7 +20,9 @@ from sqlglot import exp
 from precube.cache.entry import Entry, ModelUse
 from precube.query.contexts import QueryContext, contexts
 from precube.query.frontend import DIALECT, normalise, parse
-from precube.query.matching import Match, probes
+from precube.query.matching import Match, Probe
+from precube.query.matching import probes as probes_of
+from precube.query.plan_cache import ContextProbe, Param
 from precube.query.pruning import ValueRange, may_match
 from precube.query.snapshot import ModelSnapshot, ProjectSnapshot
 
@@ -84,29 +86,39 @@ def _covers(condition: exp.Expr | None, partition: int | None, m: ModelSnapshot,
 
 
 def model_uses(
-    sql: str, matches: Iterable[tuple[int, Match]], snapshot: ProjectSnapshot
+    sql: str,
+    matches: Iterable[tuple[int, Match]],
+    snapshot: ProjectSnapshot,
+    probes: Sequence[ContextProbe] = (),
+    params: tuple[Param, ...] | None = None,
 ) -> tuple[ModelUse, ...] | None:
     """What validity needs of each model that answered `sql`'s contexts (context index, match), as of
-    `snapshot`; None when a model is not in it (the answer cannot be dated: not cached)."""
+    `snapshot`; None when a model is not in it (the answer cannot be dated: not cached). The contexts'
+    filters come from the plan's `probes` bound to the statement's `params` when given (no parsing: the
+    hot path), else from `sql` parsed again."""
     found = list(matches)
     if not found:
         return ()
     models = {m.model.uuid: m for m in snapshot.models}
-    try:
-        blocks = contexts(normalise(parse(sql), snapshot.catalog).copy())
-    except Exception:  # noqa: BLE001 (it ran, so it parses; if not, the filter is unknown: the whole range)
-        blocks = []
     filters: dict[str, list[exp.Expr | None]] = {}
+    blocks = None if params is not None and probes else _blocks(sql, snapshot)
     for i, match in found:
         uuid = match.model.model.uuid
         if uuid not in models:
             return None
-        filters.setdefault(uuid, []).append(_filter(blocks[i] if i < len(blocks) else None, models[uuid]))
+        if blocks is None:
+            kept = probes[i] if i < len(probes) else None
+            fitting = [p for p in (kept.probes if kept else []) if p.model.model.uuid == uuid]
+            condition = kept.bound(params or ()) if kept is not None and fitting else None
+        else:
+            ctx = blocks[i] if i < len(blocks) else None
+            fitting = probes_of(ctx, [models[uuid]]) if ctx is not None and ctx.filter is not None else []
+            condition = ctx.filter if ctx is not None else None
+        filters.setdefault(uuid, []).append(_renamed(condition, fitting[0] if fitting else None))
     uses = []
     for uuid, conditions in filters.items():
         m = models[uuid]
-        text = None if any(c is None for c in conditions) else exp.or_(*conditions).sql(dialect=DIALECT)
-        condition = None if text is None else sqlglot.parse_one(text, read=DIALECT)
+        condition = None if any(c is None for c in conditions) else exp.or_(*conditions)
         partition = _partition_column(m)
         uses.append(
             ModelUse(
@@ -116,25 +128,28 @@ def model_uses(
                 plan_version=m.plan.mvcc,
                 segments={s.segment.id: s.segment.last_build_time for s in m.segments},
                 covered=tuple(s.segment.id for s in m.segments if _covers(condition, partition, m, s.segment.id)),
-                filter=text,
+                filter=None if condition is None else condition.sql(dialect=DIALECT),
             )
         )
     return tuple(uses)
 
 
-def _filter(ctx: QueryContext | None, m: ModelSnapshot) -> exp.Expr | None:
-    """The context's filter with each model column written `c<id>`; None (whole range) when unknown."""
-    if ctx is None or ctx.filter is None:
+def _blocks(sql: str, snapshot: ProjectSnapshot) -> list[QueryContext]:
+    try:
+        return contexts(normalise(parse(sql), snapshot.catalog).copy())
+    except Exception:  # noqa: BLE001 (it ran, so it parses; if not, the filter is unknown: the whole range)
+        return []
+
+
+def _renamed(condition: exp.Expr | None, probe: Probe | None) -> exp.Expr | None:
+    """A copy of a context's filter with each column of the probe's model written `c<id>`; None (whole range)
+    when unknown."""
+    if condition is None or probe is None:
         return None
-    condition = ctx.filter
-    fitting = probes(ctx, [m])
-    if not fitting:
-        return None
-    columns = fitting[0].columns
 
     def rename(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column):
-            cid = columns.column(node)
+            cid = probe.columns.column(node)
             return exp.column(f"c{cid}") if cid is not None else exp.column("unknown")
         return node
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -135,11 +134,15 @@ class ContextProbe:
     filter: exp.Expr | None
     probes: list[Probe]
 
+    def bound(self, params: tuple[Param, ...]) -> exp.Expr | None:
+        """The filter with these values (a copy)."""
+        return None if self.filter is None else _bind(self.filter, params)
+
     def signature(self, params: tuple[Param, ...]) -> tuple[tuple[str, ...], ...]:
         """The segments each model keeps under the filter with these values."""
         if not self.probes:
             return ()
-        condition = None if self.filter is None else _bind(self.filter, params)
+        condition = self.bound(params)
         return tuple(scanned_ids(condition, p) for p in self.probes)
 
 
@@ -227,14 +230,13 @@ class PlanCache:
         snapshot: ProjectSnapshot,
         plan: Plan,
         qualified: exp.Query,
-        contexts: Iterable[ContextProbe],
     ) -> None:
         """Keep `plan`, made for `shape`'s statement from its qualified tree, for later statements of the shape."""
         fixed = tuple(sorted(fixed_params(shape, qualified, plan.tree)))
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or entry.snapshot is not snapshot or entry.fixed != fixed:
-                entry = Entry(snapshot, fixed, list(contexts))
+                entry = Entry(snapshot, fixed, plan.probes)
                 self._entries[key] = entry
                 while len(self._entries) > self.capacity:
                     self._entries.popitem(last=False)

@@ -26,7 +26,7 @@ from precube.query.explain import Explanation
 from precube.query.frontend import normalise, parse, spark_sum_types
 from precube.query.history import QueryHistory, QueryRecord
 from precube.query.matching import Match, Rejection, match, probes
-from precube.query.plan_cache import ContextProbe, PlanCache, Shape, shape_of
+from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
 from precube.query.rewrite import LayoutScan, rewrite
 from precube.query.snapshot import ProjectSnapshot, Snapshots
 
@@ -56,6 +56,9 @@ class Plan:
     scans: list[LayoutScan] = field(default_factory=list)
     sources: list[Table] = field(default_factory=list)
     pushdown_reason: str | None = None
+    # each context's filter with its literals tagged, and the models that fit it: kept when the statement
+    # had a shape, so the plan serves other literals (plan cache) and their filters (result cache)
+    probes: list[ContextProbe] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class QueryResult:
     engine: str
     duration_ms: float
     plan_cached: bool = False  # the plan came from the plan cache
+    params: tuple[Param, ...] | None = None  # the statement's literals, as its plan's probes take them
     from_cache: bool = False  # the answer came from the result cache (`answered` says how it was computed)
     answered: Answered | None = None
 
@@ -167,8 +171,8 @@ class Session:
 
     def _plan(
         self, sql: str, snapshot: ProjectSnapshot, shape: Shape | None, pushdown: bool | None, force_pushdown: bool
-    ) -> tuple[Plan, exp.Query, list[ContextProbe]]:
-        """The plan, the qualified tree it came from, and (with a shape) what the plan cache needs to reuse it."""
+    ) -> tuple[Plan, exp.Query]:
+        """The plan (with a shape, with its probes) and the qualified tree it came from."""
         tree = normalise(parse(sql, shape.starts if shape else None), snapshot.catalog)
         work = tree.copy()
         found = contexts(work)
@@ -185,7 +189,7 @@ class Session:
                 scans = [rewrite(ctx, p.match) for ctx, p in zip(found, plans, strict=True) if p.match is not None]
                 lookups = sorted({d.table for p in plans if p.match is not None for d in p.match.derived})
                 sources = [snapshot.tables[t] for t in lookups]
-                return Plan(work, False, plans, scans=scans, sources=sources), tree, kept
+                return Plan(work, False, plans, scans=scans, sources=sources, probes=kept), tree
             except Exception as err:  # noqa: BLE001 (a rewrite that fails leaves the source tables to answer)
                 reason = f"the rewrite onto layouts failed: {err}"
         allowed = pushdown if pushdown is not None else _enabled(snapshot)
@@ -199,8 +203,9 @@ class Session:
             plans,
             sources=[snapshot.tables[t] for t in sorted(tables) if t in snapshot.tables],
             pushdown_reason=reason,
+            probes=kept,
         )
-        return plan, tree, kept
+        return plan, tree
 
     def _planned(
         self,
@@ -219,8 +224,8 @@ class Session:
         found = self.plans.find(key, shape, snapshot, engine)
         if found is not None:
             return found[0], found[1], True
-        plan, qualified, kept = self._plan(sql, snapshot, shape, pushdown, force_pushdown)
-        self.plans.store(key, shape, snapshot, plan, qualified, kept)
+        plan, qualified = self._plan(sql, snapshot, shape, pushdown, force_pushdown)
+        self.plans.store(key, shape, snapshot, plan, qualified)
         return plan, engine.render(plan.tree), False
 
     def _plan_context(self, ctx: QueryContext, snapshot: ProjectSnapshot) -> ContextPlan:
@@ -286,7 +291,8 @@ class Session:
                 sql, start_ms, started, chosen, None, error=str(err).splitlines()[0] if str(err) else repr(err)
             )
             raise
-        result = QueryResult(table, plan, chosen, (time.perf_counter() - started) * 1000, cached)
+        params = shape.params if shape is not None and plan.probes else None
+        result = QueryResult(table, plan, chosen, (time.perf_counter() - started) * 1000, cached, params=params)
         self._record(sql, start_ms, started, chosen, result)
         return result
 
