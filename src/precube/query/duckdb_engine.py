@@ -14,6 +14,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -121,24 +122,24 @@ class DuckDBEngine:
         limit = min(ENUM_MAX_VALUES, rows // 2)
         if not texts or limit < 1:
             return {}
-        counts = self.con.execute(
-            "SELECT "
-            + ", ".join(f'count(DISTINCT "{c}")' for c in texts)
-            + f' FROM (SELECT * FROM "{table}" LIMIT {ENUM_SCREEN_ROWS})'
-        ).fetchone()
-        worth = [c for c, n in zip(texts, counts or (), strict=True) if n <= limit]
+        screened = f'(SELECT * FROM "{table}" LIMIT {ENUM_SCREEN_ROWS})'
+        counts = self._per_column('count(DISTINCT "{c}")', texts, screened)
+        worth = [c for c, n in zip(texts, counts, strict=True) if n <= limit]
         if not worth:
             return {}
-        values = self.con.execute(
-            "SELECT "
-            + ", ".join(f'list(DISTINCT "{c}" ORDER BY "{c}") FILTER ("{c}" IS NOT NULL)' for c in worth)
-            + f' FROM "{table}"'
-        ).fetchone()
+        values = self._per_column('list(DISTINCT "{c}" ORDER BY "{c}") FILTER ("{c}" IS NOT NULL)', worth, f'"{table}"')
         return {
             c: "ENUM(" + ", ".join(map(_sql_string, v)) + ")"
-            for c, v in zip(worth, values or (), strict=True)
+            for c, v in zip(worth, values, strict=True)
             if v and len(v) <= limit
         }
+
+    def _per_column(self, call: str, columns: list[str], relation: str) -> tuple[Any, ...]:
+        """An aggregate of each column over a relation, in one pass; `call` names the column `{c}`."""
+        row = self.con.execute(
+            "SELECT " + ", ".join(call.format(c=c) for c in columns) + f" FROM {relation}"
+        ).fetchone()
+        return row or ()
 
     def _evict(self) -> None:
         while sum(self._layouts.values()) > MEMORY_BUDGET_ROWS and len(self._layouts) > 1:
