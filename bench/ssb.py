@@ -14,9 +14,9 @@ plan cache emptied before each (a shape never seen, the layout already loaded), 
 query with other literals (every year 1992-1997 moved one year on: a shape seen before, literals not, as
 the plan cache's statements are forgotten before each), each series after 0.3 s of untimed runs;
 (b) DuckDB over the raw files (one untimed run, then `--repeat`), (c) after every query's (a) and (b),
-Spark SQL over the raw files (one untimed run, then `--spark-repeat`). Reported per query: medians, the layout that answered, and the
-speed-ups over the warm runs; then the geometric means. Every answer, the other-literals ones included,
-is checked against DuckDB's.
+Spark SQL over the raw files (one untimed run, then `--spark-repeat`). Reported per query: medians, the
+layout that answered, and the speed-ups over the warm runs; then the geometric means. Every answer, the
+other-literals ones included, is checked against DuckDB's.
 """
 
 from __future__ import annotations
