@@ -7,11 +7,11 @@ Set-up (reused when `--home` already holds it): SSB data at the scale, a project
 the demo's SSB model (`resources/ssb_model.yaml`) built as one segment over all order dates, with
 `--plan demo` its own index plan (its aggregation groups and base indexes: ~150 layouts, hours at SF 10 on
 two cores), with `--plan recommended` (default) the layouts `precube index recommend` gives for the 13
-queries (a dozen; no base indexes). Then each
-query runs on (a) precube, in one session as a server keeps it: the first run of the query (its shape
-never seen: parse, match, rewrite, load the layout), then `--repeat` warm runs, `--repeat` runs with the
-plan cache emptied before each (a shape never seen, the layout already loaded), and `--repeat` runs of the
-query with other literals (every year 1992-1997 moved one year on: a shape seen before, literals not, as
+queries (a dozen; no base indexes). Then each query runs on (a) precube, in one session as a server keeps
+it: the first run of the query (its shape never seen: parse, match, rewrite, load the layout; every query's
+first run comes before anything else), then `--repeat` warm runs, `--repeat` runs with the plan cache
+emptied before each (a shape never seen, the layout already loaded), and `--repeat` runs of the query with
+other literals (every year 1992-1997 moved one year on: a shape seen before, literals not, as
 the plan cache's statements are forgotten before each), each series after 0.3 s of untimed runs;
 (b) DuckDB over the raw files (one untimed run, then `--repeat`), (c) after every query's (a) and (b),
 Spark SQL over the raw files (one untimed run, then `--spark-repeat`). Reported per query: medians, the
@@ -140,10 +140,14 @@ def main() -> None:
     results = []
     session = Session(store, PROJECT, settings.warehouse_root)
     session.snapshots.get(PROJECT)  # a server has read its metadata before the first query
-    for name, sql in SSB_QUERIES.items():
+    firsts = {}
+    for name, sql in SSB_QUERIES.items():  # every layout loaded before any steady-state run (as in a server)
         started = time.perf_counter()
         answer = session.sql(sql)
-        first_ms = (time.perf_counter() - started) * 1000
+        firsts[name] = (answer, (time.perf_counter() - started) * 1000)
+    time.sleep(2)  # runs right after a large load are slower for a while here (SF 10 Q4.3: 4.3 ms, then 2.3 ms)
+    for name, sql in SSB_QUERIES.items():
+        answer, first_ms = firsts[name]
         precube_ms = _median_ms(lambda q=sql: session.sql(q), args.repeat, WARM_S)
         # a shape never seen, its layout already loaded (as in a server that answered other queries)
         new_shape_ms = _median_ms(lambda q=sql: (session.plans.clear(), session.sql(q)), args.repeat, WARM_S)
