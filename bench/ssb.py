@@ -14,9 +14,9 @@ emptied before each (a shape never seen, the layout already loaded), and `--repe
 other literals (every year 1992-1997 moved one year on: a shape seen before, literals not, as the plan
 cache's statements are forgotten before each), each series after 0.3 s of untimed runs; then, after every
 query's (a), (b) DuckDB over the raw files (one untimed run, then `--repeat`), and (c) Spark SQL over the
-raw files (one untimed run, then `--spark-repeat`). Reported per query: medians, the
-layout that answered, and the speed-ups over the warm runs; then the geometric means. Every answer, the
-other-literals ones included, is checked against DuckDB's.
+raw files (one untimed run, then `--spark-repeat`). Reported per query: medians, the layout that answered,
+and the speed-ups over the warm runs; then the geometric means. Every answer, the other-literals ones
+included, is checked against DuckDB's.
 """
 
 from __future__ import annotations
@@ -173,7 +173,8 @@ def main() -> None:
     # The baselines after every precube run: their scans of the raw files (seconds of work on both cores, and
     # the memory it leaves to free) would otherwise run just before a query's timed series
     for r in results:
-        sql, other = SSB_QUERIES[r["query"]], other_literals(SSB_QUERIES[r["query"]])
+        sql = SSB_QUERIES[r["query"]]
+        other = other_literals(sql)
         duck_sql = sqlglot.transpile(sql, read=DIALECT, write="duckdb")[0]
         expected = raw.execute(duck_sql).fetchall()
         duck_other = raw.execute(sqlglot.transpile(other, read=DIALECT, write="duckdb")[0]).fetchall()

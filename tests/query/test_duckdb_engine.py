@@ -58,6 +58,11 @@ def _layout(tmp_path: Path, rows: int = 4000) -> tuple[DuckDBEngine, LayoutScan]
     return engine, LayoutScan("layout_1_x", "m", 1, ("s",), "s", rows, ("1", "2"))
 
 
+def _files(tmp_path: Path) -> str:
+    """The layout's files as DuckDB reads them raw (the oracle of a statement over the held layout)."""
+    return f"read_parquet('{tmp_path}/**/*.parquet')"
+
+
 # Statements over a layout with coded strings, each compared with the same statement over the files.
 CODED = [
     'SELECT "1", sum("100001") s FROM {t} GROUP BY "1" ORDER BY "1" NULLS FIRST',
@@ -80,8 +85,7 @@ def test_coded_layout_answers_as_its_files(sql: str, tmp_path: Path) -> None:
     engine, scan = _layout(tmp_path)
     try:
         found = engine.execute(sql.format(t=scan.name), [scan], [])
-        files = f"read_parquet('{tmp_path}/**/*.parquet')"
-        expected = engine.con.sql(sql.format(t=files)).to_arrow_table()
+        expected = engine.con.sql(sql.format(t=_files(tmp_path))).to_arrow_table()
         assert found.schema == expected.schema
         assert found.equals(expected)
     finally:
@@ -100,17 +104,12 @@ def test_layout_held_sorted_with_few_valued_strings_coded(tmp_path: Path) -> Non
         # a result DuckDB exports itself (a large one, or one of nested types) has the coded strings decoded
         big = engine.execute(f'SELECT "1", [1] l FROM "{scan.name}"', [scan], [])
         assert big.schema.field("1").type == pa.string() and big.num_rows == scan.rows
-        nested = engine.execute(
-            f'SELECT "2", list("1" ORDER BY "100001") l, {{\'k\': min("1")}} s, map([max("1")], [1]) m '
-            f'FROM "{scan.name}" GROUP BY "2" ORDER BY "2"',
-            [scan],
-            [],
+        nested_sql = (
+            'SELECT "2", list("1" ORDER BY "100001") l, {{\'k\': min("1")}} s, map([max("1")], [1]) m '
+            'FROM {t} GROUP BY "2" ORDER BY "2"'
         )
-        files = f"read_parquet('{tmp_path}/**/*.parquet')"
-        expected = engine.con.sql(
-            f'SELECT "2", list("1" ORDER BY "100001") l, {{\'k\': min("1")}} s, map([max("1")], [1]) m '
-            f'FROM {files} GROUP BY "2" ORDER BY "2"'
-        ).to_arrow_table()
+        nested = engine.execute(nested_sql.format(t=f'"{scan.name}"'), [scan], [])
+        expected = engine.con.sql(nested_sql.format(t=_files(tmp_path))).to_arrow_table()
         assert nested.schema == expected.schema and nested.equals(expected)
     finally:
         engine.close()
