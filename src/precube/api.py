@@ -49,6 +49,7 @@ def connect(
         history=history,
         user=user or getpass.getuser(),
         cache=cache if cache is not None else open_cache(settings),
+        settings=settings.query,
     )
 
 

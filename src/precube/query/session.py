@@ -29,6 +29,7 @@ from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
 from precube.query.rewrite import LayoutScan, rewrite
 from precube.query.snapshot import ProjectSnapshot, Snapshots
+from precube.settings import QuerySettings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -136,10 +137,12 @@ class Session:
         history: QueryHistory | None = None,
         user: str = "ADMIN",
         cache: ResultCache | None = None,
+        settings: QuerySettings | None = None,
     ) -> None:
         if engine not in ENGINES:
             raise QueryError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
         store.require_project(project)
+        self.settings = settings or QuerySettings()  # limits and failure policy of every statement
         self.store = store
         self.project = project
         self.engine = engine
