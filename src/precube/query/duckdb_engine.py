@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import warnings
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from duckdb import sqltypes
 from sqlglot import exp
 
 from precube.metadata import SourceType, Table, datatypes
-from precube.query.errors import PushdownError
+from precube.query.errors import PushdownError, QueryError, QueryTimeoutError
 from precube.query.rewrite import LayoutScan
 from precube.storage import cells
 from precube.storage.paths import layout_path, local_path
@@ -35,6 +37,7 @@ MEMORY_BUDGET_ROWS = 50_000_000  # least recently used in-memory layouts are dro
 # A statement over in-memory layouts of at most this many rows, or whose filter pins each layout's leading
 # (sorted) column to a few values, runs on one thread.
 SMALL_SCAN_ROWS = 2_000_000
+INTERRUPT_EVERY_S = 0.05  # a timed-out statement is interrupted again this often until it ends
 ENUM_MAX_VALUES = 65_536  # a string column with at most this many distinct values is held as an ENUM
 ENUM_SCREEN_ROWS = 200_000
 
@@ -55,19 +58,84 @@ class DuckDBEngine:
     name = "duckdb"
     dialect = "duckdb"
 
-    def __init__(self, warehouse_root: str, project: str) -> None:
+    def __init__(
+        self,
+        warehouse_root: str,
+        project: str,
+        *,
+        sources: Iterable[Table] = (),
+        memory_limit: str = "",
+        timeout_s: float | None = None,
+    ) -> None:
         self.root = warehouse_root
         self.project = project
-        self.con = duckdb.connect()
-        blobs = duckdb.list_type(sqltypes.BLOB)
-        self.con.create_function("precube_bitmap_count", _bitmap_count, [blobs], sqltypes.BIGINT)
-        self.con.create_function("precube_hll_count", _hll_count, [blobs], sqltypes.BIGINT)
-        self.con.create_function("precube_kll_quantile", _kll_quantile, [blobs, sqltypes.DOUBLE], sqltypes.DOUBLE)
+        self.memory_limit = memory_limit
+        self.timeout_s = timeout_s
+        # what DuckDB may read: the project's layouts, and each file source's directory or file
+        self._allowed_dirs = {f"{warehouse_root.rstrip('/')}/{project}"}
+        self._allowed_files: set[str] = set()
+        for table in sources:
+            self._allow(table)
+        self._lock = threading.RLock()
+        self._timer_lock = threading.Lock()  # orders a time-out's interrupt against the statement's end
+        self._running: object | None = None  # the statement a time-out may interrupt
+        self.con = self._connect()
         self._layouts: OrderedDict[str, int] = OrderedDict()  # relation → rows held in memory (0: a view)
         self._sources: dict[str, str] = {}  # DB.TABLE → the view's definition
-        self._lock = threading.RLock()
         self._threads = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
         self._small = False  # the settings in force are those for small statements (`_settle`)
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """A connection that reads only the allowed paths and loads no extension (defence behind the
+        front end's guard, for whatever SQL reaches it).
+
+        `enable_external_access=false` freezes `allowed_directories`/`allowed_paths` and cannot be undone
+        while the database runs; `LOAD` and `INSTALL` fail under it, and auto-loading and auto-installing are
+        off. The configuration is not locked (`lock_configuration`): `_settle` switches `threads` and
+        `disabled_optimizers` per statement, which a lock forbids; the settings left open only tune the
+        engine, and only a SET statement, which the front end never passes, could change them. A source
+        outside the allowed paths (a table loaded after the engine started) reopens the connection with the
+        list grown (`_register_source`): the layouts held in memory are then loaded again on demand."""
+        con = duckdb.connect()
+        blobs = duckdb.list_type(sqltypes.BLOB)
+        con.create_function("precube_bitmap_count", _bitmap_count, [blobs], sqltypes.BIGINT)
+        con.create_function("precube_hll_count", _hll_count, [blobs], sqltypes.BIGINT)
+        con.create_function("precube_kll_quantile", _kll_quantile, [blobs, sqltypes.DOUBLE], sqltypes.DOUBLE)
+        if self.memory_limit:
+            try:
+                con.execute(f"SET memory_limit = {_sql_string(self.memory_limit)}")
+            except duckdb.Error as err:
+                con.close()
+                raise QueryError(
+                    f"[query] memory_limit {self.memory_limit!r} is not a size DuckDB takes (e.g. 4GB): "
+                    + str(err).splitlines()[0]
+                ) from err
+        con.execute(f"SET allowed_directories = {_sql_list(sorted(self._allowed_dirs))}")
+        con.execute(f"SET allowed_paths = {_sql_list(sorted(self._allowed_files))}")
+        con.execute("SET autoinstall_known_extensions = false")
+        con.execute("SET autoload_known_extensions = false")
+        con.execute("SET enable_external_access = false")
+        return con
+
+    def _allow(self, table: Table) -> bool:
+        """Add a file source's path to the allowed ones; whether it was new."""
+        path = _source_path(table)
+        if path is None:
+            return False
+        found = self._allowed_dirs if Path(path).is_dir() else self._allowed_files
+        if path in found or any(path.startswith(d.rstrip("/") + "/") for d in self._allowed_dirs):
+            return False
+        found.add(path)
+        return True
+
+    def _reopen(self) -> None:
+        """A new connection with the allowed paths as they are now; what the old one held is registered again
+        on demand."""
+        self.con.close()
+        self.con = self._connect()
+        self._layouts.clear()
+        self._sources.clear()
+        self._small = False
 
     def close(self) -> None:
         self.con.close()
@@ -150,6 +218,8 @@ class DuckDBEngine:
         definition = _source_sql(table)
         if self._sources.get(table.identity) == definition:
             return
+        if self._allow(table):
+            self._reopen()
         db, name = table.database.lower(), table.name.lower()
         self.con.execute(f'CREATE SCHEMA IF NOT EXISTS "{db}"')
         self.con.execute(f'CREATE OR REPLACE VIEW "{db}"."{name}" AS {definition}')
@@ -163,6 +233,41 @@ class DuckDBEngine:
         return self.execute(self.render(tree), scans, sources)
 
     def execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
+        """Run `sql` over the layouts and sources it reads; past `timeout_s` it is interrupted (a
+        QueryTimeoutError)."""
+        with self._lock:
+            if self.timeout_s is None:
+                return self._execute(sql, scans, sources)
+            token = object()
+            timer = threading.Timer(self.timeout_s, self._interrupt, (token,))
+            timer.daemon = True
+            with self._timer_lock:
+                self._running = token
+            timer.start()
+            try:
+                return self._execute(sql, scans, sources)
+            except duckdb.InterruptException as err:
+                raise QueryTimeoutError(
+                    f"the query ran longer than the time limit of {self.timeout_s:g} s ([query] timeout_s)"
+                ) from err
+            finally:
+                with self._timer_lock:
+                    self._running = None
+                timer.cancel()
+
+    def _interrupt(self, token: object) -> None:
+        """The timer's end: interrupt the statement while it is still the one the timer was started for.
+        DuckDB forgets an interrupt when its next statement starts, so a late one harms nothing, and one
+        that falls between two statements of the same `execute` (loading a layout, then the query) would
+        be lost: hence again every INTERRUPT_EVERY_S until `execute` ends."""
+        while True:
+            with self._timer_lock:
+                if self._running is not token:
+                    return
+                self.con.interrupt()
+            time.sleep(INTERRUPT_EVERY_S)
+
+    def _execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         with self._lock:
             if any(s.name not in self._layouts for s in scans):
                 self._settle(False)  # loading a layout uses every thread
@@ -274,6 +379,14 @@ def _sql_string(text: str) -> str:
 
 def _sql_list(items: list[str]) -> str:
     return "[" + ", ".join(map(_sql_string, items)) + "]"
+
+
+def _source_path(table: Table) -> str | None:
+    """The local file or directory a file source reads (None for any other source)."""
+    if table.source_type not in (SourceType.PARQUET, SourceType.CSV) or not table.location:
+        return None
+    path = local_path(table.location)
+    return str(path) if path is not None else None
 
 
 def _source_sql(table: Table) -> str:

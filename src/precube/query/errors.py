@@ -33,3 +33,16 @@ class PushdownError(QueryError):
     """The query cannot run on the source tables with the chosen engine."""
 
     code = "PUSHDOWN"
+
+
+class ForbiddenSqlError(QueryError):
+    """The SQL reads something other than the project's tables: a file, a URL, a table function, an engine
+    catalog, or calls a function that is not an ordinary SQL function."""
+
+    code = "FORBIDDEN_SQL"
+
+
+class QueryTimeoutError(QueryError):
+    """The statement ran longer than `[query] timeout_s` and was stopped."""
+
+    code = "QUERY_TIMEOUT"

@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from precube.metadata import MetadataStore, Table
 from precube.metadata.entity import now_ms
+from precube.query import guard
 from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
 from precube.query.errors import NoLayoutError, QueryError
@@ -148,7 +149,13 @@ class Session:
         self.engine = engine
         self.snapshots = Snapshots(store)
         self.plans = PlanCache()
-        self.duckdb = DuckDBEngine(warehouse_root, project)
+        self.duckdb = DuckDBEngine(
+            warehouse_root,
+            project,
+            sources=self.snapshots.get(project).tables.values(),  # the paths DuckDB may read (guard's backstop)
+            memory_limit=self.settings.memory_limit,
+            timeout_s=self.settings.timeout_s,
+        )
         self._spark = spark
         self._spark_engine: Any = None
         self.history = history
@@ -176,7 +183,9 @@ class Session:
         self, sql: str, snapshot: ProjectSnapshot, shape: Shape | None, pushdown: bool | None, force_pushdown: bool
     ) -> tuple[Plan, exp.Query]:
         """The plan (with a shape, with its probes) and the qualified tree it came from."""
-        tree = normalise(parse(sql, shape.starts if shape else None), snapshot.catalog)
+        parsed = parse(sql, shape.starts if shape else None)
+        guard.check(parsed, snapshot.catalog)  # before anything is resolved or reaches an engine
+        tree = normalise(parsed, snapshot.catalog)
         work = tree.copy()
         found = contexts(work)
         kept = (
@@ -339,7 +348,9 @@ class Session:
         if self._spark_engine is None:
             from precube.query.spark_engine import SparkEngine
 
-            self._spark_engine = SparkEngine(self._spark, self.duckdb.root, self.project)
+            self._spark_engine = SparkEngine(
+                self._spark, self.duckdb.root, self.project, timeout_s=self.settings.timeout_s
+            )
         return self._spark_engine
 
 

@@ -6,6 +6,8 @@ and only when a query asks for Spark.
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -13,12 +15,15 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.metadata import Table
+from precube.query.errors import QueryTimeoutError
 from precube.query.rewrite import LayoutScan
 from precube.storage import cells
 from precube.storage.paths import layout_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+CANCEL_EVERY_S = 0.1  # a timed-out statement's jobs are cancelled again this often until it ends
 
 
 def _blobs(values: list[bytes | bytearray | None] | None) -> list[bytes | None]:
@@ -34,10 +39,13 @@ class SparkEngine:
     name = "spark"
     dialect = "spark"
 
-    def __init__(self, spark: Callable[[], SparkSession], warehouse_root: str, project: str) -> None:
+    def __init__(
+        self, spark: Callable[[], SparkSession], warehouse_root: str, project: str, *, timeout_s: float | None = None
+    ) -> None:
         self._spark = spark
         self.root = warehouse_root
         self.project = project
+        self.timeout_s = timeout_s
         self._ready = False
 
     def _session(self) -> SparkSession:
@@ -76,9 +84,42 @@ class SparkEngine:
         return self.execute(self.render(tree), scans, sources)
 
     def execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
+        """Run `sql` over the layouts and sources it reads; past `timeout_s` its Spark jobs (tagged with the
+        statement's own tag) are cancelled, a QueryTimeoutError."""
+        spark = self._session()
+        if self.timeout_s is None:
+            return self._execute(spark, sql, scans, sources)
+        context = spark.sparkContext
+        tag = f"precube-{uuid.uuid4().hex}"
+        done = threading.Event()
+        timed_out = threading.Event()
+
+        def cancel() -> None:
+            # again until the statement ends: a job that starts after a cancel would otherwise run on
+            while not done.wait(0 if not timed_out.is_set() else CANCEL_EVERY_S):
+                timed_out.set()
+                context.cancelJobsWithTag(tag)
+
+        timer = threading.Timer(self.timeout_s, cancel)
+        timer.daemon = True
+        context.addJobTag(tag)  # the tag is the calling thread's, as are the jobs it starts
+        timer.start()
+        try:
+            return self._execute(spark, sql, scans, sources)
+        except Exception as err:
+            if timed_out.is_set():
+                raise QueryTimeoutError(
+                    f"the query ran longer than the time limit of {self.timeout_s:g} s ([query] timeout_s)"
+                ) from err
+            raise
+        finally:
+            done.set()
+            timer.cancel()
+            context.removeJobTag(tag)
+
+    def _execute(self, spark: SparkSession, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         from precube.sources.source import source_for
 
-        spark = self._session()
         for scan in scans:
             paths = [layout_path(self.root, self.project, scan.model_uuid, s, scan.layout_id) for s in scan.segment_ids]
             if paths:
