@@ -59,8 +59,9 @@ def _layout(tmp_path: Path, rows: int = 4000) -> tuple[DuckDBEngine, LayoutScan]
 
 
 def _files(tmp_path: Path) -> str:
-    """The layout's files as DuckDB reads them raw (the oracle of a statement over the held layout)."""
-    return f"read_parquet('{tmp_path}/**/*.parquet')"
+    """The layout's files as DuckDB reads them raw (the oracle of a statement over the held layout); the
+    engine reads only under its project's directory."""
+    return f"read_parquet('{tmp_path}/p/**/*.parquet')"
 
 
 # Statements over a layout with coded strings, each compared with the same statement over the files.

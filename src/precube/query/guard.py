@@ -31,12 +31,12 @@ def _words(text: str) -> list[str]:
 # a sqlglot version lacks is skipped rather than failing the import).
 _ALLOWED_CLASS_NAMES = _words(
     """
-And Or Xor Not Case If Coalesce Nullif Nvl2 Greatest Least EqualNull Decode DecodeCase Exists IsNan IsInf
+And Or Xor Case If Coalesce Nullif Nvl2 Greatest Least EqualNull Decode DecodeCase Exists IsNan IsInf
 Cast TryCast Typeof
 Abs Acos Acosh Asin Asinh Atan Atan2 Atanh Cbrt Ceil Cos Cosh Cot Coth Csc Csch Sec Sech Degrees Exp
-Factorial Floor Ln Log Pi Pow Radians Rand Randn Round Sign Sin Sinh Sqrt Tan Tanh Trunc Rint Mod
+Factorial Floor Ln Log Pi Pow Radians Rand Randn Round Sign Sin Sinh Sqrt Tan Tanh Trunc Rint
 SafeDivide SafeAdd SafeSubtract SafeMultiply SafeNegate Negative WidthBucket Nanvl Hex Unhex LowerHex
-BitwiseLeftShift BitwiseRightShift BitwiseCount Getbit
+BitwiseCount Getbit
 Ascii BitLength ByteLength Chr Concat ConcatWs Contains EndsWith StartsWith Format Initcap Left Right
 Length Levenshtein Lower Upper MD5 SHA SHA2 Pad RegexpExtract RegexpExtractAll RegexpLike RegexpILike
 RegexpReplace RegexpSplit RegexpCount RegexpInstr RegexpSubstr Repeat Replace Reverse Soundex Space Split

@@ -1,0 +1,328 @@
+"""Nothing outside the project is read, written or fetched (issue 17 §1): every escape attempt is a one-line
+QueryError before any engine sees it, a canary file outside the project keeps its access time, nothing
+appears under HOME; the DuckDB engine itself refuses files outside the project, applies its memory limit
+and stops a statement at the time limit."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from precube.query import guard
+from precube.query.duckdb_engine import DuckDBEngine
+from precube.query.errors import ForbiddenSqlError, QueryError, QueryTimeoutError, SqlSyntaxError, UnknownObjectError
+from precube.query.session import Session
+from precube.query.snapshot import Snapshots
+from precube.settings import QuerySettings
+from tests.query.conftest import QueryModel
+from tests.query.oracle import Case, Oracle, assert_same
+
+CANARY = "{canary}"  # each attempt names the canary file outside the project
+LO = "ssb.lineorder"
+
+# (attempt, the error it must raise): table functions, file paths as tables, URLs, extension scans, engine
+# catalogs and settings, internal functions, statements, in every position a table or function can take.
+ESCAPES: list[tuple[str, type[QueryError]]] = [
+    (f"select * from read_text('{CANARY}')", ForbiddenSqlError),
+    (f"select * from read_blob('{CANARY}')", ForbiddenSqlError),
+    (f"select * from read_csv('{CANARY}')", ForbiddenSqlError),
+    (f"select * from read_csv_auto('{CANARY}')", ForbiddenSqlError),
+    (f"select * from sniff_csv('{CANARY}')", ForbiddenSqlError),
+    (f"select * from parquet_metadata('{CANARY}')", ForbiddenSqlError),
+    (f"select * from parquet_schema('{CANARY}')", ForbiddenSqlError),
+    (f"select * from read_json('{CANARY}')", ForbiddenSqlError),
+    (f"select * from read_ndjson('{CANARY}')", ForbiddenSqlError),
+    (f"select * from read_json_auto('{CANARY}')", ForbiddenSqlError),
+    (f"select * from glob('{CANARY}')", QueryError),  # sqlglot cannot parse DuckDB's glob() as a table
+    (f"select * from '{CANARY}'", ForbiddenSqlError),
+    (f'select * from "{CANARY}"', ForbiddenSqlError),
+    (f"select * from `{CANARY}`", ForbiddenSqlError),
+    (f"select * from csv.`{CANARY}`", ForbiddenSqlError),
+    (f"select * from parquet.`{CANARY}`", ForbiddenSqlError),
+    ("select * from '/proc/self/environ'", ForbiddenSqlError),
+    ("select * from read_text('/proc/self/environ')", ForbiddenSqlError),
+    (f"select * from {LO} l join read_csv('{CANARY}') c on true", ForbiddenSqlError),
+    (f"select * from {LO} l, '{CANARY}' c", ForbiddenSqlError),
+    (f"with c as (select * from read_text('{CANARY}')) select * from c", ForbiddenSqlError),
+    (f"with c as (select * from '{CANARY}') select count(*) from {LO}, c", ForbiddenSqlError),
+    (f"select * from (select * from read_text('{CANARY}')) t", ForbiddenSqlError),
+    (f"select (select content from read_text('{CANARY}')) from {LO} limit 1", ForbiddenSqlError),
+    (f"select lo_revenue from {LO} where exists (select 1 from read_csv('{CANARY}'))", ForbiddenSqlError),
+    (f"select lo_revenue from {LO} where lo_revenue in (select 1 from '{CANARY}')", ForbiddenSqlError),
+    (f"select lo_revenue from {LO} union all select content from read_text('{CANARY}')", ForbiddenSqlError),
+    (f"select 1 from {LO} union select 2 from '{CANARY}'", ForbiddenSqlError),
+    (f"select * from {LO}, lateral (select * from read_text('{CANARY}'))", ForbiddenSqlError),
+    (f"select * from table(read_text('{CANARY}'))", ForbiddenSqlError),
+    (f"select * from {LO} lateral view explode(array(1, 2)) x as y", ForbiddenSqlError),
+    ("select * from unnest(array(1, 2))", ForbiddenSqlError),
+    ("select explode(array(1, 2))", ForbiddenSqlError),
+    ("select * from range(10)", ForbiddenSqlError),
+    ("select * from query('select 1')", ForbiddenSqlError),
+    ("select * from read_parquet('https://example.com/x.parquet')", ForbiddenSqlError),
+    ("select * from 'https://example.com/x.parquet'", ForbiddenSqlError),
+    ("select * from read_csv('s3://bucket/x.csv')", ForbiddenSqlError),
+    ("select * from iceberg_scan('/tmp/iceberg')", ForbiddenSqlError),
+    ("select * from delta_scan('/tmp/delta')", ForbiddenSqlError),
+    ("select * from postgres_scan('host=localhost', 'public', 't')", ForbiddenSqlError),
+    ("select * from sqlite_scan('/tmp/x.db', 't')", ForbiddenSqlError),
+    ("select * from mysql_query('x', 'select 1')", ForbiddenSqlError),
+    ("select * from duckdb_tables()", ForbiddenSqlError),
+    ("select * from duckdb_settings()", ForbiddenSqlError),
+    ("select * from duckdb_extensions()", ForbiddenSqlError),
+    ("select * from duckdb_tables", ForbiddenSqlError),
+    ("select * from pragma_database_list()", ForbiddenSqlError),
+    ("select * from information_schema.tables", ForbiddenSqlError),
+    ("select * from INFORMATION_SCHEMA.COLUMNS", ForbiddenSqlError),
+    ("select * from pg_catalog.pg_class", ForbiddenSqlError),
+    ("select * from sqlite_master", ForbiddenSqlError),
+    ("select * from system.main.duckdb_tables", ForbiddenSqlError),
+    ('select * from "memory"."main"."lineorder"', ForbiddenSqlError),
+    ("select current_setting('home_directory')", ForbiddenSqlError),
+    ("select getenv('HOME')", ForbiddenSqlError),
+    ("select version()", ForbiddenSqlError),
+    ("select 'HOME'.getenv()", ForbiddenSqlError),
+    (f"select lo_revenue from {LO} where current_setting('threads') = '1'", ForbiddenSqlError),
+    (f"select sum(lo_revenue) over (partition by current_setting('threads')) from {LO}", ForbiddenSqlError),
+    (f"select precube_bitmap_count(list(lo_custkey::binary)) from {LO}", ForbiddenSqlError),
+    (f"select precube_hll_count(null) from {LO}", ForbiddenSqlError),
+    (f"select precube_kll_quantile(null, 0.5) from {LO}", ForbiddenSqlError),
+    (f"SeLeCt * FrOm ReAd_TeXt('{CANARY}')", ForbiddenSqlError),
+    (f"select * from \"READ_TEXT\"('{CANARY}')", ForbiddenSqlError),
+    (f"select * from read_text /* a comment */ ('{CANARY}')", ForbiddenSqlError),
+    (f"select * from -- a line comment\n read_text('{CANARY}')", ForbiddenSqlError),
+    (f"select * from {LO} /* ; select * from read_text('{CANARY}') */ limit 1; select 1", SqlSyntaxError),
+    (f"select 1; select * from read_text('{CANARY}')", SqlSyntaxError),
+    ("ATTACH '/tmp/precube-escape.db' AS x", SqlSyntaxError),
+    (f"COPY (select 1) TO '{CANARY}.out'", SqlSyntaxError),
+    ("INSTALL httpfs", SqlSyntaxError),
+    ("LOAD httpfs", SqlSyntaxError),
+    ("PRAGMA database_list", SqlSyntaxError),
+    ("SET enable_external_access = true", SqlSyntaxError),
+    ("CREATE TABLE x AS SELECT 1", SqlSyntaxError),
+    (f"CREATE VIEW v AS SELECT * FROM read_text('{CANARY}')", SqlSyntaxError),
+    (f"INSERT INTO {LO} SELECT * FROM {LO}", SqlSyntaxError),
+    (f"select * into x from {LO}", ForbiddenSqlError),
+    ("select * from (with a as (select 1 x) select * from a) b, a", UnknownObjectError),
+]
+
+
+@dataclass
+class Escapes:
+    session: Session
+    canary: Path
+    home: Path
+    engine_calls: list[str]
+
+
+def _atime(path: Path) -> float:
+    return path.stat().st_atime
+
+
+def _age(path: Path) -> None:
+    """Make the canary's times days old, so a read updates its access time even under `relatime`."""
+    old = time.time() - 3 * 86_400
+    os.utime(path, (old, old))
+
+
+@pytest.fixture(scope="module")
+def escapes(query_model: QueryModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Escapes]:
+    outside = tmp_path_factory.mktemp("outside")
+    canary = outside / "canary.csv"
+    canary.write_text("secret,value\nhunter2,42\n")
+    home = tmp_path_factory.mktemp("home")
+    settings = QuerySettings(timeout_s=30, memory_limit="1GB")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        with Session(*query_model.session_args, settings=settings) as session:
+            calls: list[str] = []
+            run = session.duckdb.execute
+
+            def spy(sql: str, *args: Any) -> Any:
+                calls.append(sql)
+                return run(sql, *args)
+
+            patch.setattr(session.duckdb, "execute", spy)
+            yield Escapes(session, canary, home, calls)
+
+
+def test_canary_shows_a_read(escapes: Escapes) -> None:
+    """The canary's access time moves when it is read (so the escape tests' atime check can fail)."""
+    _age(escapes.canary)
+    before = _atime(escapes.canary)
+    escapes.canary.read_bytes()
+    if _atime(escapes.canary) == before:
+        pytest.skip("the file system does not record access times (noatime)")
+    assert _atime(escapes.canary) > before
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("attempt", "error"), ESCAPES, ids=[f"{i:02d}" for i in range(len(ESCAPES))])
+def test_escape_is_refused(attempt: str, error: type[QueryError], escapes: Escapes) -> None:
+    sql = attempt.replace(CANARY, str(escapes.canary))
+    _age(escapes.canary)
+    before = _atime(escapes.canary)
+    real_duckdb_dir = (Path.home() / ".duckdb").exists()
+    escapes.engine_calls.clear()
+    for call in (
+        lambda: escapes.session.sql(sql, pushdown=True),
+        lambda: escapes.session.sql(sql, force_pushdown=True),
+        lambda: escapes.session.explain(sql, pushdown=True),
+    ):
+        with pytest.raises(error) as raised:
+            call()
+        message = str(raised.value)
+        assert message and "\n" not in message, f"not one line: {message!r}"
+    assert escapes.engine_calls == [], "the attempt reached the engine"
+    assert _atime(escapes.canary) == before, "the canary file was read"
+    assert not list(escapes.canary.parent.iterdir())[1:], "a file appeared beside the canary"
+    assert list(escapes.home.iterdir()) == [], "something was written under HOME"
+    assert (Path.home() / ".duckdb").exists() == real_duckdb_dir
+
+
+def test_refusal_names_what_is_refused() -> None:
+    from precube.query.frontend import Catalog, parse
+
+    catalog = Catalog("ssb", {"ssb": {"lineorder": {"lo_revenue": "int"}}})
+    for sql, named in [
+        ("select * from read_text('/etc/passwd')", "READ_TEXT"),
+        ("select getenv('HOME') from lineorder", "GETENV"),
+        ("select * from '/etc/passwd'", "/etc/passwd"),
+        ("select * from information_schema.tables", "information_schema"),
+        ("select precube_bitmap_count(lo_revenue) from lineorder", "PRECUBE_BITMAP_COUNT"),
+    ]:
+        with pytest.raises(ForbiddenSqlError, match="is not allowed") as raised:
+            guard.check(parse(sql), catalog)
+        assert named in str(raised.value) and raised.value.code == "FORBIDDEN_SQL"
+
+
+def test_allow_list_names_real_sqlglot_functions() -> None:
+    """Every class the allow-list names exists in this sqlglot (a renamed class would silently refuse a
+    function users call)."""
+    names = guard._ALLOWED_CLASS_NAMES
+    assert len(guard.ALLOWED_FUNCTIONS) == len(set(names)), sorted(
+        set(names) - {c.__name__ for c in guard.ALLOWED_FUNCTIONS}
+    )
+
+
+# Ordinary SQL the guard lets through: answered as the oracle answers it.
+ALLOWED = [
+    "select d_year, nvl(sum(lo_revenue), 0) r, rank() over (order by sum(lo_revenue) desc) k "
+    "from ssb.lineorder join ssb.dates on lo_orderdate = d_datekey group by d_year",
+    "with y as (select d_year, d_datekey from ssb.dates where d_year between 1993 and 1995) "
+    "select y.d_year, count(*) n from ssb.lineorder l join y on l.lo_orderdate = y.d_datekey group by y.d_year",
+    "select upper(c_region) r, length(c_city) n, substr(c_nation, 1, 3) s, coalesce(c_mktsegment, 'x') m, "
+    "round(avg(c_custkey), 2) a from ssb.customer group by 1, 2, 3, 4",
+    "select lo_shipmode, case when lo_discount > 5 then 'high' else 'low' end d, "
+    "greatest(max(lo_tax), 1) t, count(distinct lo_suppkey) s from ssb.lineorder "
+    "where lo_shipmode like 'A%' or lo_shipmode in ('MAIL', 'SHIP') group by 1, 2",
+    "select p_brand, cast(p_size as double) / 2 h, abs(p_size - 25) d, p_partkey % 7 m, "
+    "concat_ws('-', p_mfgr, p_category) c from ssb.part where p_partkey < 50",
+    "select v.a + 1 b from (values (1), (2)) as v(a)",
+    "select d_year, (select max(d_year) from ssb.dates) top, year(current_date) >= 2024 now_ok "
+    "from ssb.dates group by d_year",
+]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("sql", ALLOWED)
+def test_ordinary_sql_still_answers(sql: str, escapes: Escapes, oracle: Oracle) -> None:
+    result = escapes.session.sql(sql)
+    assert_same(Case("allowed", "", "pushdown", False, 1e-9, True, False, sql), oracle.run(sql), result.table)
+
+
+# --- the engine's own limits --------------------------------------------------------------------------
+
+
+def test_engine_refuses_files_outside_the_project(tmp_path: Path) -> None:
+    canary = tmp_path / "outside.csv"
+    canary.write_text("a\n1\n")
+    (tmp_path / "wh" / "p").mkdir(parents=True)
+    engine = DuckDBEngine(str(tmp_path / "wh"), "p")
+    try:
+        for sql in [
+            "select * from read_text('/etc/hostname')",
+            f"select * from read_csv('{canary}')",
+            f"select * from '{canary}'",
+            f"select * from read_text('{tmp_path}/wh/p/../../outside.csv')",
+            "select * from read_parquet('https://example.com/x.parquet')",
+            f"COPY (select 1) TO '{tmp_path}/written.csv'",
+            f"ATTACH '{tmp_path}/x.db' AS x",
+            "INSTALL httpfs",
+            "LOAD httpfs",
+            "SET enable_external_access = true",
+        ]:
+            with pytest.raises(duckdb.Error):
+                engine.execute(sql, [], [])
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["outside.csv", "wh"]
+        # inside the project's directory it reads (what the layouts need)
+        (tmp_path / "wh" / "p" / "in.csv").write_text("a\n1\n")
+        inside = engine.execute(f"select a from read_csv('{tmp_path}/wh/p/in.csv')", [], [])
+        assert inside.to_pylist() == [{"a": 1}]
+    finally:
+        engine.close()
+
+
+@pytest.mark.spark
+def test_engine_reads_a_source_it_did_not_start_with(query_model: QueryModel) -> None:
+    """A source outside the allowed paths (one loaded after the engine started) reopens the engine with the
+    list grown; the source reads as the oracle does."""
+    snapshot = Snapshots(query_model.store).get(query_model.project)
+    dates = snapshot.tables["SSB.DATES"]
+    engine = DuckDBEngine(query_model.warehouse_root, query_model.project)
+    try:
+        with pytest.raises(duckdb.Error):
+            engine.execute(f"select count(*) from read_parquet('{dates.location}/**/*.parquet')", [], [])
+        found = engine.execute("select count(*) n from ssb.dates", [], [dates])
+        expected = duckdb.sql(f"select count(*) n from read_parquet('{dates.location}/**/*.parquet')")
+        assert found.to_pylist() == [{"n": expected.fetchall()[0][0]}]
+    finally:
+        engine.close()
+
+
+def test_memory_limit_is_applied(tmp_path: Path) -> None:
+    engine = DuckDBEngine(str(tmp_path), "p", memory_limit="123MB")
+    try:
+        reference = duckdb.connect()
+        reference.execute("SET memory_limit = '123MB'")
+        expected = reference.execute("select current_setting('memory_limit')").fetchall()
+        assert engine.con.execute("select current_setting('memory_limit')").fetchall() == expected
+        default = duckdb.connect().execute("select current_setting('memory_limit')").fetchall()
+        assert expected != default
+    finally:
+        engine.close()
+    with pytest.raises(QueryError, match="memory_limit"):
+        DuckDBEngine(str(tmp_path), "p", memory_limit="lots")
+
+
+def test_timeout_interrupts_a_long_statement(tmp_path: Path) -> None:
+    engine = DuckDBEngine(str(tmp_path), "p", timeout_s=0.5)
+    try:
+        started = time.monotonic()
+        with pytest.raises(QueryTimeoutError, match=r"time limit of 0.5 s \(\[query\] timeout_s\)"):
+            engine.execute("select count(*) from range(1000000000) a, range(1000000000) b", [], [])
+        assert time.monotonic() - started < 5
+        # the engine answers the next statements, also after the time limit has passed again
+        assert engine.execute("select 42 x", [], []).to_pylist() == [{"x": 42}]
+        time.sleep(0.7)
+        assert engine.execute("select 43 x", [], []).to_pylist() == [{"x": 43}]
+    finally:
+        engine.close()
+
+
+@pytest.mark.spark
+def test_spark_timeout_cancels_the_statement(spark: Any, tmp_path: Path) -> None:
+    from precube.query.spark_engine import SparkEngine
+
+    engine = SparkEngine(lambda: spark, str(tmp_path), "p", timeout_s=2)
+    started = time.monotonic()
+    with pytest.raises(QueryTimeoutError, match="time limit of 2 s"):
+        engine.execute("select sum(a.id * b.id) s from range(1000000) a cross join range(1000000) b", [], [])
+    assert time.monotonic() - started < 30
+    assert engine.execute("select 42 x", [], []).to_pylist() == [{"x": 42}]
