@@ -59,7 +59,8 @@ VariancePop RegrAvgx RegrAvgy RegrCount RegrIntercept RegrR2 RegrSlope RegrSxx R
 GroupingId
 CumeDist DenseRank FirstValue Lag LastValue Lead NthValue Ntile PercentRank Rank RowNumber
 Array ArrayContains ArraySize ArrayDistinct ArrayToString ArraySort ArrayConcat ArrayIntersect ArrayExcept
-ArrayMax ArrayMin ArrayPosition ArrayRemove ArraySlice ArrayOverlaps Struct StructExtract Map VarMap MapKeys
+ArrayMax ArrayMin ArrayPosition ArrayRemove ArraySlice ArrayOverlaps Transform ArrayFilter
+Struct StructExtract Map VarMap MapKeys
 JSONExtract JSONExtractScalar
 """
 )
@@ -158,11 +159,30 @@ def _table_function(source: exp.Func) -> str:
 
 
 def _in_scope_cte(table: exp.Table, name: str) -> bool:
-    """Whether a CTE of this name is visible where the table is (a WITH of an enclosing query)."""
-    node: exp.Expr | None = table.parent
-    while node is not None:
-        with_ = node.args.get("with_") or node.args.get("with")
-        if isinstance(with_, exp.With) and any(cte.alias_or_name.lower() == name for cte in with_.expressions):
-            return True
-        node = node.parent
+    """Whether a CTE of this name is visible where the table is: one of an enclosing query's WITH, where
+    inside a WITH's own CTEs only the earlier ones are visible (and the CTE itself under RECURSIVE) — a
+    later one is not, and the engine would resolve the name as a table or a file."""
+    node: exp.Expr = table
+    while node.parent is not None:
+        parent = node.parent
+        with_ = parent.args.get("with_") or parent.args.get("with")
+        if isinstance(parent, exp.With):
+            with_ = None  # the WITH's query decides, knowing which CTE the table is in
+        elif isinstance(with_, exp.With):
+            ctes = list(with_.expressions)
+            if node is with_:  # the table is inside one of these CTEs
+                inner = next(c for c in ctes if c is _child_of(table, with_))
+                at = ctes.index(inner)
+                ctes = ctes[: at + 1] if with_.args.get("recursive") else ctes[:at]
+            if any(c.alias_or_name.lower() == name for c in ctes):
+                return True
+        node = parent
     return False
+
+
+def _child_of(node: exp.Expr, ancestor: exp.Expr) -> exp.Expr:
+    """The child of `ancestor` on the way down to `node`."""
+    while node.parent is not ancestor:
+        assert node.parent is not None
+        node = node.parent
+    return node
