@@ -241,10 +241,12 @@ class PlanCache:
                 while len(self._entries) > self.capacity:
                     self._entries.popitem(last=False)
             marked = plan.tree.copy()
-            for lit in list(marked.find_all(exp.Literal)):
+            for lit in marked.find_all(exp.Literal):
                 i = _param(lit)
                 if i is not None and i not in fixed:
-                    lit.replace(exp.Literal.string(f"\ue000{i}\ue001"))
+                    # in place: `replace` looks the node up in its parent's list, quadratic over an IN list
+                    lit.set("this", f"\ue000{i}\ue001")
+                    lit.set("is_string", True)
             entry.variants[entry.variant_key(shape.params)] = Template(plan, shape.params, marked)
 
     def clear(self) -> None:
