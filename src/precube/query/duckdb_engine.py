@@ -22,6 +22,7 @@ from duckdb import sqltypes
 from sqlglot import exp
 
 from precube.metadata import SourceType, Table, datatypes
+from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError
 from precube.query.rewrite import LayoutScan
 from precube.storage import cells
@@ -163,7 +164,7 @@ class DuckDBEngine:
         return self.execute(self.render(tree), scans, sources)
 
     def execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
-        with self._lock:
+        with self._lock, mapped_errors(self.name):
             if any(s.name not in self._layouts for s in scans):
                 self._settle(False)  # loading a layout uses every thread
             for scan in scans:

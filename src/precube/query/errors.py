@@ -33,3 +33,22 @@ class PushdownError(QueryError):
     """The query cannot run on the source tables with the chosen engine."""
 
     code = "PUSHDOWN"
+
+
+class StatementTooLargeError(SqlSyntaxError):
+    """The statement's text is longer than `[query] max_statement_chars`."""
+
+    code = "STATEMENT_TOO_LARGE"
+
+
+class NestingTooDeepError(SqlSyntaxError):
+    """The statement nests deeper than `[query] max_nesting_depth` (or than the parser can follow)."""
+
+    code = "NESTING_TOO_DEEP"
+
+
+class EngineError(QueryError):
+    """The engine refused or failed the statement at run time (a type error, an overflow, unreadable data);
+    the message is the engine's own first line."""
+
+    code = "ENGINE_ERROR"

@@ -14,18 +14,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import NormalizationStrategy
 from sqlglot.dialects.spark import Spark
-from sqlglot.errors import OptimizeError, ParseError, SqlglotError
+from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from precube.metadata import Table, datatypes
 from precube.modeling.measure_rules import sum_type
-from precube.query.errors import SqlSyntaxError, UnknownObjectError
+from precube.query.errors import NestingTooDeepError, SqlSyntaxError, UnknownObjectError
+from precube.query.limits import check_token_depth, check_tree_depth
 
 
 class Precube(Spark):
@@ -75,20 +75,36 @@ class Catalog:
 PARAM = "precube_param"  # the meta key of a literal that came from a lifted literal token (`plan_cache`)
 
 
-def parse(sql: str, params: Mapping[int, int] | None = None) -> exp.Query:
-    """One query (SELECT, UNION, WITH …); a syntax error or another kind of statement is a SqlSyntaxError.
+def parse(sql: str, params: Mapping[int, int] | None = None, max_depth: int | None = None) -> exp.Query:
+    """One query (SELECT, UNION, WITH …); a syntax error or another kind of statement is a SqlSyntaxError,
+    nesting deeper than `max_depth` (in tokens, then in the tree: `limits`) a NestingTooDeepError.
 
     The parser's source positions are dropped (copying a tree with them is several times slower), except
     that a literal whose token starts at an offset in `params` keeps that parameter's index under PARAM."""
+    dialect = DIALECT()
     try:
-        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+        tokens = dialect.tokenize(sql)
+    except TokenError as err:
+        raise SqlSyntaxError(
+            f"cannot parse the SQL: a string, quoted name or comment is not closed ({str(err).splitlines()[0]})"
+        ) from err
+    if max_depth is not None:
+        check_token_depth((t.token_type for t in tokens), max_depth)
+    try:
+        statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
     except ParseError as err:
         raise SqlSyntaxError(f"cannot parse the SQL: {str(err).splitlines()[0]}") from err
+    except RecursionError as err:  # nesting the token check does not see (e.g. long operator chains)
+        raise NestingTooDeepError("the statement nests too deeply for the parser: simplify its nesting") from err
+    if not statements:
+        raise SqlSyntaxError("the statement is empty: give one query")
     if len(statements) != 1:
         raise SqlSyntaxError(f"give one query, not {len(statements)} statements")
     [tree] = statements
     if not isinstance(tree, exp.Query):
         raise SqlSyntaxError(f"only queries can be answered, not {tree.key.upper()} statements")
+    if max_depth is not None:
+        check_tree_depth(tree, max_depth)
     for node in tree.walk():
         if node._meta:
             start = node._meta.get("start") if params and isinstance(node, exp.Literal) else None

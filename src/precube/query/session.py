@@ -21,10 +21,12 @@ from precube.metadata import MetadataStore, Table
 from precube.metadata.entity import now_ms
 from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
+from precube.query.engine_errors import mapped_errors
 from precube.query.errors import NoLayoutError, QueryError
 from precube.query.explain import Explanation
 from precube.query.frontend import normalise, parse, spark_sum_types
 from precube.query.history import QueryHistory, QueryRecord
+from precube.query.limits import check_text
 from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
 from precube.query.rewrite import LayoutScan, rewrite
@@ -170,13 +172,15 @@ class Session:
 
     def plan(self, sql: str, *, pushdown: bool | None = None, force_pushdown: bool = False) -> Plan:
         """How `sql` would run: the layouts that answer its contexts, or why it must be pushed down."""
-        return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
+        with mapped_errors():
+            check_text(sql, self.settings.max_statement_chars)
+            return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
 
     def _plan(
         self, sql: str, snapshot: ProjectSnapshot, shape: Shape | None, pushdown: bool | None, force_pushdown: bool
     ) -> tuple[Plan, exp.Query]:
         """The plan (with a shape, with its probes) and the qualified tree it came from."""
-        tree = normalise(parse(sql, shape.starts if shape else None), snapshot.catalog)
+        tree = normalise(parse(sql, shape.starts if shape else None, self.settings.max_nesting_depth), snapshot.catalog)
         work = tree.copy()
         found = contexts(work)
         kept = (
@@ -253,13 +257,19 @@ class Session:
         """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts (and the
         result cache, as `no_cache` does)."""
         chosen = engine or self.engine
-        shape = shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
-        if self.cache is None or no_cache or force_pushdown or shape is None:
-            return self._execute(sql, shape, chosen, pushdown, force_pushdown)
-        started, start_ms = time.perf_counter(), now_ms()
-        result = self.cache.answer(
-            self, sql, shape, pushdown, lambda snap: self._execute(sql, shape, chosen, pushdown, force_pushdown, snap)
-        )
+        with mapped_errors(chosen):  # whatever fails is a QueryError of one line (`engine_errors`)
+            check_text(sql, self.settings.max_statement_chars)
+            shape = shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
+            if self.cache is None or no_cache or force_pushdown or shape is None:
+                return self._execute(sql, shape, chosen, pushdown, force_pushdown)
+            started, start_ms = time.perf_counter(), now_ms()
+            result = self.cache.answer(
+                self,
+                sql,
+                shape,
+                pushdown,
+                lambda snap: self._execute(sql, shape, chosen, pushdown, force_pushdown, snap),
+            )
         if result.from_cache:
             self._record(sql, start_ms, started, result.engine, result)
         return result
@@ -305,7 +315,8 @@ class Session:
         """How `sql` would be answered, without running it."""
         chosen = engine or self.engine
         plan = self.plan(sql, pushdown=pushdown, force_pushdown=force_pushdown)
-        return Explanation(plan, chosen, self._engine(chosen).sql_of(plan.tree))
+        with mapped_errors(chosen):
+            return Explanation(plan, chosen, self._engine(chosen).sql_of(plan.tree))
 
     def _record(
         self, sql: str, start_ms: int, started: float, engine: str, result: QueryResult | None, error: str | None = None

@@ -13,6 +13,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.metadata import Table
+from precube.query.engine_errors import mapped_errors
 from precube.query.rewrite import LayoutScan
 from precube.storage import cells
 from precube.storage.paths import layout_path
@@ -78,18 +79,20 @@ class SparkEngine:
     def execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         from precube.sources.source import source_for
 
-        spark = self._session()
-        for scan in scans:
-            paths = [layout_path(self.root, self.project, scan.model_uuid, s, scan.layout_id) for s in scan.segment_ids]
-            if paths:
-                df = spark.read.parquet(*paths)
-            else:
-                schema_path = layout_path(self.root, self.project, scan.model_uuid, scan.schema_segment, scan.layout_id)
-                df = spark.read.parquet(schema_path).limit(0)
-            df.createOrReplaceTempView(scan.name)
-        for table in sources:
-            source_for(table).read(spark, table.columns).createOrReplaceTempView(
-                _source_view(table.database, table.name)
-            )
-        result: pa.Table = spark.sql(sql).toArrow()
-        return result
+        with mapped_errors(self.name):
+            spark = self._session()
+            for scan in scans:
+                segments = scan.segment_ids
+                paths = [layout_path(self.root, self.project, scan.model_uuid, s, scan.layout_id) for s in segments]
+                if paths:
+                    df = spark.read.parquet(*paths)
+                else:
+                    schema = layout_path(self.root, self.project, scan.model_uuid, scan.schema_segment, scan.layout_id)
+                    df = spark.read.parquet(schema).limit(0)
+                df.createOrReplaceTempView(scan.name)
+            for table in sources:
+                source_for(table).read(spark, table.columns).createOrReplaceTempView(
+                    _source_view(table.database, table.name)
+                )
+            result: pa.Table = spark.sql(sql).toArrow()
+            return result
