@@ -17,9 +17,10 @@ from precube.query.errors import NestingTooDeepError, SqlSyntaxError, StatementT
 
 _OPEN = {TokenType.L_PAREN, TokenType.CASE}
 _CLOSE = {TokenType.R_PAREN, TokenType.END}
-# Nodes that are one level of nesting; wrappers (FROM, WHERE, aliases, names) and the DerivedTable around a
-# query (a subquery is its SELECT's level) are not.
-_LEVELS = (exp.Select, exp.SetOperation, exp.Func, exp.Binary, exp.Unary, exp.Predicate)
+# Nodes that are one level of nesting, as parentheses and CASEs are in the tokens: queries, calls, operators.
+# Wrappers (FROM, WHERE, aliases, names), the DerivedTable around a query (a subquery is its SELECT's level),
+# IN/EXISTS around a subquery and the WHEN branches of a CASE are not.
+_LEVELS = (exp.Select, exp.SetOperation, exp.Func, exp.Binary, exp.Unary)
 
 
 def check_text(sql: str, max_chars: int) -> None:
@@ -58,12 +59,12 @@ def check_token_depth(token_types: Iterable[TokenType], limit: int) -> None:
 
 
 def tree_depth(tree: exp.Expr) -> int:
-    """How many nested levels (queries, calls, operators) the deepest path of the tree crosses."""
+    """How many levels (queries, calls, operators) below the statement the deepest path of the tree crosses."""
     deepest = 0
-    stack: list[tuple[exp.Expr, int]] = [(tree, 0)]
+    stack: list[tuple[exp.Expr, int]] = [(tree, -1)]  # the statement itself is no nesting
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, _LEVELS):
+        if isinstance(node, _LEVELS) and not (isinstance(node, exp.If) and isinstance(node.parent, exp.Case)):
             depth += 1
             deepest = max(deepest, depth)
         stack.extend((child, depth) for child in node.iter_expressions())

@@ -46,9 +46,15 @@ ENGINES = ("duckdb", "spark")
 class ContextPlan:
     """One context: the layout that answers it, or each model's reason why none."""
 
-    sql: str  # the block as the user wrote it (qualified)
+    block: exp.Select  # the block as the user wrote it (qualified), in a tree no later stage changes
     match: Match | None
     rejections: list[Rejection]
+
+    @property
+    def sql(self) -> str:
+        """The block's text, printed when asked for: printing every nested block while planning costs the
+        square of the nesting."""
+        return self.block.sql(dialect="spark")
 
 
 @dataclass
@@ -183,12 +189,14 @@ class Session:
         tree = normalise(parse(sql, shape.starts if shape else None, self.settings.max_nesting_depth), snapshot.catalog)
         work = tree.copy()
         found = contexts(work)
+        # each block of `work` → the same block of `tree` (the copy walks in the same order), for explain
+        blocks = {id(w): t for w, t in zip(work.walk(), tree.walk(), strict=True) if isinstance(w, exp.Select)}
         kept = (
             [ContextProbe(c.filter.copy() if c.filter else None, probes(c, snapshot.models)) for c in found]
             if shape is not None
             else []
         )
-        plans = [self._plan_context(ctx, snapshot) for ctx in found]
+        plans = [self._plan_context(ctx, snapshot, blocks[id(ctx.select)]) for ctx in found]
         missing = [p for p in plans if p.match is None]
         reason = "pushdown was asked for" if force_pushdown else _reasons(missing)
         if not missing and not force_pushdown:
@@ -235,15 +243,15 @@ class Session:
         self.plans.store(key, shape, snapshot, plan, qualified)
         return plan, engine.render(plan.tree), False
 
-    def _plan_context(self, ctx: QueryContext, snapshot: ProjectSnapshot) -> ContextPlan:
-        text = ctx.select.sql(dialect="spark")
+    def _plan_context(self, ctx: QueryContext, snapshot: ProjectSnapshot, block: exp.Expr) -> ContextPlan:
+        assert isinstance(block, exp.Select)
         try:
             found = match(ctx, snapshot.models)
         except Exception as err:  # noqa: BLE001 (a block the matcher cannot read is one no layout answers)
-            return ContextPlan(text, None, [Rejection("*", f"matching failed: {err}")])
+            return ContextPlan(block, None, [Rejection("*", f"matching failed: {err}")])
         if isinstance(found, Match):
-            return ContextPlan(text, found, found.rejected)
-        return ContextPlan(text, None, found or [Rejection("*", "the project has no model")])
+            return ContextPlan(block, found, found.rejected)
+        return ContextPlan(block, None, found or [Rejection("*", "the project has no model")])
 
     def sql(
         self,
