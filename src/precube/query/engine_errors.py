@@ -2,7 +2,8 @@
 Python exceptions become `QueryError`s (the engines' `execute` and the Session's entry points go through it).
 
 DuckDB's messages are kept, cut to their first line (the rest is a caret under the SQL precube wrote, or
-candidate names of its internal relations); Spark's lose the Java exception's class and the SQLSTATE.
+candidate names of its internal relations; a CSV error keeps the line saying what is wrong); Spark's lose
+the Java exception's class and the SQLSTATE.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import duckdb
-from sqlglot.errors import OptimizeError, SqlglotError, TokenError
+from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
 
 from precube.errors import PrecubeError
 from precube.query.errors import EngineError, NestingTooDeepError, QueryError, SqlSyntaxError, UnknownObjectError
+from precube.query.frontend import parse_message
 
 _JAVA_CLASS = re.compile(r"^(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
 _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\.?\s*$")
@@ -26,6 +28,20 @@ def first_line(err: BaseException) -> str:
     """The exception's first non-blank line (its type's name when it has no text)."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     return lines[0] if lines else type(err).__name__
+
+
+def _duckdb_line(err: BaseException) -> str:
+    """A DuckDB error's first line; for a file DuckDB cannot read (a CSV with a byte that is not UTF-8), the
+    first line says only where, so the line saying what (never the row's text) and the file follow."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    if not lines:
+        return type(err).__name__
+    first = lines[0].rstrip("!")
+    if "CSV Error" in first:
+        what = next((x for x in lines[1:] if not x.startswith(("Original Line", "Possible Solution"))), None)
+        where = next((x.removeprefix("file = ") for x in lines if x.startswith("file = ")), None)
+        first += (f": {what}" if what else "") + (f" (file {where})" if where else "")
+    return first
 
 
 def _spark_line(err: BaseException) -> str:
@@ -49,12 +65,14 @@ def query_error(err: BaseException, engine: str | None = None) -> PrecubeError:
         )
     if isinstance(err, OptimizeError):
         return UnknownObjectError(f"cannot resolve the SQL: {first_line(err)}")
+    if isinstance(err, ParseError):
+        return SqlSyntaxError(f"cannot parse the SQL: {parse_message(err)}")
     if isinstance(err, SqlglotError):
         return SqlSyntaxError(f"cannot parse the SQL: {first_line(err)}")
     if isinstance(err, UnicodeError):
         return SqlSyntaxError(f"the statement holds text that is not valid Unicode: {first_line(err)}")
     if isinstance(err, duckdb.Error):
-        return EngineError(f"DuckDB cannot run the statement: {first_line(err).rstrip('!')}")
+        return EngineError(f"DuckDB cannot run the statement: {_duckdb_line(err)}")
     if type(err).__module__.startswith(_SPARK_MODULES):
         return EngineError(f"Spark cannot run the statement: {_spark_line(err)}")
     if isinstance(err, MemoryError):

@@ -93,9 +93,11 @@ def parse(sql: str, params: Mapping[int, int] | None = None, max_depth: int | No
     try:
         statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
     except ParseError as err:
-        raise SqlSyntaxError(f"cannot parse the SQL: {str(err).splitlines()[0]}") from err
+        raise SqlSyntaxError(f"cannot parse the SQL: {parse_message(err)}") from err
     except RecursionError as err:  # nesting the token check does not see (e.g. long operator chains)
-        raise NestingTooDeepError("the statement nests too deeply for the parser: simplify its nesting") from err
+        raise NestingTooDeepError(
+            "the statement nests too deeply for the parser (e.g. a long run of NOT or unary minus): simplify it"
+        ) from err
     if not statements:
         raise SqlSyntaxError("the statement is empty: give one query")
     if len(statements) != 1:
@@ -110,6 +112,29 @@ def parse(sql: str, params: Mapping[int, int] | None = None, max_depth: int | No
             start = node._meta.get("start") if params and isinstance(node, exp.Literal) else None
             node._meta = {PARAM: params[start]} if params and start is not None and start in params else None
     return tree
+
+
+_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+, col: \d+, start: .*?>", re.DOTALL)
+
+
+_CLASS = re.compile(r"<class '(?:\w+\.)*(\w+)'>")
+
+
+def _token_text(found: re.Match[str]) -> str:
+    return "the end of the statement" if found.group(1) == "SENTINEL" else repr(found.group(2))
+
+
+def parse_message(err: ParseError) -> str:
+    """sqlglot's first error, with the token it names as its text (not its repr) and where it is."""
+    first = err.errors[0] if err.errors else None
+    if not first or not first.get("description"):
+        return str(err).splitlines()[0] if str(err) else "a syntax error"
+    text = _TOKEN.sub(_token_text, str(first["description"])).splitlines()[0].rstrip(".")
+    text = _CLASS.sub(r"\1", text)
+    near = str(first.get("highlight") or "").strip()
+    line, col = first.get("line"), first.get("col")
+    where = f"line {line}, column {col}" + (f", near {near[:40]!r}" if near else "")
+    return f"{text} ({where})" if line and col else text
 
 
 def _ctes(tree: exp.Expr) -> set[str]:
