@@ -20,7 +20,7 @@ from precube.query.errors import EngineError, NestingTooDeepError, QueryError, S
 from precube.query.frontend import parse_message
 
 _JAVA_CLASS = re.compile(r"^(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
-_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\.?\s*$")
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+[.;]?")
 _SPARK_MODULES = ("pyspark", "py4j")
 
 
