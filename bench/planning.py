@@ -20,10 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cache import PROJECT, _prepare  # bench/cache.py: the same project and model
 from rich.console import Console
 from rich.table import Table
 
+from cache import PROJECT, _prepare  # bench/cache.py: the same project and model
 from precube.query.errors import QueryError
 from precube.query.session import Session
 
@@ -110,7 +110,8 @@ def main() -> None:
         view.add_column(column, justify="left" if column in ("statement", "answered") else "right")
     for r in results:
         rows = "-" if r["rows"] is None else f"{r['rows']:,}"
-        view.add_row(r["statement"], f"{r['chars']:,}", f"{r['plan_ms']:.1f}", f"{r['total_ms']:.1f}", r["answered"], rows)
+        times = f"{r['plan_ms']:.1f}", f"{r['total_ms']:.1f}"
+        view.add_row(r["statement"], f"{r['chars']:,}", *times, r["answered"], rows)
     Console().print(view)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"planning-sf{args.scale:g}-{time.strftime('%Y%m%d-%H%M%S')}.json"

@@ -5,6 +5,7 @@ layout, as the oracle answers them."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -257,3 +258,15 @@ def test_cli_prints_one_line_and_exits_1(tmp_path: Path, capsys: pytest.CaptureF
         lines = captured.err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
         assert "Traceback" not in captured.err and not captured.out.strip()
+
+
+def test_cli_reads_undecodable_stdin_as_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = ["--home", str(tmp_path)]
+    assert run([*home, "project", "create", "p", "-d", "DB"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"select '\xff\xfe' as x")))
+    assert run([*home, "query", "-p", "p", "-"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "UTF-8" in lines[0], lines

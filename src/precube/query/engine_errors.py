@@ -24,10 +24,17 @@ _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+[.;]?")
 _SPARK_MODULES = ("pyspark", "py4j")
 
 
+MAX_LINE = 500  # an error quoting a huge identifier or literal stays readable
+
+
 def first_line(err: BaseException) -> str:
-    """The exception's first non-blank line (its type's name when it has no text)."""
+    """The exception's first non-blank line (its type's name when it has no text), at most MAX_LINE long."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return lines[0] if lines else type(err).__name__
+    return _short(lines[0]) if lines else type(err).__name__
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
 
 
 def _duckdb_line(err: BaseException) -> str:
@@ -41,7 +48,7 @@ def _duckdb_line(err: BaseException) -> str:
         what = next((x for x in lines[1:] if not x.startswith(("Original Line", "Possible Solution"))), None)
         where = next((x.removeprefix("file = ") for x in lines if x.startswith("file = ")), None)
         first += (f": {what}" if what else "") + (f" (file {where})" if where else "")
-    return first
+    return _short(first)
 
 
 def _spark_line(err: BaseException) -> str:
@@ -49,7 +56,7 @@ def _spark_line(err: BaseException) -> str:
     for line in str(err).splitlines():
         line = line.strip().removeprefix(": ")
         if line and not line.startswith("An error occurred while calling"):
-            return _SQLSTATE.sub("", _JAVA_CLASS.sub("", line)).strip()
+            return _short(_SQLSTATE.sub("", _JAVA_CLASS.sub("", line)).strip())
     return type(err).__name__
 
 
