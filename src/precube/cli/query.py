@@ -105,7 +105,8 @@ def query(
     """Answer SQL over a project's tables from precomputed layouts (or, failing that, the source tables)."""
     if output not in FORMATS:
         raise typer.BadParameter(f"--format must be one of {', '.join(FORMATS)}, not {output!r}")
-    text = sys.stdin.read() if sql == "-" else sql
+    # bytes that are not UTF-8 become lone surrogates (as in argv), which the session refuses in one line
+    text = sys.stdin.buffer.read().decode("utf-8", "surrogateescape") if sql == "-" else sql
     with _session(ctx, project, engine) as session:
         if explain:
             info = session.explain(text, engine=engine, pushdown=pushdown, force_pushdown=force_pushdown)

@@ -24,6 +24,7 @@ from duckdb import sqltypes
 from sqlglot import exp
 
 from precube.metadata import SourceType, Table, datatypes
+from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryError, QueryTimeoutError
 from precube.query.rewrite import LayoutScan
 from precube.storage import cells
@@ -234,8 +235,8 @@ class DuckDBEngine:
 
     def execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         """Run `sql` over the layouts and sources it reads; past `timeout_s` it is interrupted (a
-        QueryTimeoutError)."""
-        with self._lock:
+        QueryTimeoutError); any other failure is a one-line QueryError."""
+        with self._lock, mapped_errors(self.name):
             if self.timeout_s is None:
                 return self._execute(sql, scans, sources)
             token = object()

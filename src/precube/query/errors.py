@@ -46,3 +46,22 @@ class QueryTimeoutError(QueryError):
     """The statement ran longer than `[query] timeout_s` and was stopped."""
 
     code = "QUERY_TIMEOUT"
+
+
+class StatementTooLargeError(SqlSyntaxError):
+    """The statement's text is longer than `[query] max_statement_chars`."""
+
+    code = "STATEMENT_TOO_LARGE"
+
+
+class NestingTooDeepError(SqlSyntaxError):
+    """The statement nests deeper than `[query] max_nesting_depth` (or than the parser can follow)."""
+
+    code = "NESTING_TOO_DEEP"
+
+
+class EngineError(QueryError):
+    """The engine refused or failed the statement at run time (a type error, an overflow, unreadable data);
+    the message is the engine's own first line."""
+
+    code = "ENGINE_ERROR"

@@ -14,18 +14,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import NormalizationStrategy
 from sqlglot.dialects.spark import Spark
-from sqlglot.errors import OptimizeError, ParseError, SqlglotError
+from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from precube.metadata import Table, datatypes
 from precube.modeling.measure_rules import sum_type
-from precube.query.errors import SqlSyntaxError, UnknownObjectError
+from precube.query.errors import NestingTooDeepError, SqlSyntaxError, UnknownObjectError
+from precube.query.limits import check_token_depth, check_tree_depth
 
 
 class Precube(Spark):
@@ -75,25 +75,66 @@ class Catalog:
 PARAM = "precube_param"  # the meta key of a literal that came from a lifted literal token (`plan_cache`)
 
 
-def parse(sql: str, params: Mapping[int, int] | None = None) -> exp.Query:
-    """One query (SELECT, UNION, WITH …); a syntax error or another kind of statement is a SqlSyntaxError.
+def parse(sql: str, params: Mapping[int, int] | None = None, max_depth: int | None = None) -> exp.Query:
+    """One query (SELECT, UNION, WITH …); a syntax error or another kind of statement is a SqlSyntaxError,
+    nesting deeper than `max_depth` (in tokens, then in the tree: `limits`) a NestingTooDeepError.
 
     The parser's source positions are dropped (copying a tree with them is several times slower), except
     that a literal whose token starts at an offset in `params` keeps that parameter's index under PARAM."""
+    dialect = DIALECT()
     try:
-        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+        tokens = dialect.tokenize(sql)
+    except TokenError as err:
+        raise SqlSyntaxError(
+            f"cannot parse the SQL: a string, quoted name or comment is not closed ({str(err).splitlines()[0]})"
+        ) from err
+    if max_depth is not None:
+        check_token_depth((t.token_type for t in tokens), max_depth)
+    try:
+        statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
     except ParseError as err:
-        raise SqlSyntaxError(f"cannot parse the SQL: {str(err).splitlines()[0]}") from err
+        raise SqlSyntaxError(f"cannot parse the SQL: {parse_message(err)}") from err
+    except RecursionError as err:  # nesting the token check does not see (e.g. long operator chains)
+        raise NestingTooDeepError(
+            "the statement nests too deeply for the parser (e.g. a long run of NOT or unary minus): simplify it"
+        ) from err
+    if not statements:
+        raise SqlSyntaxError("the statement is empty: give one query")
     if len(statements) != 1:
         raise SqlSyntaxError(f"give one query, not {len(statements)} statements")
     [tree] = statements
     if not isinstance(tree, exp.Query):
         raise SqlSyntaxError(f"only queries can be answered, not {tree.key.upper()} statements")
+    if max_depth is not None:
+        check_tree_depth(tree, max_depth)
     for node in tree.walk():
         if node._meta:
             start = node._meta.get("start") if params and isinstance(node, exp.Literal) else None
             node._meta = {PARAM: params[start]} if params and start is not None and start in params else None
     return tree
+
+
+_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+, col: \d+, start: .*?>", re.DOTALL)
+
+
+_CLASS = re.compile(r"<class '(?:\w+\.)*(\w+)'>")
+
+
+def _token_text(found: re.Match[str]) -> str:
+    return "the end of the statement" if found.group(1) == "SENTINEL" else repr(found.group(2))
+
+
+def parse_message(err: ParseError) -> str:
+    """sqlglot's first error, with the token it names as its text (not its repr) and where it is."""
+    first = err.errors[0] if err.errors else None
+    if not first or not first.get("description"):
+        return str(err).splitlines()[0] if str(err) else "a syntax error"
+    text = _TOKEN.sub(_token_text, str(first["description"])).splitlines()[0].rstrip(".")
+    text = _CLASS.sub(r"\1", text)
+    near = str(first.get("highlight") or "").strip()
+    line, col = first.get("line"), first.get("col")
+    where = f"line {line}, column {col}" + (f", near {near[:40]!r}" if near else "")
+    return f"{text} ({where})" if line and col else text
 
 
 def _ctes(tree: exp.Expr) -> set[str]:

@@ -22,10 +22,12 @@ from precube.metadata.entity import now_ms
 from precube.query import guard
 from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
+from precube.query.engine_errors import mapped_errors
 from precube.query.errors import NoLayoutError, QueryError
 from precube.query.explain import Explanation
 from precube.query.frontend import normalise, parse, spark_sum_types
 from precube.query.history import QueryHistory, QueryRecord
+from precube.query.limits import check_text
 from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
 from precube.query.rewrite import LayoutScan, rewrite
@@ -45,9 +47,15 @@ ENGINES = ("duckdb", "spark")
 class ContextPlan:
     """One context: the layout that answers it, or each model's reason why none."""
 
-    sql: str  # the block as the user wrote it (qualified)
+    block: exp.Select  # the block as the user wrote it (qualified), in a tree no later stage changes
     match: Match | None
     rejections: list[Rejection]
+
+    @property
+    def sql(self) -> str:
+        """The block's text, printed when asked for: printing every nested block while planning costs the
+        square of the nesting."""
+        return self.block.sql(dialect="spark")
 
 
 @dataclass
@@ -177,23 +185,27 @@ class Session:
 
     def plan(self, sql: str, *, pushdown: bool | None = None, force_pushdown: bool = False) -> Plan:
         """How `sql` would run: the layouts that answer its contexts, or why it must be pushed down."""
-        return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
+        with mapped_errors():
+            check_text(sql, self.settings.max_statement_chars)
+            return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
 
     def _plan(
         self, sql: str, snapshot: ProjectSnapshot, shape: Shape | None, pushdown: bool | None, force_pushdown: bool
     ) -> tuple[Plan, exp.Query]:
         """The plan (with a shape, with its probes) and the qualified tree it came from."""
-        parsed = parse(sql, shape.starts if shape else None)
+        parsed = parse(sql, shape.starts if shape else None, self.settings.max_nesting_depth)
         guard.check(parsed, snapshot.catalog)  # before anything is resolved or reaches an engine
         tree = normalise(parsed, snapshot.catalog)
         work = tree.copy()
         found = contexts(work)
+        # each block of `work` → the same block of `tree` (the copy walks in the same order), for explain
+        blocks = {id(w): t for w, t in zip(work.walk(), tree.walk(), strict=True) if isinstance(w, exp.Select)}
         kept = (
             [ContextProbe(c.filter.copy() if c.filter else None, probes(c, snapshot.models)) for c in found]
             if shape is not None
             else []
         )
-        plans = [self._plan_context(ctx, snapshot) for ctx in found]
+        plans = [self._plan_context(ctx, snapshot, blocks[id(ctx.select)]) for ctx in found]
         missing = [p for p in plans if p.match is None]
         reason = "pushdown was asked for" if force_pushdown else _reasons(missing)
         if not missing and not force_pushdown:
@@ -240,15 +252,15 @@ class Session:
         self.plans.store(key, shape, snapshot, plan, qualified)
         return plan, engine.render(plan.tree), False
 
-    def _plan_context(self, ctx: QueryContext, snapshot: ProjectSnapshot) -> ContextPlan:
-        text = ctx.select.sql(dialect="spark")
+    def _plan_context(self, ctx: QueryContext, snapshot: ProjectSnapshot, block: exp.Expr) -> ContextPlan:
+        assert isinstance(block, exp.Select)
         try:
             found = match(ctx, snapshot.models)
         except Exception as err:  # noqa: BLE001 (a block the matcher cannot read is one no layout answers)
-            return ContextPlan(text, None, [Rejection("*", f"matching failed: {err}")])
+            return ContextPlan(block, None, [Rejection("*", f"matching failed: {err}")])
         if isinstance(found, Match):
-            return ContextPlan(text, found, found.rejected)
-        return ContextPlan(text, None, found or [Rejection("*", "the project has no model")])
+            return ContextPlan(block, found, found.rejected)
+        return ContextPlan(block, None, found or [Rejection("*", "the project has no model")])
 
     def sql(
         self,
@@ -262,13 +274,19 @@ class Session:
         """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts (and the
         result cache, as `no_cache` does)."""
         chosen = engine or self.engine
-        shape = shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
-        if self.cache is None or no_cache or force_pushdown or shape is None:
-            return self._execute(sql, shape, chosen, pushdown, force_pushdown)
-        started, start_ms = time.perf_counter(), now_ms()
-        result = self.cache.answer(
-            self, sql, shape, pushdown, lambda snap: self._execute(sql, shape, chosen, pushdown, force_pushdown, snap)
-        )
+        with mapped_errors(chosen):  # whatever fails is a QueryError of one line (`engine_errors`)
+            check_text(sql, self.settings.max_statement_chars)
+            shape = shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
+            if self.cache is None or no_cache or force_pushdown or shape is None:
+                return self._execute(sql, shape, chosen, pushdown, force_pushdown)
+            started, start_ms = time.perf_counter(), now_ms()
+            result = self.cache.answer(
+                self,
+                sql,
+                shape,
+                pushdown,
+                lambda snap: self._execute(sql, shape, chosen, pushdown, force_pushdown, snap),
+            )
         if result.from_cache:
             self._record(sql, start_ms, started, result.engine, result)
         return result
@@ -314,7 +332,8 @@ class Session:
         """How `sql` would be answered, without running it."""
         chosen = engine or self.engine
         plan = self.plan(sql, pushdown=pushdown, force_pushdown=force_pushdown)
-        return Explanation(plan, chosen, self._engine(chosen).sql_of(plan.tree))
+        with mapped_errors(chosen):
+            return Explanation(plan, chosen, self._engine(chosen).sql_of(plan.tree))
 
     def _record(
         self, sql: str, start_ms: int, started: float, engine: str, result: QueryResult | None, error: str | None = None

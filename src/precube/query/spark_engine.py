@@ -15,6 +15,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.metadata import Table
+from precube.query.engine_errors import mapped_errors
 from precube.query.errors import QueryTimeoutError
 from precube.query.rewrite import LayoutScan
 from precube.storage import cells
@@ -85,8 +86,11 @@ class SparkEngine:
 
     def execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         """Run `sql` over the layouts and sources it reads; past `timeout_s` its Spark jobs (tagged with the
-        statement's own tag) are cancelled, a QueryTimeoutError."""
-        spark = self._session()
+        statement's own tag) are cancelled, a QueryTimeoutError. Any failure is a one-line QueryError."""
+        with mapped_errors(self.name):
+            return self._timed(self._session(), sql, scans, sources)
+
+    def _timed(self, spark: SparkSession, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         if self.timeout_s is None:
             return self._execute(spark, sql, scans, sources)
         context = spark.sparkContext

@@ -1,0 +1,99 @@
+"""Any failure on the query path as precube's own one-line error: the one place where engine, parser and
+Python exceptions become `QueryError`s (the engines' `execute` and the Session's entry points go through it).
+
+DuckDB's messages are kept, cut to their first line (the rest is a caret under the SQL precube wrote, or
+candidate names of its internal relations; a CSV error keeps the line saying what is wrong); Spark's lose
+the Java exception's class and the SQLSTATE.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import duckdb
+from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
+
+from precube.errors import PrecubeError
+from precube.query.errors import EngineError, NestingTooDeepError, QueryError, SqlSyntaxError, UnknownObjectError
+from precube.query.frontend import parse_message
+
+_JAVA_CLASS = re.compile(r"^(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+[.;]?")
+_SPARK_MODULES = ("pyspark", "py4j")
+
+
+MAX_LINE = 500  # an error quoting a huge identifier or literal stays readable
+
+
+def first_line(err: BaseException) -> str:
+    """The exception's first non-blank line (its type's name when it has no text), at most MAX_LINE long."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return _short(lines[0]) if lines else type(err).__name__
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
+
+
+def _duckdb_line(err: BaseException) -> str:
+    """A DuckDB error's first line; for a file DuckDB cannot read (a CSV with a byte that is not UTF-8), the
+    first line says only where, so the line saying what (never the row's text) and the file follow."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    if not lines:
+        return type(err).__name__
+    first = lines[0].rstrip("!")
+    if "CSV Error" in first:
+        what = next((x for x in lines[1:] if not x.startswith(("Original Line", "Possible Solution"))), None)
+        where = next((x.removeprefix("file = ") for x in lines if x.startswith("file = ")), None)
+        first += (f": {what}" if what else "") + (f" (file {where})" if where else "")
+    return _short(first)
+
+
+def _spark_line(err: BaseException) -> str:
+    """A Spark (or py4j) error's message: py4j's 'An error occurred while calling …' and the Java class go."""
+    for line in str(err).splitlines():
+        line = line.strip().removeprefix(": ")
+        if line and not line.startswith("An error occurred while calling"):
+            return _short(_SQLSTATE.sub("", _JAVA_CLASS.sub("", line)).strip())
+    return type(err).__name__
+
+
+def query_error(err: BaseException, engine: str | None = None) -> PrecubeError:
+    """The error to raise for `err`, caught while answering a statement (on `engine`, when it ran there)."""
+    if isinstance(err, PrecubeError):
+        return err
+    if isinstance(err, RecursionError):
+        return NestingTooDeepError("the statement nests too deeply to be planned: simplify its nesting")
+    if isinstance(err, TokenError):
+        return SqlSyntaxError(
+            f"cannot parse the SQL: a string, quoted name or comment is not closed ({first_line(err)})"
+        )
+    if isinstance(err, OptimizeError):
+        return UnknownObjectError(f"cannot resolve the SQL: {first_line(err)}")
+    if isinstance(err, ParseError):
+        return SqlSyntaxError(f"cannot parse the SQL: {parse_message(err)}")
+    if isinstance(err, SqlglotError):
+        return SqlSyntaxError(f"cannot parse the SQL: {first_line(err)}")
+    if isinstance(err, UnicodeError):
+        return SqlSyntaxError(f"the statement holds text that is not valid Unicode: {first_line(err)}")
+    if isinstance(err, duckdb.Error):
+        return EngineError(f"DuckDB cannot run the statement: {_duckdb_line(err)}")
+    if type(err).__module__.startswith(_SPARK_MODULES):
+        return EngineError(f"Spark cannot run the statement: {_spark_line(err)}")
+    if isinstance(err, MemoryError):
+        return EngineError("the statement ran out of memory")
+    where = f" on {engine}" if engine else ""
+    return QueryError(f"the query failed{where} with an internal error: {type(err).__name__}: {first_line(err)}")
+
+
+@contextmanager
+def mapped_errors(engine: str | None = None) -> Iterator[None]:
+    """Raise whatever fails inside as its `query_error`, chained to the original (`--debug` shows both)."""
+    try:
+        yield
+    except PrecubeError:
+        raise
+    except Exception as err:  # every failure of a statement reaches the user as one line
+        raise query_error(err, engine) from err
