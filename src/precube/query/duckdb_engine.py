@@ -39,6 +39,35 @@ ENUM_MAX_VALUES = 65_536  # a string column with at most this many distinct valu
 ENUM_SCREEN_ROWS = 200_000
 
 
+_SPARK_MEANING = (exp.Quantile, exp.Median, exp.CurrentDate, exp.CurrentTimestamp)
+
+
+def _spark_meaning(node: exp.Expr) -> exp.Expr:
+    """A call whose DuckDB form (as sqlglot prints it) means something else than in Spark, in one that means
+    the same. Spark's PERCENTILE and MEDIAN interpolate between the two nearest values and return DOUBLE
+    (an array of them for an array of percentages): DuckDB's QUANTILE is the discrete one. The bare
+    keywords CURRENT_DATE and CURRENT_TIMESTAMP resolve to an output of the same name in DuckDB."""
+    if isinstance(node, (exp.Quantile, exp.Median)) and not isinstance(node, exp.ApproxQuantile):
+        q = node.args.get("quantile") if isinstance(node, exp.Quantile) else None
+        call = exp.Anonymous(this="QUANTILE_CONT", expressions=[node.this, q or exp.Literal.number(0.5)])
+        return exp.cast(
+            call, exp.DataType.build("DOUBLE[]" if isinstance(q, exp.Array) else "DOUBLE", dialect="duckdb")
+        )
+    if isinstance(node, exp.CurrentDate):
+        return exp.Anonymous(this="CURRENT_DATE")
+    if isinstance(node, exp.CurrentTimestamp):
+        return exp.Anonymous(this="GET_CURRENT_TIMESTAMP")
+    return node
+
+
+def _duckdb_tree(tree: exp.Query) -> exp.Query:
+    if tree.find(*_SPARK_MEANING) is None:
+        return tree
+    changed = tree.copy().transform(_spark_meaning)
+    assert isinstance(changed, exp.Query)
+    return changed
+
+
 def _bitmap_count(blobs: list[bytes | None] | None) -> int:
     return cells.bitmap_cardinality(cells.bitmap_union(blobs or []))
 
@@ -157,7 +186,7 @@ class DuckDBEngine:
 
     def render(self, tree: exp.Query) -> str:
         """The SQL text `execute` takes for a tree."""
-        return tree.sql(dialect=self.dialect)
+        return _duckdb_tree(tree).sql(dialect=self.dialect)
 
     def run(self, tree: exp.Query, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         return self.execute(self.render(tree), scans, sources)
@@ -211,7 +240,7 @@ class DuckDBEngine:
         return pa.concat_tables([head, _arrow_of_cursor(cursor).cast(schema)])
 
     def sql_of(self, tree: exp.Query) -> str:
-        return tree.sql(dialect="duckdb", pretty=True)
+        return _duckdb_tree(tree).sql(dialect="duckdb", pretty=True)
 
 
 SMALL_RESULT_ROWS = 1000

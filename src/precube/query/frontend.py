@@ -43,22 +43,27 @@ DIALECT = Precube
 
 @dataclass(frozen=True)
 class Catalog:
-    """The project's tables as SQL sees them: database → table → column → Spark type (lower-case names)."""
+    """The project's tables as SQL sees them: database → table → column → Spark type (lower-case names);
+    `visible`: the columns `*` expands to, per database and table (None: all of them)."""
 
     default_database: str
     tables: Mapping[str, Mapping[str, Mapping[str, str]]]
+    visible: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None
 
     @classmethod
     def of(
         cls, default_database: str, tables: Iterable[Table], extra: Mapping[str, Mapping[str, str]] | None = None
     ) -> Catalog:
-        """`extra`: more columns per DB.TABLE (computed columns, queryable as columns of their table)."""
+        """`extra`: more columns per DB.TABLE (computed columns, queryable as columns of their table by name
+        but, as in Kylin, not part of `*`)."""
         found: dict[str, dict[str, dict[str, str]]] = {}
+        visible: dict[str, dict[str, tuple[str, ...]]] = {}
         for t in tables:
             columns = {c.name.lower(): datatypes.to_spark(c.datatype) for c in t.columns}
+            visible.setdefault(t.database.lower(), {})[t.name.lower()] = tuple(columns)
             columns.update({k: v for k, v in (extra or {}).get(t.identity, {}).items() if k not in columns})
             found.setdefault(t.database.lower(), {})[t.name.lower()] = columns
-        return cls(default_database.lower(), found)
+        return cls(default_database.lower(), found, visible)
 
     def has(self, database: str, table: str) -> bool:
         return table in self.tables.get(database, {})
@@ -69,6 +74,9 @@ class Catalog:
         return MappingSchema(
             {db: {t: dict(cols) for t, cols in tables.items()} for db, tables in self.tables.items()},
             dialect=DIALECT,
+            visible=None
+            if self.visible is None
+            else {db: {t: list(cols) for t, cols in tables.items()} for db, tables in self.visible.items()},
         )
 
 

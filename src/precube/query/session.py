@@ -189,7 +189,11 @@ class Session:
         reason = "pushdown was asked for" if force_pushdown else _reasons(missing)
         if not missing and not force_pushdown:
             try:
-                scans = [rewrite(ctx, p.match) for ctx, p in zip(found, plans, strict=True) if p.match is not None]
+                scans = [
+                    rewrite(ctx, p.match, snapshot.catalog)
+                    for ctx, p in zip(found, plans, strict=True)
+                    if p.match is not None
+                ]
                 lookups = sorted({d.table for p in plans if p.match is not None for d in p.match.derived})
                 sources = [snapshot.tables[t] for t in lookups]
                 return Plan(work, False, plans, scans=scans, sources=sources, probes=kept), tree
