@@ -187,6 +187,8 @@ def spark_sum_types(tree: exp.Query, catalog: Catalog) -> exp.Query:
         arg = node.this.type if isinstance(node.this, exp.Expr) else None
         out = sum_type(arg.sql(dialect="spark")) if arg is not None and not arg.is_type("unknown") else None
         if out is not None:
-            call = node.parent if isinstance(node.parent, exp.Window) else node  # cast `SUM(x) OVER (…)` whole
+            call: exp.Expr = node  # cast `SUM(x) FILTER (…) OVER (…)` whole
+            for wrapper in (exp.Filter, exp.Window):
+                call = call.parent if isinstance(call.parent, wrapper) else call
             call.replace(exp.cast(call.copy(), exp.DataType.build(out, dialect="spark")))
     return tree

@@ -252,9 +252,11 @@ def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
                 inner[(col.table, col.name.lower())] = cid
     group = ctx.select.args.get("group")
     group_cols = [g for g in group.expressions] if group else []
+    grouping_sets = group is not None and any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets", "all"))
     group_dims = (
         frozenset(columns[(g.table, g.name.lower())] for g in group_cols)
-        if all(isinstance(g, exp.Column) and (g.table, g.name.lower()) in columns for g in group_cols)
+        if not grouping_sets
+        and all(isinstance(g, exp.Column) and (g.table, g.name.lower()) in columns for g in group_cols)
         else None
     )
     calls = [agg_call(a, m.measure_index, cols.argument, m.column_types, group_dims) for a in ctx.aggregates]

@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from precube.metadata import MetadataStore, Table
 from precube.metadata.entity import now_ms
+from precube.query.computed import inline_computed
 from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
 from precube.query.errors import NoLayoutError, QueryError
@@ -205,7 +206,7 @@ class Session:
             raise NoLayoutError(f"no layout can answer the query and {why}: {reason}")
         tables = {f"{t.db}.{t.name}".upper() for t in tree.find_all(exp.Table) if t.db}
         plan = Plan(
-            spark_sum_types(tree.copy(), snapshot.catalog),
+            spark_sum_types(inline_computed(tree.copy(), snapshot.computed, snapshot.real_columns), snapshot.catalog),
             True,
             plans,
             sources=[snapshot.tables[t] for t in sorted(tables) if t in snapshot.tables],
