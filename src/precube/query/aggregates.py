@@ -113,10 +113,10 @@ def agg_call(
         arg_node = args[0]
     count_all = isinstance(node, exp.Count) and (arg_node is None or isinstance(arg_node, (exp.Star, exp.Literal)))
     if count_all and distinct:
-        return AggCall(node, [], f"{node.sql()} counts distinct constants")
+        return AggCall(node, [], f"{node.sql(dialect='spark')} counts distinct constants")
     col = None if count_all or arg_node is None else column_of(arg_node)
     if not count_all and col is None:
-        return AggCall(node, [], f"the argument of {node.sql()} is no model column or computed column")
+        return AggCall(node, [], f"the argument of {node.sql(dialect='spark')} is no model column or computed column")
     cs = index.count_star
     star = frozenset({cs}) if cs is not None else frozenset()
 
@@ -144,7 +144,7 @@ def agg_call(
                 )
             )
         if not ways:
-            return AggCall(node, [], f"{node.sql()}: DISTINCT of a non-numeric column")
+            return AggCall(node, [], f"{node.sql(dialect='spark')}: DISTINCT of a non-numeric column")
         return AggCall(node, ways)
     if isinstance(node, exp.Count) and not distinct:
         for m in index.find(FunctionExpression.COUNT, None if count_all else col):
@@ -220,7 +220,7 @@ def agg_call(
             for m in index.find(FunctionExpression.PERCENTILE_APPROX, col):
                 measure_way(m, lambda c: _fn("precube_kll_quantile", exp.ArrayAgg(this=c), q.copy()))
     if not ways:
-        return AggCall(node, [], f"{node.sql()}: no measure of the model computes it")
+        return AggCall(node, [], f"{node.sql(dialect='spark')}: no measure of the model computes it")
     return AggCall(node, ways)
 
 

@@ -284,7 +284,7 @@ def requirements(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[int, ...], 
     for call in needs.calls:
         way = next((w for w in call.ways if w.dims <= dims), None)
         if way is None:
-            return call.problem or f"{call.node.sql()}: no measure of the model computes it"
+            return call.problem or f"{call.node.sql(dialect='spark')}: no measure of the model computes it"
         wanted |= way.dims
         measures |= way.measures
     first = [c for c in _filter_order(ctx, needs.cols) if c in wanted]
@@ -354,7 +354,7 @@ def _layout_fits(
         for call in calls:
             for arg in call.node.find_all(exp.Column):
                 if cols.column(arg) is None:
-                    return f"{call.node.sql()} reads a column the model lacks"
+                    return f"{call.node.sql(dialect='spark')} reads a column the model lacks"
         return [], frozenset(wanted - held)
     if not ctx.aggregating:
         return "a detail query needs a table index"
@@ -390,7 +390,7 @@ def _misfit_text(misfit: Misfit, cols: _ModelColumns) -> str:
     if isinstance(misfit, str):
         return misfit
     if isinstance(misfit, AggCall):
-        return f"{misfit.node.sql()}: no measure in the layout computes it"
+        return f"{misfit.node.sql(dialect='spark')}: no measure in the layout computes it"
     return "missing dimension " + ", ".join(cols.name(c) for c in sorted(misfit))
 
 
