@@ -104,16 +104,28 @@ def _spark_meaning(node: exp.Expr) -> exp.Expr:
     if isinstance(node, (exp.Quantile, exp.Median, exp.ApproxQuantile)):
         q = node.args.get("quantile") or exp.Literal.number(0.5)
         exact = not isinstance(node, exp.ApproxQuantile)
-        call = exp.Anonymous(this="quantile_cont" if exact else "quantile_disc", expressions=[node.this, q])
-        return exp.cast(call, "double[]" if isinstance(q, exp.Array) else "double") if exact else call
+        return exp.Anonymous(this="quantile_cont" if exact else "quantile_disc", expressions=[node.this, q])
     return node
+
+
+def _as_double(tree: exp.Expr) -> exp.Expr:
+    """Each QUANTILE_CONT (with its FILTER and OVER) cast to DOUBLE, as Spark's PERCENTILE returns."""
+    for call in list(tree.find_all(exp.Anonymous)):
+        if call.name.lower() != "quantile_cont":
+            continue
+        whole: exp.Expr = call
+        while isinstance(whole.parent, (exp.Filter, exp.Window)):
+            whole = whole.parent
+        array = isinstance(call.expressions[1], exp.Array)
+        whole.replace(exp.cast(whole.copy(), "double[]" if array else "double"))
+    return tree
 
 
 def to_duckdb(sql: str) -> str:
     """The case SQL (precube's dialect) in DuckDB's, with Spark's meaning (`_spark_meaning`)."""
     [tree] = sqlglot.parse(sql, read=DIALECT)
     assert tree is not None
-    return tree.transform(_spark_meaning).sql(dialect="duckdb")
+    return _as_double(tree.transform(_spark_meaning)).sql(dialect="duckdb")
 
 
 class Oracle:

@@ -42,30 +42,33 @@ ENUM_SCREEN_ROWS = 200_000
 _SPARK_MEANING = (exp.Quantile, exp.Median, exp.CurrentDate, exp.CurrentTimestamp)
 
 
-def _spark_meaning(node: exp.Expr) -> exp.Expr:
-    """A call whose DuckDB form (as sqlglot prints it) means something else than in Spark, in one that means
-    the same. Spark's PERCENTILE and MEDIAN interpolate between the two nearest values and return DOUBLE
-    (an array of them for an array of percentages): DuckDB's QUANTILE is the discrete one. The bare
-    keywords CURRENT_DATE and CURRENT_TIMESTAMP resolve to an output of the same name in DuckDB."""
-    if isinstance(node, (exp.Quantile, exp.Median)) and not isinstance(node, exp.ApproxQuantile):
-        q = node.args.get("quantile") if isinstance(node, exp.Quantile) else None
-        call = exp.Anonymous(this="QUANTILE_CONT", expressions=[node.this, q or exp.Literal.number(0.5)])
-        return exp.cast(
-            call, exp.DataType.build("DOUBLE[]" if isinstance(q, exp.Array) else "DOUBLE", dialect="duckdb")
-        )
-    if isinstance(node, exp.CurrentDate):
-        return exp.Anonymous(this="CURRENT_DATE")
-    if isinstance(node, exp.CurrentTimestamp):
-        return exp.Anonymous(this="GET_CURRENT_TIMESTAMP")
-    return node
-
-
 def _duckdb_tree(tree: exp.Query) -> exp.Query:
+    """`tree`, or a copy of it where a call whose DuckDB form (as sqlglot prints it) means something else
+    than in Spark is written so that it means the same. Spark's PERCENTILE and MEDIAN interpolate between
+    the two nearest values and return DOUBLE (an array of them for an array of percentages): DuckDB's
+    QUANTILE is the discrete one. The bare keywords CURRENT_DATE and CURRENT_TIMESTAMP resolve to an
+    output of the same name in DuckDB."""
     if tree.find(*_SPARK_MEANING) is None:
         return tree
-    changed = tree.copy().transform(_spark_meaning)
-    assert isinstance(changed, exp.Query)
-    return changed
+    tree = tree.copy()
+    for node in list(tree.find_all(*_SPARK_MEANING)):
+        if isinstance(node, exp.CurrentDate):
+            node.replace(exp.Anonymous(this="CURRENT_DATE"))
+        elif isinstance(node, exp.CurrentTimestamp):
+            node.replace(exp.Anonymous(this="GET_CURRENT_TIMESTAMP"))
+        elif not isinstance(node, exp.ApproxQuantile):
+            q = node.args.get("quantile") if isinstance(node, exp.Quantile) else None
+            whole: exp.Expr = node  # the cast goes around `… FILTER (…) OVER (…)`, which take the call itself
+            for wrapper in (exp.Filter, exp.Window):
+                whole = whole.parent if isinstance(whole.parent, wrapper) else whole
+            call = exp.Anonymous(this="QUANTILE_CONT", expressions=[node.this, q or exp.Literal.number(0.5)])
+            typed = exp.DataType.build("DOUBLE[]" if isinstance(q, exp.Array) else "DOUBLE", dialect="duckdb")
+            if whole is node:
+                node.replace(exp.cast(call, typed))
+            else:
+                node.replace(call)
+                whole.replace(exp.cast(whole.copy(), typed))
+    return tree
 
 
 def _bitmap_count(blobs: list[bytes | None] | None) -> int:
