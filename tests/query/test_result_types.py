@@ -33,6 +33,8 @@ TYPED = {
     "filter": f"""select d_year, sum(lo_revenue) filter (where c_region = 'ASIA') as s,
         avg(lo_revenue) filter (where c_region = 'ASIA') as a, count(*) filter (where c_region = 'ASIA') as c
         {JOINS} group by d_year""",
+    "constants": f"select d_year, sum(1) as a, sum(2.5) as b, count(null) as c {JOINS} group by d_year",
+    "kll_percentile": f"select d_year, percentile_approx(lo_revenue, 0.5) as p {JOINS} group by d_year",
     "percentile": """select lo_shipmode, percentile(lo_revenue, 0.5) as p, median(lo_revenue) as m
         from ssb.lineorder group by lo_shipmode""",
 }

@@ -114,6 +114,18 @@ def agg_call(
     count_all = isinstance(node, exp.Count) and (arg_node is None or isinstance(arg_node, (exp.Star, exp.Literal)))
     if count_all and distinct:
         return AggCall(node, [], f"{node.sql(dialect='spark')} counts distinct constants")
+    if isinstance(node, exp.Sum) and not distinct and index.count_star is not None and _is_integer(arg_node):
+        # SUM of an integer constant: the constant times the rows, NULL for none (no cell), as Spark's
+        cs_id, constant = index.count_star, arg_node.copy()
+        ways.append(
+            AggWay(
+                frozenset(),
+                frozenset({cs_id}),
+                "the constant times COUNT(*)",
+                lambda s, d: _cast(exp.func("sum", exp.Mul(this=constant.copy(), expression=s(str(cs_id)))), "bigint"),
+            )
+        )
+        return AggCall(node, ways)
     col = None if count_all or arg_node is None else column_of(arg_node)
     if not count_all and col is None:
         return AggCall(node, [], f"the argument of {node.sql(dialect='spark')} is no model column or computed column")
@@ -216,9 +228,11 @@ def agg_call(
         )
     elif isinstance(node, exp.ApproxQuantile) and col is not None:
         q = node.args.get("quantile")
+        value_type = types[col] if sum_type(types[col]) is not None else "double"  # numeric, else DOUBLE
         if isinstance(q, exp.Literal) and not q.is_string:
             for m in index.find(FunctionExpression.PERCENTILE_APPROX, col):
-                measure_way(m, lambda c: _fn("precube_kll_quantile", exp.ArrayAgg(this=c), q.copy()))
+                # Spark's PERCENTILE_APPROX returns one of the values, typed as they are
+                measure_way(m, lambda c: _cast(_fn("precube_kll_quantile", exp.ArrayAgg(this=c), q.copy()), value_type))
     if not ways:
         return AggCall(node, [], f"{node.sql(dialect='spark')}: no measure of the model computes it")
     return AggCall(node, ways)
@@ -244,6 +258,13 @@ def filtered(replacement: exp.Expr, condition: exp.Expr, counting: bool) -> exp.
             if isinstance(target, exp.Expr) and not isinstance(target, exp.Star):
                 target.replace(exp.Case(ifs=[exp.If(this=condition.copy(), true=target.copy())]))
     return _zero_if_null(replacement) if counting else replacement
+
+
+def _is_integer(node: exp.Expr | None) -> bool:
+    """An integer literal, possibly negative."""
+    if isinstance(node, exp.Neg):
+        node = node.this
+    return isinstance(node, exp.Literal) and not node.is_string and node.name.isdigit()
 
 
 def _is_hll(m: Measure) -> bool:

@@ -178,14 +178,21 @@ def normalise(sql: str | exp.Query, catalog: Catalog) -> exp.Query:
     return qualify_query(name_outputs(parse(sql) if isinstance(sql, str) else sql), catalog)
 
 
+_DECIMAL_LITERAL = re.compile(r"\d*\.\d*")
+
+
 def spark_sum_types(tree: exp.Query, catalog: Catalog) -> exp.Query:
     """`tree`, changed in place, with each SUM over a typed argument cast to the type Spark gives it, so
     that a statement run on the source tables by another engine (DuckDB sums integers into HUGEINT)
     returns the types a layout answer and Spark do."""
     annotate_types(tree, schema=catalog.schema, dialect=DIALECT)
     for node in list(tree.find_all(exp.Sum)):
-        arg = node.this.type if isinstance(node.this, exp.Expr) else None
+        summed = node.this.expressions[0] if isinstance(node.this, exp.Distinct) else node.this
+        arg = summed.type if isinstance(summed, exp.Expr) else None
         out = sum_type(arg.sql(dialect="spark")) if arg is not None and not arg.is_type("unknown") else None
+        if isinstance(summed, exp.Literal) and _DECIMAL_LITERAL.fullmatch(summed.name):
+            whole, fraction = summed.name.split(".")  # Spark reads `2.5` as DECIMAL(2,1), not DOUBLE
+            out = sum_type(f"decimal({max(len(whole.lstrip('0')) + len(fraction), len(fraction), 1)},{len(fraction)})")
         if out is not None:
             call: exp.Expr = node  # cast `SUM(x) FILTER (…) OVER (…)` whole
             for wrapper in (exp.Filter, exp.Window):
