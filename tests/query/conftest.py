@@ -33,7 +33,8 @@ MODEL = "ssb"
 SEGMENT_BOUNDS = ("1992-01-01", "1995-01-01", "1999-01-01")
 
 # The demo's SSB model (resources/ssb_model.yaml) plus the measures SUPPLIERS_APPROX, MAX_DISCOUNT and
-# REVENUE_ROWS (COUNT(LO_REVENUE), which with REVENUE answers AVG(LO_REVENUE)); hierarchies of group 2 and
+# REVENUE_ROWS (COUNT(LO_REVENUE), which with REVENUE answers AVG(LO_REVENUE)), REVENUE_PERCENTILE (a KLL
+# sketch, in group 3 only: PERCENTILE_APPROX from a layout); hierarchies of group 2 and
 # the discount/quantity pair of group 1 are joint dimensions, to keep the plan (and the build) small.
 # Group 3 holds the foreign key LO_SUPPKEY as a dimension: SUPPLIER's other columns are derived from it.
 SPEC: dict[str, Any] = yaml.safe_load(resources.files("precube").joinpath("resources/ssb_model.yaml").read_text())
@@ -47,6 +48,12 @@ SPEC["simplified_measures"] += [
     },
     {"name": "MAX_DISCOUNT", "expression": "MAX", "column": "LINEORDER.LO_DISCOUNT"},
     {"name": "REVENUE_ROWS", "expression": "COUNT", "column": "LINEORDER.LO_REVENUE"},
+    {
+        "name": "REVENUE_PERCENTILE",
+        "expression": "PERCENTILE_APPROX",
+        "column": "LINEORDER.LO_REVENUE",
+        "return_type": "percentile(100)",
+    },
 ]
 SPEC.update(
     aggregation_groups=[
@@ -93,7 +100,7 @@ SPEC.update(
         },
         {
             "includes": ["D_YEAR", "LO_SUPPKEY"],
-            "measures": ["REVENUE", "COUNT_ALL"],
+            "measures": ["REVENUE", "COUNT_ALL", "REVENUE_PERCENTILE"],
             "select_rule": {"mandatory_dims": ["D_YEAR", "LO_SUPPKEY"]},
         },
     ],

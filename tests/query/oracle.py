@@ -93,17 +93,39 @@ def load_case(path: Path) -> Case:
     )
 
 
+def _spark_meaning(node: exp.Expr) -> exp.Expr:
+    """Spark's meaning of a call that sqlglot's DuckDB output changes, written out independently of
+    precube's engine: PERCENTILE and MEDIAN interpolate (DuckDB's QUANTILE, sqlglot's output for
+    PERCENTILE, is discrete) and return DOUBLE. Approximate calls become exact ones, so that a case's
+    tolerance measures precube's error alone: COUNT DISTINCT, and PERCENTILE_APPROX as the discrete
+    quantile (Spark's is the smallest value with at least the given fraction of values at or below it)."""
+    if isinstance(node, exp.ApproxDistinct):
+        return exp.Count(this=exp.Distinct(expressions=[node.this]))
+    if isinstance(node, (exp.Quantile, exp.Median, exp.ApproxQuantile)):
+        q = node.args.get("quantile") or exp.Literal.number(0.5)
+        exact = not isinstance(node, exp.ApproxQuantile)
+        return exp.Anonymous(this="quantile_cont" if exact else "quantile_disc", expressions=[node.this, q])
+    return node
+
+
+def _as_double(tree: exp.Expr) -> exp.Expr:
+    """Each QUANTILE_CONT (with its FILTER and OVER) cast to DOUBLE, as Spark's PERCENTILE returns."""
+    for call in list(tree.find_all(exp.Anonymous)):
+        if call.name.lower() != "quantile_cont":
+            continue
+        whole: exp.Expr = call
+        while isinstance(whole.parent, (exp.Filter, exp.Window)):
+            whole = whole.parent
+        array = isinstance(call.expressions[1], exp.Array)
+        whole.replace(exp.cast(whole.copy(), "double[]" if array else "double"))
+    return tree
+
+
 def to_duckdb(sql: str) -> str:
-    """The case SQL (precube's dialect) in DuckDB's; approximate COUNT DISTINCT becomes the exact one,
-    so that a case's tolerance measures precube's error alone."""
+    """The case SQL (precube's dialect) in DuckDB's, with Spark's meaning (`_spark_meaning`)."""
     [tree] = sqlglot.parse(sql, read=DIALECT)
     assert tree is not None
-    tree = tree.transform(
-        lambda node: (
-            exp.Count(this=exp.Distinct(expressions=[node.this])) if isinstance(node, exp.ApproxDistinct) else node
-        )
-    )
-    return tree.sql(dialect="duckdb")
+    return _as_double(tree.transform(_spark_meaning)).sql(dialect="duckdb")
 
 
 class Oracle:

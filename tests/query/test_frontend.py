@@ -88,3 +88,22 @@ def test_only_one_query_is_accepted() -> None:
         parse("insert into lineorder values (1)")
     with pytest.raises(SqlSyntaxError, match="not 2 statements"):
         parse("select 1; select 2")
+
+
+def test_star_expands_to_real_columns_and_computed_ones_are_read_by_name() -> None:
+    catalog = Catalog.of(
+        "SSB",
+        [
+            _table("SSB", "LINEORDER", LO_ORDERDATE="date", LO_REVENUE="bigint"),
+            _table("SSB", "DATES", D_YEAR="integer"),
+        ],
+        {"SSB.LINEORDER": {"v_revenue": "bigint"}},
+    )
+    star = normalise("select * from lineorder", catalog)
+    assert [s.alias_or_name for s in star.selects] == ["lo_orderdate", "lo_revenue"]
+    both = normalise("select l.*, v_revenue from lineorder l", catalog)
+    assert [(c.table, c.name) for c in both.find_all(exp.Column)] == [
+        ("l", "lo_orderdate"),
+        ("l", "lo_revenue"),
+        ("l", "v_revenue"),
+    ]

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 CASES = Path(__file__).parent / "cases"
 # one case per kind of statement: SUM of a computed column, joins and IN lists, bitmap and HLL cells,
-# AVG as SUM/COUNT, a window over aggregates, an empty pruned relation, a joined-back lookup, pushdown
+# AVG as SUM/COUNT, a window over aggregates, an empty pruned relation, a joined-back lookup, pushdown,
+# FILTER and DISTINCT aggregates, an exact percentile
 SAMPLE = (
     "ssb_q1_1",
     "ssb_q3_2_variant",
@@ -29,6 +30,9 @@ SAMPLE = (
     "empty_partition_range",
     "derived_lookup_aggregate",
     "pushdown_column_not_in_model",
+    "sum_filter",  # FILTER as CASE inside the merges
+    "sum_distinct",
+    "percentile_exact",  # Spark's own PERCENTILE over a table index
 )
 
 

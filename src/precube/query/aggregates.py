@@ -112,9 +112,23 @@ def agg_call(
             return AggCall(node, [], "COUNT(DISTINCT …) of several columns is not precomputed")
         arg_node = args[0]
     count_all = isinstance(node, exp.Count) and (arg_node is None or isinstance(arg_node, (exp.Star, exp.Literal)))
+    if count_all and distinct:
+        return AggCall(node, [], f"{node.sql(dialect='spark')} counts distinct constants")
+    if isinstance(node, exp.Sum) and not distinct and index.count_star is not None and _is_integer(arg_node):
+        # SUM of an integer constant: the constant times the rows, NULL for none (no cell), as Spark's
+        cs_id, constant = index.count_star, arg_node.copy()
+        ways.append(
+            AggWay(
+                frozenset(),
+                frozenset({cs_id}),
+                "the constant times COUNT(*)",
+                lambda s, d: _cast(exp.func("sum", exp.Mul(this=constant.copy(), expression=s(str(cs_id)))), "bigint"),
+            )
+        )
+        return AggCall(node, ways)
     col = None if count_all or arg_node is None else column_of(arg_node)
     if not count_all and col is None:
-        return AggCall(node, [], f"the argument of {node.sql()} is no model column or computed column")
+        return AggCall(node, [], f"the argument of {node.sql(dialect='spark')} is no model column or computed column")
     cs = index.count_star
     star = frozenset({cs}) if cs is not None else frozenset()
 
@@ -129,6 +143,21 @@ def agg_call(
     def count_of(c: exp.Expr) -> exp.Expr:
         return _zero_if_null(_cast(exp.func("sum", c), "bigint"))
 
+    if distinct and isinstance(node, (exp.Sum, exp.Avg, exp.Min, exp.Max)):
+        # a layout holds one row per group of its dimensions: within a query group the set of values of a
+        # dimension is the raw rows' set, so the call over the DISTINCT values is exact (no measure is)
+        if col is not None and (not isinstance(node, (exp.Sum, exp.Avg)) or sum_type(types[col]) is not None):
+            ways.append(
+                AggWay(
+                    frozenset({col}),
+                    frozenset(),
+                    "over the distinct values of the dimension",
+                    lambda s, d: _distinct_call(node, s(str(col)), types[col]),
+                )
+            )
+        if not ways:
+            return AggCall(node, [], f"{node.sql(dialect='spark')}: DISTINCT of a non-numeric column")
+        return AggCall(node, ways)
     if isinstance(node, exp.Count) and not distinct:
         for m in index.find(FunctionExpression.COUNT, None if count_all else col):
             measure_way(m, count_of)
@@ -199,12 +228,43 @@ def agg_call(
         )
     elif isinstance(node, exp.ApproxQuantile) and col is not None:
         q = node.args.get("quantile")
+        value_type = types[col] if sum_type(types[col]) is not None else "double"  # numeric, else DOUBLE
         if isinstance(q, exp.Literal) and not q.is_string:
             for m in index.find(FunctionExpression.PERCENTILE_APPROX, col):
-                measure_way(m, lambda c: _fn("precube_kll_quantile", exp.ArrayAgg(this=c), q.copy()))
+                # Spark's PERCENTILE_APPROX returns one of the values, typed as they are
+                measure_way(m, lambda c: _cast(_fn("precube_kll_quantile", exp.ArrayAgg(this=c), q.copy()), value_type))
     if not ways:
-        return AggCall(node, [], f"{node.sql()}: no measure of the model computes it")
+        return AggCall(node, [], f"{node.sql(dialect='spark')}: no measure of the model computes it")
     return AggCall(node, ways)
+
+
+def _distinct_call(node: exp.AggFunc, column: exp.Expr, arg_type: str) -> exp.Expr:
+    """`node`'s function over the DISTINCT values of a layout column, typed as Spark types the call."""
+    call = node.__class__(this=exp.Distinct(expressions=[column]))
+    if isinstance(node, exp.Sum):
+        out = sum_type(arg_type)
+        return _cast(call, out) if out is not None else call
+    return _cast(call, "double") if isinstance(node, exp.Avg) else call
+
+
+def filtered(replacement: exp.Expr, condition: exp.Expr, counting: bool) -> exp.Expr:
+    """A way's replacement under `FILTER (WHERE condition)`, the condition over layout dimensions: every
+    aggregate over the cells reads only the cells where it holds (a NULL argument is skipped, as a
+    filtered-out row is), and a COUNT of none is 0."""
+    for agg in list(replacement.find_all(exp.AggFunc)):
+        arg = agg.this
+        targets = arg.expressions if isinstance(arg, exp.Distinct) else [arg]
+        for target in targets:
+            if isinstance(target, exp.Expr) and not isinstance(target, exp.Star):
+                target.replace(exp.Case(ifs=[exp.If(this=condition.copy(), true=target.copy())]))
+    return _zero_if_null(replacement) if counting else replacement
+
+
+def _is_integer(node: exp.Expr | None) -> bool:
+    """An integer literal, possibly negative."""
+    if isinstance(node, exp.Neg):
+        node = node.this
+    return isinstance(node, exp.Literal) and not node.is_string and node.name.isdigit()
 
 
 def _is_hll(m: Measure) -> bool:

@@ -78,7 +78,8 @@ def own_nodes(select: exp.Select) -> Iterator[exp.Expr]:
 
 def is_group_aggregate(node: exp.Expr) -> bool:
     """An aggregate call of the GROUP BY, not a window function's own call."""
-    return isinstance(node, exp.AggFunc) and not isinstance(node.parent, exp.Window)
+    parent = node.parent.parent if isinstance(node.parent, exp.Filter) else node.parent  # `f(x) FILTER (…) OVER`
+    return isinstance(node, exp.AggFunc) and not isinstance(parent, exp.Window)
 
 
 def _inside_aggregate(node: exp.Expr, select: exp.Select) -> bool:

@@ -43,6 +43,38 @@ ENUM_MAX_VALUES = 65_536  # a string column with at most this many distinct valu
 ENUM_SCREEN_ROWS = 200_000
 
 
+_SPARK_MEANING = (exp.Quantile, exp.Median, exp.CurrentDate, exp.CurrentTimestamp)
+
+
+def _duckdb_tree(tree: exp.Query) -> exp.Query:
+    """`tree`, or a copy of it where a call whose DuckDB form (as sqlglot prints it) means something else
+    than in Spark is written so that it means the same. Spark's PERCENTILE and MEDIAN interpolate between
+    the two nearest values and return DOUBLE (an array of them for an array of percentages): DuckDB's
+    QUANTILE is the discrete one. The bare keywords CURRENT_DATE and CURRENT_TIMESTAMP resolve to an
+    output of the same name in DuckDB."""
+    if tree.find(*_SPARK_MEANING) is None:
+        return tree
+    tree = tree.copy()
+    for node in list(tree.find_all(*_SPARK_MEANING)):
+        if isinstance(node, exp.CurrentDate):
+            node.replace(exp.Anonymous(this="CURRENT_DATE"))
+        elif isinstance(node, exp.CurrentTimestamp):
+            node.replace(exp.Anonymous(this="GET_CURRENT_TIMESTAMP"))
+        elif not isinstance(node, exp.ApproxQuantile):
+            q = node.args.get("quantile") if isinstance(node, exp.Quantile) else None
+            whole: exp.Expr = node  # the cast goes around `… FILTER (…) OVER (…)`, which take the call itself
+            for wrapper in (exp.Filter, exp.Window):
+                whole = whole.parent if isinstance(whole.parent, wrapper) else whole
+            call = exp.Anonymous(this="QUANTILE_CONT", expressions=[node.this, q or exp.Literal.number(0.5)])
+            typed = exp.DataType.build("DOUBLE[]" if isinstance(q, exp.Array) else "DOUBLE", dialect="duckdb")
+            if whole is node:
+                node.replace(exp.cast(call, typed))
+            else:
+                node.replace(call)
+                whole.replace(exp.cast(whole.copy(), typed))
+    return tree
+
+
 def _bitmap_count(blobs: list[bytes | None] | None) -> int:
     return cells.bitmap_cardinality(cells.bitmap_union(blobs or []))
 
@@ -228,7 +260,7 @@ class DuckDBEngine:
 
     def render(self, tree: exp.Query) -> str:
         """The SQL text `execute` takes for a tree."""
-        return tree.sql(dialect=self.dialect)
+        return _duckdb_tree(tree).sql(dialect=self.dialect)
 
     def run(self, tree: exp.Query, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         return self.execute(self.render(tree), scans, sources)
@@ -317,7 +349,7 @@ class DuckDBEngine:
         return pa.concat_tables([head, _arrow_of_cursor(cursor).cast(schema)])
 
     def sql_of(self, tree: exp.Query) -> str:
-        return tree.sql(dialect="duckdb", pretty=True)
+        return _duckdb_tree(tree).sql(dialect="duckdb", pretty=True)
 
 
 SMALL_RESULT_ROWS = 1000

@@ -43,22 +43,27 @@ DIALECT = Precube
 
 @dataclass(frozen=True)
 class Catalog:
-    """The project's tables as SQL sees them: database → table → column → Spark type (lower-case names)."""
+    """The project's tables as SQL sees them: database → table → column → Spark type (lower-case names);
+    `visible`: the columns `*` expands to, per database and table (None: all of them)."""
 
     default_database: str
     tables: Mapping[str, Mapping[str, Mapping[str, str]]]
+    visible: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None
 
     @classmethod
     def of(
         cls, default_database: str, tables: Iterable[Table], extra: Mapping[str, Mapping[str, str]] | None = None
     ) -> Catalog:
-        """`extra`: more columns per DB.TABLE (computed columns, queryable as columns of their table)."""
+        """`extra`: more columns per DB.TABLE (computed columns, queryable as columns of their table by name
+        but, as in Kylin, not part of `*`)."""
         found: dict[str, dict[str, dict[str, str]]] = {}
+        visible: dict[str, dict[str, tuple[str, ...]]] = {}
         for t in tables:
             columns = {c.name.lower(): datatypes.to_spark(c.datatype) for c in t.columns}
+            visible.setdefault(t.database.lower(), {})[t.name.lower()] = tuple(columns)
             columns.update({k: v for k, v in (extra or {}).get(t.identity, {}).items() if k not in columns})
             found.setdefault(t.database.lower(), {})[t.name.lower()] = columns
-        return cls(default_database.lower(), found)
+        return cls(default_database.lower(), found, visible)
 
     def has(self, database: str, table: str) -> bool:
         return table in self.tables.get(database, {})
@@ -69,6 +74,9 @@ class Catalog:
         return MappingSchema(
             {db: {t: dict(cols) for t, cols in tables.items()} for db, tables in self.tables.items()},
             dialect=DIALECT,
+            visible=None
+            if self.visible is None
+            else {db: {t: list(cols) for t, cols in tables.items()} for db, tables in self.visible.items()},
         )
 
 
@@ -211,15 +219,24 @@ def normalise(sql: str | exp.Query, catalog: Catalog) -> exp.Query:
     return qualify_query(name_outputs(parse(sql) if isinstance(sql, str) else sql), catalog)
 
 
+_DECIMAL_LITERAL = re.compile(r"\d*\.\d*")
+
+
 def spark_sum_types(tree: exp.Query, catalog: Catalog) -> exp.Query:
     """`tree`, changed in place, with each SUM over a typed argument cast to the type Spark gives it, so
     that a statement run on the source tables by another engine (DuckDB sums integers into HUGEINT)
     returns the types a layout answer and Spark do."""
     annotate_types(tree, schema=catalog.schema, dialect=DIALECT)
     for node in list(tree.find_all(exp.Sum)):
-        arg = node.this.type if isinstance(node.this, exp.Expr) else None
+        summed = node.this.expressions[0] if isinstance(node.this, exp.Distinct) else node.this
+        arg = summed.type if isinstance(summed, exp.Expr) else None
         out = sum_type(arg.sql(dialect="spark")) if arg is not None and not arg.is_type("unknown") else None
+        if isinstance(summed, exp.Literal) and _DECIMAL_LITERAL.fullmatch(summed.name):
+            whole, fraction = summed.name.split(".")  # Spark reads `2.5` as DECIMAL(2,1), not DOUBLE
+            out = sum_type(f"decimal({max(len(whole.lstrip('0')) + len(fraction), len(fraction), 1)},{len(fraction)})")
         if out is not None:
-            call = node.parent if isinstance(node.parent, exp.Window) else node  # cast `SUM(x) OVER (…)` whole
+            call: exp.Expr = node  # cast `SUM(x) FILTER (…) OVER (…)` whole
+            for wrapper in (exp.Filter, exp.Window):
+                call = call.parent if isinstance(call.parent, wrapper) else call
             call.replace(exp.cast(call.copy(), exp.DataType.build(out, dialect="spark")))
     return tree

@@ -252,9 +252,11 @@ def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
                 inner[(col.table, col.name.lower())] = cid
     group = ctx.select.args.get("group")
     group_cols = [g for g in group.expressions] if group else []
+    grouping_sets = group is not None and any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets", "all"))
     group_dims = (
         frozenset(columns[(g.table, g.name.lower())] for g in group_cols)
-        if all(isinstance(g, exp.Column) and (g.table, g.name.lower()) in columns for g in group_cols)
+        if not grouping_sets
+        and all(isinstance(g, exp.Column) and (g.table, g.name.lower()) in columns for g in group_cols)
         else None
     )
     calls = [agg_call(a, m.measure_index, cols.argument, m.column_types, group_dims) for a in ctx.aggregates]
@@ -282,7 +284,7 @@ def requirements(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[int, ...], 
     for call in needs.calls:
         way = next((w for w in call.ways if w.dims <= dims), None)
         if way is None:
-            return call.problem or f"{call.node.sql()}: no measure of the model computes it"
+            return call.problem or f"{call.node.sql(dialect='spark')}: no measure of the model computes it"
         wanted |= way.dims
         measures |= way.measures
     first = [c for c in _filter_order(ctx, needs.cols) if c in wanted]
@@ -352,7 +354,7 @@ def _layout_fits(
         for call in calls:
             for arg in call.node.find_all(exp.Column):
                 if cols.column(arg) is None:
-                    return f"{call.node.sql()} reads a column the model lacks"
+                    return f"{call.node.sql(dialect='spark')} reads a column the model lacks"
         return [], frozenset(wanted - held)
     if not ctx.aggregating:
         return "a detail query needs a table index"
@@ -388,7 +390,7 @@ def _misfit_text(misfit: Misfit, cols: _ModelColumns) -> str:
     if isinstance(misfit, str):
         return misfit
     if isinstance(misfit, AggCall):
-        return f"{misfit.node.sql()}: no measure in the layout computes it"
+        return f"{misfit.node.sql(dialect='spark')}: no measure in the layout computes it"
     return "missing dimension " + ", ".join(cols.name(c) for c in sorted(misfit))
 
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from precube.query.aggregates import filtered
 from precube.query.contexts import LEFT, QueryContext, own_nodes
+from precube.query.frontend import Catalog, spark_sum_types
 from precube.query.matching import DerivedJoin, Match
 from precube.query.pruning import pinned_columns
 from precube.storage import columns
@@ -58,9 +60,13 @@ def _scan_column(name: str) -> exp.Column:
     return exp.column(exp.to_identifier(name, quoted=True), table=SCAN_ALIAS)
 
 
-def rewrite(ctx: QueryContext, match: Match) -> LayoutScan:
-    """Rewrite the context's block in place; returns the relation it now reads."""
+def rewrite(ctx: QueryContext, match: Match, catalog: Catalog | None = None) -> LayoutScan:
+    """Rewrite the context's block in place; returns the relation it now reads. With the `catalog`, every
+    SUM the engine computes over a layout's values (a table index's raw rows, a window over merged cells)
+    is cast to the type Spark gives it on the source rows (`spark_sum_types`)."""
     select = ctx.select
+    if catalog is not None and match.table_index:
+        spark_sum_types(select, catalog)  # before its columns become the layout's, whose types it lacks
     pinned = (match.columns.get((c.table, c.name.lower())) for c in pinned_columns(ctx.filter))
     scan = scan_of(match, frozenset(c for c in pinned if c is not None))
     where = select.args.get("where")
@@ -69,7 +75,12 @@ def rewrite(ctx: QueryContext, match: Match) -> LayoutScan:
     if not match.table_index:
         dims = frozenset(match.layout.col_order)
         for call, way in zip(ctx.aggregates, match.ways, strict=True):
-            call.replace(way.build(_scan_column, dims))
+            replacement = way.build(_scan_column, dims)
+            if isinstance(call.parent, exp.Filter):  # its condition's columns, layout dimensions, are renamed below
+                counting = isinstance(call, (exp.Count, exp.ApproxDistinct))
+                call.parent.replace(filtered(replacement, call.parent.expression.this, counting))
+            else:
+                call.replace(replacement)
     derived = {d.alias for d in match.derived}
     for node in list(own_nodes(select)):
         if isinstance(node, exp.Column) and node.table in ctx.tables and node.table not in derived:
@@ -83,6 +94,8 @@ def rewrite(ctx: QueryContext, match: Match) -> LayoutScan:
         ),
     )
     select.set("joins", [_join_back(d, tables[d.alias].copy()) for d in match.derived] or None)
+    if catalog is not None and not match.table_index and any(w.find(exp.Sum) for w in select.find_all(exp.Window)):
+        spark_sum_types(select, catalog)  # `SUM(SUM(x)) OVER`: the merge inside is cast, so its type is known
     return scan
 
 

@@ -20,6 +20,7 @@ from sqlglot import exp
 from precube.metadata import MetadataStore, Table
 from precube.metadata.entity import now_ms
 from precube.query import guard
+from precube.query.computed import inline_computed
 from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
 from precube.query.engine_errors import mapped_errors
@@ -210,7 +211,11 @@ class Session:
         reason = "pushdown was asked for" if force_pushdown else _reasons(missing)
         if not missing and not force_pushdown:
             try:
-                scans = [rewrite(ctx, p.match) for ctx, p in zip(found, plans, strict=True) if p.match is not None]
+                scans = [
+                    rewrite(ctx, p.match, snapshot.catalog)
+                    for ctx, p in zip(found, plans, strict=True)
+                    if p.match is not None
+                ]
                 lookups = sorted({d.table for p in plans if p.match is not None for d in p.match.derived})
                 sources = [snapshot.tables[t] for t in lookups]
                 return Plan(work, False, plans, scans=scans, sources=sources, probes=kept), tree
@@ -222,7 +227,7 @@ class Session:
             raise NoLayoutError(f"no layout can answer the query and {why}: {reason}")
         tables = {f"{t.db}.{t.name}".upper() for t in tree.find_all(exp.Table) if t.db}
         plan = Plan(
-            spark_sum_types(tree.copy(), snapshot.catalog),
+            spark_sum_types(inline_computed(tree.copy(), snapshot.computed, snapshot.real_columns), snapshot.catalog),
             True,
             plans,
             sources=[snapshot.tables[t] for t in sorted(tables) if t in snapshot.tables],

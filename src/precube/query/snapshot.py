@@ -30,6 +30,7 @@ from precube.metadata import (
 )
 from precube.metadata.dataflow import LayoutInstance
 from precube.query.aggregates import MeasureIndex
+from precube.query.computed import Expressions, computed_expressions
 from precube.query.frontend import DIALECT, Catalog, canonical
 from precube.query.pruning import ValueRange, segment_ranges
 
@@ -115,6 +116,16 @@ class ProjectSnapshot:
     def __post_init__(self) -> None:
         extra = _computed_columns(self.models)
         object.__setattr__(self, "catalog", Catalog.of(self.default_database, self.tables.values(), extra))
+
+    @cached_property
+    def computed(self) -> Expressions:
+        """The models' computed columns as expressions, for statements on the source tables."""
+        return computed_expressions(m.model for m in self.models)
+
+    @cached_property
+    def real_columns(self) -> dict[str, frozenset[str]]:
+        """DB.TABLE → the source table's own column names (lower case)."""
+        return {name: frozenset(c.name.lower() for c in t.columns) for name, t in self.tables.items()}
 
 
 def _computed_columns(models: list[ModelSnapshot]) -> dict[str, dict[str, str]]:
