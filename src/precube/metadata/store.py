@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 import json
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from precube.errors import InvalidInputError

@@ -33,3 +33,10 @@ class PushdownError(QueryError):
     """The query cannot run on the source tables with the chosen engine."""
 
     code = "PUSHDOWN"
+
+
+class LayoutReadError(QueryError):
+    """A statement over layouts failed on the engine (files missing or unreadable): names the layouts and
+    segments; the source tables answer instead only when `query.pushdown_on_failure` allows it."""
+
+    code = "LAYOUT_FAILED"
