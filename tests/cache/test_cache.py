@@ -394,7 +394,7 @@ VOLATILE = [
     "select lo_discount, count(*) as n, current_date as today from ssb.lineorder group by lo_discount",
     "select lo_discount, count(*) as n from ssb.lineorder where lo_orderdate < now() group by lo_discount",
     "select lo_discount, count(*) as n, max(random()) as r from ssb.lineorder group by lo_discount",
-    "select lo_discount, count(*) as n, unix_timestamp() as t from ssb.lineorder group by lo_discount",
+    "select lo_discount, count(*) as n, current_timestamp() as t from ssb.lineorder group by lo_discount",
     "select lo_discount, count(*) as n, uuid() as u from ssb.lineorder group by lo_discount",
 ]
 

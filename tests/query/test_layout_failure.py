@@ -22,7 +22,7 @@ from tests.query.oracle import Case, Oracle, assert_same
 
 pytestmark = pytest.mark.spark
 
-SQL = "select d_year, sum(lo_revenue) as revenue from ssb.lineorder join ssb.dates on lo_orderdate = d_datekey group by d_year"
+SQL = "select d_year, sum(lo_revenue) as revenue from ssb.lineorder left join ssb.dates on lo_orderdate = d_datekey group by d_year"
 
 
 @pytest.fixture
