@@ -40,3 +40,4 @@ class LayoutReadError(QueryError):
     segments; the source tables answer instead only when `query.pushdown_on_failure` allows it."""
 
     code = "LAYOUT_FAILED"
+    missing = False  # a layout's files were found missing (not only the engine's word for it)

@@ -285,11 +285,12 @@ class Session:
             try:
                 table = runner.execute(text, plan.scans, plan.sources)
             except Exception as failed:
-                if plan.pushdown:
-                    raise
                 # layouts that cannot be read (files gone after a restore, a bad disk): an error, unless the
-                # operator allowed the source tables to answer instead (then the result says so)
-                error = _layout_failure(plan, self.duckdb.root, self.project, failed)
+                # operator allowed the source tables to answer instead (then the result says so); precube's own
+                # errors (a time-out, a limit) stand as they are unless files are missing
+                error = None if plan.pushdown else _layout_failure(plan, self.duckdb.root, self.project, failed)
+                if error is None or (isinstance(failed, QueryError) and not error.missing):
+                    raise
                 allowed = pushdown if pushdown is not None else _enabled(snapshot)
                 if not (self.settings.pushdown_on_failure and allowed):
                     raise error from failed
@@ -363,14 +364,18 @@ def _layout_failure(plan: Plan, root: str, project: str, failed: Exception) -> L
     whose files are missing, when a local warehouse shows which)."""
     models = {c.match.model.model.uuid: c.match.model.model.alias for c in plan.contexts if c.match is not None}
     parts: list[str] = []
+    missing = False
     for scan in plan.scans:
         ids = scan.segment_ids or (scan.schema_segment,)
-        missing = [s for s in ids if _no_files(layout_path(root, project, scan.model_uuid, s, scan.layout_id))]
-        named = missing or list(ids)
+        gone = [s for s in ids if _no_files(layout_path(root, project, scan.model_uuid, s, scan.layout_id))]
+        missing = missing or bool(gone)
+        named = gone or list(ids)
         where = f"segment{'s' if len(named) > 1 else ''} {', '.join(named)}"
         parts.append(f"layout {scan.layout_id} of model {models.get(scan.model_uuid, scan.model_uuid)} in {where}")
     first = next(iter(str(failed).splitlines()), "") or type(failed).__name__
-    return LayoutReadError(f"{'; '.join(parts) or 'a layout'} could not be read: {first}")
+    error = LayoutReadError(f"{'; '.join(parts) or 'a layout'} could not be read: {first}")
+    error.missing = missing
+    return error
 
 
 def _no_files(path: str) -> bool:
