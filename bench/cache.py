@@ -30,7 +30,7 @@ from rich.table import Table
 
 from precube.build.context import BuildContext
 from precube.build.operations import build_segment
-from precube.cache import ResultCache, open_backend
+from precube.cache import CachedSession, ResultCache, open_backend
 from precube.metadata import Dataflow, Project, SourceType, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model, find_model
@@ -121,7 +121,7 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _hits(session: Session, sql: str, repeat: int) -> dict[str, Any]:
+def _hits(session: CachedSession, sql: str, repeat: int) -> dict[str, Any]:
     uncached = [session.sql(sql, no_cache=True) for _ in range(3)]
     expected = uncached[-1].rows
     session.sql(sql)  # the miss that stores it
@@ -140,9 +140,8 @@ def _hits(session: Session, sql: str, repeat: int) -> dict[str, Any]:
     }
 
 
-def _burst(session: Session, sql: str, n: int) -> dict[str, Any]:
+def _burst(session: CachedSession, sql: str, n: int) -> dict[str, Any]:
     """`n` identical queries at once on a cold cache: seconds, queries per second, engine runs."""
-    assert session.cache is not None
     session.cache.clear(PROJECT)
     runs = [0]
     lock = threading.Lock()
@@ -200,7 +199,8 @@ def main() -> None:
         for backend, url in (("memory", "memory"), ("redis", redis_url)):
             for flight in (True, False):
                 config = CacheSettings(url=url, min_duration_ms=0, min_scanned_rows=0, single_flight=flight)
-                with Session(store, PROJECT, warehouse, cache=ResultCache(open_backend(url), config)) as session:
+                cache = ResultCache(open_backend(url), config)
+                with CachedSession(Session(store, PROJECT, warehouse), cache) as session:
                     row: dict[str, Any] = {"backend": backend, "single_flight": flight}
                     if flight:  # hit latency does not depend on single flight: measured once per backend
                         row["small"] = _hits(session, SMALL, args.repeat)

@@ -1,12 +1,13 @@
 """The Python API: `precube.connect(project)` opens a query session on the settings' metadata and
-warehouse (the same ones the CLI uses), with Spark started only if a query asks for it."""
+warehouse (the same ones the CLI uses), with Spark started only if a query asks for it, behind the result
+cache when it is enabled."""
 
 from __future__ import annotations
 
 import getpass
 from pathlib import Path
 
-from precube.cache import ResultCache
+from precube.cache import CachedSession, ResultCache
 from precube.metadata import open_store
 from precube.query.history import QueryHistory
 from precube.query.session import Session
@@ -22,12 +23,12 @@ def connect(
     settings: Settings | None = None,
     user: str | None = None,
     cache: ResultCache | None = None,
-) -> Session:
-    """A `Session` over `project`: `session.sql(...)` returns a result with `.table` (Arrow) and
-    `.to_pandas()` (`.from_cache` tells a result-cache answer; `sql(..., no_cache=True)` skips the cache);
-    `session.explain(...)` tells how a query would be answered. The result cache is `cache`, else the
-    settings' (`[cache]`); `session.cache.stats(project)` and `session.cache.clear(project, sql=None)`
-    operate it."""
+) -> Session | CachedSession:
+    """A session over `project`: `session.sql(...)` returns a result with `.table` (Arrow) and
+    `.to_pandas()` (`.pushdown_reason` says why the source tables answered; `.from_cache` tells a result-cache
+    answer; `sql(..., no_cache=True)` skips the cache); `session.explain(...)` tells how a query would be
+    answered. The result cache is `cache`, else the settings' (`[cache]`): the session is then a
+    `CachedSession`, whose `session.cache.stats()` and `session.cache.clear(sql=None)` operate it."""
     if settings is None:
         overrides = {"home": Path(home)} if home is not None else {}
         settings = load_settings(Path(config) if config is not None else None, **overrides)
@@ -40,7 +41,7 @@ def connect(
 
         return spark_session(resolved)
 
-    return Session(
+    session = Session(
         store,
         project,
         settings.warehouse_root,
@@ -48,9 +49,10 @@ def connect(
         spark=spark,
         history=history,
         user=user or getpass.getuser(),
-        cache=cache if cache is not None else open_cache(settings),
         settings=settings.query,
     )
+    cache = cache if cache is not None else open_cache(settings)
+    return session if cache is None else CachedSession(session, cache)
 
 
 def open_cache(settings: Settings) -> ResultCache | None:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from precube.cache import ResultCache, open_backend
+from precube.cache import CachedSession, ResultCache, open_backend
+from precube.cache.memory import MemoryBackend
 from precube.metadata import MetadataStore, Project, SourceType, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model
@@ -93,12 +94,15 @@ MakeCache = Callable[..., ResultCache]
 
 @pytest.fixture
 def make_cache(backend_url: str) -> Iterator[MakeCache]:
-    """Caches on the test's backend; settings admit every answer unless overridden."""
+    """Caches on the test's backend; settings admit every answer unless overridden. Each test has a memory
+    backend of its own (the process's shared one would carry answers and counters from test to test)."""
     made: list[ResultCache] = []
+    private = MemoryBackend()
 
     def make(**settings: Any) -> ResultCache:
         config = CacheSettings(url=backend_url, **{**ADMIT_ALL, **settings})
-        cache = ResultCache(open_backend(config.url, config.memory_mb), config)
+        backend = private if config.url == "memory" else open_backend(config.url, config.memory_mb)
+        cache = ResultCache(backend, config)
         made.append(cache)
         return cache
 
@@ -138,8 +142,12 @@ class CacheModel:
     warehouse: str
     ctx: BuildContext
 
-    def session(self, cache: ResultCache | None) -> Session:
-        return Session(self.store, CACHE_PROJECT, self.warehouse, cache=cache)
+    def session(self, cache: ResultCache | None) -> Session | CachedSession:
+        session = Session(self.store, CACHE_PROJECT, self.warehouse)
+        return session if cache is None else CachedSession(session, cache)
+
+    def cached(self, cache: ResultCache) -> CachedSession:
+        return CachedSession(Session(self.store, CACHE_PROJECT, self.warehouse), cache)
 
     @property
     def meta_url(self) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from precube.cache import ResultCache, open_backend
+from precube.cache import CachedSession, ResultCache, open_backend
 from precube.cache.key import key_of_sql
 from precube.cache.validity import model_uses
 from precube.query.errors import NoLayoutError
@@ -36,12 +36,12 @@ SHIPPED = "select lo_discount, count(*) as n from ssb.lineorder where lo_shipmod
 
 
 @pytest.fixture
-def session(cache_model: CacheModel, make_cache: MakeCache) -> Iterator[Session]:
-    with cache_model.session(make_cache()) as s:
+def session(cache_model: CacheModel, make_cache: MakeCache) -> Iterator[CachedSession]:
+    with cache_model.cached(make_cache()) as s:
         yield s
 
 
-def _uncached(session: Session, sql: str) -> list[tuple[Any, ...]]:
+def _uncached(session: CachedSession, sql: str) -> list[tuple[Any, ...]]:
     return session.sql(sql, no_cache=True).rows
 
 
@@ -50,7 +50,7 @@ class Counted:
     `fail_first`, every statement of the thread that ran first fails, its pushdown retry included), keeping the
     real engine underneath."""
 
-    def __init__(self, session: Session, delay_s: float = 0.0, fail_first: bool = False) -> None:
+    def __init__(self, session: CachedSession, delay_s: float = 0.0, fail_first: bool = False) -> None:
         self.calls = 0  # statements run to their end
         self.failed = 0
         self._failing: int | None = None
@@ -76,7 +76,7 @@ class Counted:
         session.duckdb.execute = execute  # type: ignore[method-assign]
 
 
-def test_a_hit_answers_as_the_query_does(session: Session) -> None:
+def test_a_hit_answers_as_the_query_does(session: CachedSession) -> None:
     first = session.sql(SQL)
     assert not first.from_cache
     second = session.sql(SQL)
@@ -87,7 +87,7 @@ def test_a_hit_answers_as_the_query_does(session: Session) -> None:
     assert stats is not None and stats.hits == 1 and stats.misses == 1 and stats.stores == 1 and stats.entries == 1
 
 
-def test_spelling_shares_a_key_but_string_contents_do_not(session: Session) -> None:
+def test_spelling_shares_a_key_but_string_contents_do_not(session: CachedSession) -> None:
     session.sql(SQL)
     assert session.sql(RESPELLED).from_cache
     asia = session.sql(SHIPPED.format("MAIL"))
@@ -95,19 +95,20 @@ def test_spelling_shares_a_key_but_string_contents_do_not(session: Session) -> N
     again = session.sql(SHIPPED.format("MAIL"))
     assert again.from_cache and again.rows == asia.rows == _uncached(session, SHIPPED.format("MAIL"))
     assert session.sql(SQL.replace("group by", "GROUP  BY")).from_cache
+    assert session.sql(f"{SQL};").from_cache and session.sql(f"  {RESPELLED} ;\n").from_cache
 
 
 def test_admission_thresholds_and_no_cache(cache_model: CacheModel, make_cache: MakeCache) -> None:
-    with cache_model.session(make_cache(min_duration_ms=60_000, min_scanned_rows=10**9)) as s:
+    with cache_model.cached(make_cache(min_duration_ms=60_000, min_scanned_rows=10**9)) as s:
         s.sql(SQL)
         assert not s.sql(SQL).from_cache  # fast and small: not kept
-    with cache_model.session(make_cache(max_cells=3)) as s:
+    with cache_model.cached(make_cache(max_cells=3)) as s:
         s.sql(SQL)
         assert not s.sql(SQL).from_cache  # 11 rows x 2 columns exceed 3 cells
-    with cache_model.session(make_cache(min_duration_ms=60_000, min_scanned_rows=1)) as s:
+    with cache_model.cached(make_cache(min_duration_ms=60_000, min_scanned_rows=1)) as s:
         s.sql(SQL)
         assert s.sql(SQL).from_cache  # slow enough or scanning enough rows: either admits
-    with cache_model.session(make_cache()) as s:
+    with cache_model.cached(make_cache()) as s:
         assert s.cache is not None
         s.cache.clear(s.project)  # a Redis backend still holds the answer admitted above
         s.sql(SQL, no_cache=True)
@@ -117,10 +118,10 @@ def test_admission_thresholds_and_no_cache(cache_model: CacheModel, make_cache: 
 
 def test_pushdown_answers_are_not_cached_unless_allowed(cache_model: CacheModel, make_cache: MakeCache) -> None:
     sql = "select lo_orderkey, lo_tax from ssb.lineorder order by lo_orderkey, lo_tax limit 3"  # no layout has them
-    with cache_model.session(make_cache()) as s:
+    with cache_model.cached(make_cache()) as s:
         assert s.sql(sql).pushdown
         assert not s.sql(sql).from_cache
-    with cache_model.session(make_cache(cache_pushdown=True)) as s:
+    with cache_model.cached(make_cache(cache_pushdown=True)) as s:
         first = s.sql(sql)
         second = s.sql(sql)
         assert second.from_cache and second.pushdown and second.rows == first.rows
@@ -128,7 +129,7 @@ def test_pushdown_answers_are_not_cached_unless_allowed(cache_model: CacheModel,
             s.sql(sql, pushdown=False)
 
 
-def test_errors_are_never_cached(session: Session) -> None:
+def test_errors_are_never_cached(session: CachedSession) -> None:
     bad = "select no_such_column from ssb.lineorder"
     for _ in range(2):
         with pytest.raises(Exception, match="(?i)no_such_column"):
@@ -158,7 +159,7 @@ def _concurrently(n: int, call: Callable[[], QueryResult]) -> tuple[list[QueryRe
 
 
 def test_identical_concurrent_queries_run_once(cache_model: CacheModel, make_cache: MakeCache) -> None:
-    with cache_model.session(make_cache()) as s:
+    with cache_model.cached(make_cache()) as s:
         expected = _uncached(s, SQL)
         counted = Counted(s, delay_s=0.3)
         results, errors = _concurrently(20, lambda: s.sql(SQL))
@@ -170,24 +171,73 @@ def test_identical_concurrent_queries_run_once(cache_model: CacheModel, make_cac
 
 
 def test_without_single_flight_they_all_run(cache_model: CacheModel, make_cache: MakeCache) -> None:
-    with cache_model.session(make_cache(single_flight=False)) as s:
+    with cache_model.cached(make_cache(single_flight=False)) as s:
         counted = Counted(s, delay_s=0.3)
         results, errors = _concurrently(5, lambda: s.sql(SQL))
         assert not errors and len(results) == 5
         assert counted.calls == 5  # the check above would catch a single flight that did nothing
 
 
-def test_a_waiter_takes_over_when_the_first_fails(cache_model: CacheModel, make_cache: MakeCache) -> None:
-    with cache_model.session(make_cache()) as s:
-        expected = _uncached(s, SQL)
+def test_the_runners_error_is_given_to_its_waiters(cache_model: CacheModel, make_cache: MakeCache) -> None:
+    with cache_model.cached(make_cache()) as s:
         counted = Counted(s, delay_s=0.3, fail_first=True)
         results, errors = _concurrently(8, lambda: s.sql(SQL))
-        assert len(errors) == 1 and "first run fails" in str(errors[0])  # only the failed one sees its error
-        assert len(results) == 7 and all(r.rows == expected for r in results)
-        assert counted.failed >= 1 and counted.calls == 1  # one take-over ran; the rest read its answer
+        assert not results and len(errors) == 8
+        assert all("first run fails" in str(e) and type(e) is type(errors[0]) for e in errors)
+        assert counted.failed == 1 and counted.calls == 0  # nobody ran it again
+        assert s.cache.stats().stores == 0
+        assert s.sql(SQL).rows == _uncached(s, SQL) and counted.calls == 2  # a later query runs afresh
 
 
-def test_clear_one_entry_or_the_project(session: Session) -> None:
+PUSHDOWN_SQL = "select lo_orderkey, lo_tax from ssb.lineorder order by lo_orderkey, lo_tax limit 3"  # no layout
+
+
+def test_concurrent_answers_not_cached_are_shared_too(cache_model: CacheModel, make_cache: MakeCache) -> None:
+    """20 identical pushdown queries (pushdown answers are not admitted) run once; all get the answer."""
+    with cache_model.cached(make_cache()) as s:
+        expected = _uncached(s, PUSHDOWN_SQL)
+        counted = Counted(s, delay_s=0.3)
+        results, errors = _concurrently(20, lambda: s.sql(PUSHDOWN_SQL))
+        assert not errors and len(results) == 20
+        assert counted.calls == 1
+        assert all(r.rows == expected and r.pushdown and r.pushdown_reason for r in results)
+        assert not any(r.from_cache for r in results)
+        stats = s.cache.stats()
+        assert stats.stores == 0 and stats.entries == 0 and stats.waits >= 1
+        s.sql(PUSHDOWN_SQL)
+        assert counted.calls == 2  # handed to those that waited, not kept for later queries
+
+
+def test_identical_queries_that_may_answer_differently_fly_apart(
+    cache_model: CacheModel, make_cache: MakeCache
+) -> None:
+    """One forbids pushdown, the other allows it: neither takes the other's answer or error."""
+    with cache_model.cached(make_cache()) as s:
+        Counted(s, delay_s=0.3)
+        calls: list[Callable[[], QueryResult]] = [
+            lambda: s.sql(PUSHDOWN_SQL, pushdown=False),
+            lambda: s.sql(PUSHDOWN_SQL),
+        ]
+        barrier = threading.Barrier(2)
+        outcomes: list[Any] = [None, None]
+
+        def one(i: int) -> None:
+            barrier.wait()
+            try:
+                outcomes[i] = calls[i]()
+            except Exception as err:  # noqa: BLE001 (checked below)
+                outcomes[i] = err
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert isinstance(outcomes[0], NoLayoutError)
+        assert isinstance(outcomes[1], QueryResult) and outcomes[1].pushdown
+
+
+def test_clear_one_entry_or_the_project(session: CachedSession) -> None:
     cache = session.cache
     assert cache is not None
     session.sql(SQL)
@@ -203,10 +253,13 @@ def test_clear_one_entry_or_the_project(session: Session) -> None:
 
 
 def test_the_key_is_the_plan_cache_shape() -> None:
-    a, b = key_of_sql("p", SQL), key_of_sql("p", RESPELLED)
+    a, b = key_of_sql("s", "p", SQL), key_of_sql("s", "p", RESPELLED)
     assert a is not None and a == b
-    assert key_of_sql("q", SQL) != a  # per project
-    assert key_of_sql("p", "select 'unterminated") is None
+    assert key_of_sql("s", "p", f"{SQL} ;") == a == key_of_sql("s", "p", f"{RESPELLED};;\n-- done\n")
+    assert key_of_sql("s", "p", f"{SQL}; select 1") != a
+    assert key_of_sql("s", "q", SQL) != a  # per project
+    assert key_of_sql("t", "p", SQL) != a  # per metadata store
+    assert key_of_sql("s", "p", "select 'unterminated") is None
 
 
 # --- separate processes sharing a Redis backend -------------------------------------------------------------
@@ -246,7 +299,7 @@ def test_two_processes_share_hits(cache_model: CacheModel, redis_url: str) -> No
 
 def test_a_waiting_query_survives_the_first_ones_crash(cache_model: CacheModel, redis_url: str) -> None:
     config = CacheSettings(url=redis_url, flight_expiry_s=1.0, **ADMIT_ALL)
-    with cache_model.session(ResultCache(open_backend(redis_url), config)) as s:
+    with cache_model.cached(ResultCache(open_backend(redis_url), config)) as s:
         expected = _uncached(s, SQL)
         first = _worker(cache_model, redis_url, SQL, delay_s=600, expiry_s=1.0)
         assert first.stdout is not None and first.stdout.readline().strip() == "running"  # it holds the marker
@@ -295,16 +348,17 @@ def test_cli_query_says_cached_and_operates_the_cache(
     assert "cleared 1 cached answer" in capsys.readouterr().out
 
 
-def test_memory_backend_forgets_expired_not_cached_marks() -> None:
+def test_memory_backend_forgets_expired_handed_answers() -> None:
     from precube.cache.key import CacheKey
     from precube.cache.memory import SWEEP_AT, MemoryBackend
 
     backend = MemoryBackend()
-    for i in range(3 * SWEEP_AT):  # every distinct fast query of a server is marked, briefly
-        backend.mark_uncached(CacheKey("p", str(i)), expiry_s=0.0)
-    assert len(backend._uncached) <= SWEEP_AT
-    backend.mark_uncached(CacheKey("p", "live"), expiry_s=60.0)
-    assert backend.uncached(CacheKey("p", "live"))
+    for i in range(3 * SWEEP_AT):  # every distinct fast query of a server hands its answer over, briefly
+        backend.hand_over(CacheKey("p", str(i)), "run", RuntimeError("x"), expiry_s=0.0)
+    assert len(backend._handed) <= SWEEP_AT
+    backend.hand_over(CacheKey("p", "live"), "run", RuntimeError("live"), expiry_s=60.0)
+    assert str(backend.handed(CacheKey("p", "live"), "run")) == "live"
+    assert backend.handed(CacheKey("p", "live"), "another run") is None
 
 
 def test_an_answer_records_its_own_filter_also_from_a_reused_plan(cache_model: CacheModel) -> None:
@@ -332,3 +386,87 @@ def test_an_answer_records_its_own_filter_also_from_a_reused_plan(cache_model: C
             covered.append(fast[0].covered)
         first, second = (s.segment.id for s in snapshot.models[0].segments)
         assert covered == [(first,), (first,), (second,)]
+
+
+# --- what is never cached, and who shares what ----------------------------------------------------------------
+
+VOLATILE = [
+    "select lo_discount, count(*) as n, current_date as today from ssb.lineorder group by lo_discount",
+    "select lo_discount, count(*) as n from ssb.lineorder where lo_orderdate < now() group by lo_discount",
+    "select lo_discount, count(*) as n, max(random()) as r from ssb.lineorder group by lo_discount",
+    "select lo_discount, count(*) as n, current_timestamp() as t from ssb.lineorder group by lo_discount",
+    "select lo_discount, count(*) as n, uuid() as u from ssb.lineorder group by lo_discount",
+]
+
+
+@pytest.mark.parametrize("sql", VOLATILE)
+def test_clock_and_chance_relative_statements_are_never_cached(
+    cache_model: CacheModel, make_cache: MakeCache, sql: str
+) -> None:
+    with cache_model.cached(make_cache(cache_pushdown=True)) as s:
+        first = s.sql(sql)
+        second = s.sql(sql)
+        assert not first.from_cache and not second.from_cache
+        stats = s.cache.stats()
+        assert stats.stores == 0 and stats.entries == 0 and stats.skipped == 2
+        s.sql(SQL)  # the same cache does keep a statement without them
+        assert s.sql(SQL).from_cache and s.cache.stats().stores == 1
+
+
+def test_volatile_calls_are_found_in_the_tree_not_the_text() -> None:
+    import sqlglot
+
+    from precube.cache.volatility import volatile_call
+    from precube.query.frontend import DIALECT
+
+    def found(sql: str) -> str | None:
+        return volatile_call(sqlglot.parse_one(sql, read=DIALECT))
+
+    for sql in (
+        "select current_timestamp()",
+        "select x from t where d > current_date - interval 1 day",
+        "select rand(7)",
+        "select randn()",
+        "select shuffle(array(1, 2))",
+        "select current_timezone()",
+        "select unix_timestamp()",
+        "select (select max(now()) from t) as m",
+        "select GetDate()",
+        "select current_user()",
+    ):
+        assert found(sql) is not None, sql
+    for sql in ("select 'now()' as t", "select unix_timestamp(d) from t", "select count(*) from t", "select x as now"):
+        assert found(sql) is None, sql
+
+
+def test_two_metadata_stores_on_one_redis_do_not_share(cache_model: CacheModel, redis_url: str, tmp_path: Path) -> None:
+    """A copy of the store (restored from its backup: the same project, models and segments) is another store."""
+    from precube.metadata import open_store
+    from precube.metadata.backup import backup, restore
+
+    backup(cache_model.store, tmp_path / "backup")
+    config = CacheSettings(url=redis_url, **ADMIT_ALL)
+    with open_store(f"sqlite:///{tmp_path / 'copy.db'}") as copy:
+        restore(copy, tmp_path / "backup")
+        assert copy.identity != cache_model.store.identity
+        original = cache_model.cached(ResultCache(open_backend(redis_url), config))
+        other = CachedSession(Session(copy, CACHE_PROJECT, cache_model.warehouse), ResultCache.open(config))
+        with original, other:
+            first = original.sql(SQL)
+            assert not other.sql(SQL).from_cache  # the same project and SQL, another store
+            assert original.sql(SQL).from_cache and other.sql(SQL).from_cache
+            assert other.sql(SQL).rows == first.rows
+            assert original.cache.stats().entries == 1 and other.cache.stats().entries == 1
+            assert original.cache.clear() == 1
+            assert other.sql(SQL).from_cache  # clearing one store's project leaves the other's
+
+
+def test_sessions_of_one_process_share_the_memory_backend(cache_model: CacheModel) -> None:
+    config = CacheSettings(url="memory", memory_mb=7.5, **ADMIT_ALL)  # a size no other test opens
+    assert open_backend("memory", 7.5) is open_backend("memory://", 7.5)
+    with cache_model.cached(ResultCache.open(config)) as a, cache_model.cached(ResultCache.open(config)) as b:
+        a.cache.clear()
+        first = a.sql(SQL)
+        second = b.sql(SQL)
+        assert not first.from_cache and second.from_cache and second.rows == first.rows
+        assert b.cache.stats().hits == 1

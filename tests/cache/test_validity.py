@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from precube.build.operations import build_segment, merge_segments, refresh_segment
-from precube.cache import ResultCache, open_backend
+from precube.cache import CachedSession, ResultCache, open_backend
 from precube.metadata import Dataflow, DataflowStatus, TimeRange
 from precube.modeling.model_store import require_model
-from precube.query.session import Session
 from precube.settings import CacheSettings
 from tests.cache.conftest import ADMIT_ALL, CACHE_MODEL, CACHE_PROJECT, FIRST, SECOND, CacheModel
 from tests.query.conftest import day
@@ -27,12 +26,12 @@ NEW_DAY = (day("1998-08-01"), day("1998-08-02"))
 
 
 @pytest.fixture
-def sessions(cache_model: CacheModel, redis_url: str) -> Iterator[dict[str, Session]]:
+def sessions(cache_model: CacheModel, redis_url: str) -> Iterator[dict[str, CachedSession]]:
     """One session per backend (memory and Redis) over the same model."""
     found = {}
     for name, url in (("memory", "memory"), ("redis", redis_url)):
         config = CacheSettings(url=url, **ADMIT_ALL)
-        found[name] = cache_model.session(ResultCache(open_backend(config.url), config))
+        found[name] = cache_model.cached(ResultCache(open_backend(config.url), config))
     yield found
     for s in found.values():
         s.close()
@@ -44,7 +43,7 @@ def _segments(model: CacheModel) -> dict[tuple[int, int], str]:
     return {(s.seg_range.start, s.seg_range.end): s.id for s in flow.segments}
 
 
-def _check(sessions: dict[str, Session], sql: str, *, cached: bool) -> list[tuple[Any, ...]]:
+def _check(sessions: dict[str, CachedSession], sql: str, *, cached: bool) -> list[tuple[Any, ...]]:
     """Ask `sql` on every backend: from the cache or not as expected, and the answer of an uncached run."""
     answers = []
     for name, s in sessions.items():
@@ -56,7 +55,7 @@ def _check(sessions: dict[str, Session], sql: str, *, cached: bool) -> list[tupl
 
 
 def test_builds_refreshes_and_merges_invalidate_what_they_touch(
-    cache_model: CacheModel, sessions: dict[str, Session]
+    cache_model: CacheModel, sessions: dict[str, CachedSession]
 ) -> None:
     for sql in (ALL, OLD, MID):
         _check(sessions, sql, cached=False)

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from precube.cache import ResultCache, open_backend
+from precube.cache import CachedSession, ResultCache, open_backend
 from precube.metadata import open_store
 from precube.query.session import Session
 from precube.settings import CacheSettings
@@ -20,9 +20,8 @@ def main(config: dict[str, Any]) -> None:
         url=config["redis_url"], min_duration_ms=0, min_scanned_rows=0, flight_expiry_s=config.get("expiry_s", 30.0)
     )
     store = open_store(config["meta_url"])
-    with Session(
-        store, config["project"], config["warehouse"], cache=ResultCache(open_backend(settings.url), settings)
-    ) as s:
+    session = Session(store, config["project"], config["warehouse"])
+    with CachedSession(session, ResultCache(open_backend(settings.url), settings)) as s:
         delay = config.get("delay_s", 0.0)
         if delay:
             real = s.duckdb.execute

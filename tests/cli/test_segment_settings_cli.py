@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,7 @@ def test_show_defaults(home: list[str], capsys: pytest.CaptureFixture[str]) -> N
         "volatile range": ["off"],
         "retention": ["off"],
         "first day of week": ["monday"],
+        "pushdown": ["on"],
     }
     assert run([*home, "model", "config", "-p", "ssb", "-m", "ssb"]) == 0
     rows = _rows(capsys.readouterr().out)
@@ -77,7 +79,7 @@ def test_set_project_settings(home: list[str], capsys: pytest.CaptureFixture[str
     argv += ["--volatile", "2 days", "--retention", "1 Quarter", "--first-day-of-week", "Sunday"]
     assert run([*home, *argv]) == 0
     out = capsys.readouterr().out
-    assert "updated the segment settings of project ssb" in out
+    assert "updated the settings of project ssb" in out
     assert _rows(out)["retention"] == ["3 MONTH"]
     project, _, _, _ = _stored(home)
     config = project.segment_config
@@ -222,3 +224,22 @@ def test_other_bad_input(home: list[str], capsys: pytest.CaptureFixture[str]) ->
     project, model, _, _ = _stored(home)
     assert project.override_kylin_properties == {}
     assert model.segment_config is None
+
+
+def test_pushdown_on_and_off(home: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """`--pushdown off` makes a query no layout answers (nothing is built) an error; `on` lets the source
+    tables answer it, and the answer says why."""
+    sql = "select count(*) as n from ssb.lineorder where lo_discount = 3"
+    query = [*home, "query", "-p", "ssb", sql, "--format", "json", "--no-cache"]
+    assert run([*home, "project", "config", "-p", "ssb", "--pushdown", "off"]) == 0
+    assert _rows(capsys.readouterr().out)["pushdown"] == ["off"]
+    assert _stored(home)[0].override_kylin_properties["kylin.query.pushdown-enabled"] == "false"
+    assert run(query) == 1
+    err = capsys.readouterr().err
+    assert "no layout can answer the query" in err and "kylin.query.pushdown-enabled is false" in err
+    assert run([*home, "project", "config", "-p", "ssb", "--pushdown", "on"]) == 0
+    assert _rows(capsys.readouterr().out)["pushdown"] == ["on"]
+    assert run(query) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["pushdown"] is True and answer["pushdown_reason"] and answer["rows"][0][0] > 0
+    assert run([*home, "project", "config", "-p", "ssb", "--pushdown", "maybe"]) == 2

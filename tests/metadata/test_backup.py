@@ -125,3 +125,22 @@ def test_backup_needs_an_empty_directory_and_one_project_works(store: MetadataSt
     backup(store, tmp_path / "one", project="ssb")
     files = _tree(tmp_path / "one")
     assert "_global/project/ssb.json" in files and not any(f.startswith("def/") for f in files)
+
+
+def test_a_store_keeps_its_own_identity_through_backup_and_restore(store: MetadataStore, tmp_path: Path) -> None:
+    _fill(store)
+    mine = store.identity
+    backup(store, tmp_path / "b")
+    assert not (tmp_path / "b" / "_global" / "store").exists()  # never in a backup
+    restore(store, tmp_path / "b", overwrite=True)
+    assert store.identity == mine and store.scan("/_global/store/")[0].content == _identity_doc(store)
+    with open_store(f"sqlite:///{tmp_path / 'copy.db'}") as copy:
+        restore(copy, tmp_path / "b")
+        assert copy.identity != mine  # a restored copy is another store
+        assert copy.scan("/UUID")[0].content == store.scan("/UUID")[0].content  # Kylin's metadata id travels
+    with open_store(f"sqlite:///{tmp_path / 'copy.db'}") as again:
+        assert again.identity == copy.identity  # kept in the store, not made per open
+
+
+def _identity_doc(store: MetadataStore) -> bytes:
+    return store.scan("/_global/store/")[0].content

@@ -1,9 +1,12 @@
 """Which answers are kept (Kylin's `QueryCacheManager` rules, thresholds configurable): a successful query
-that was slow or scanned many rows, whose result is not too large; pushdown answers only when allowed."""
+that was slow or scanned many rows, whose result is not too large and does not depend on when or by whom it
+ran (`volatility`); pushdown answers only when allowed."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from precube.cache.volatility import volatile_call
 
 if TYPE_CHECKING:
     from precube.query.session import QueryResult
@@ -17,6 +20,9 @@ def scanned_rows(result: QueryResult) -> int:
 
 def refusal(result: QueryResult, settings: CacheSettings) -> str | None:
     """Why `result` is not cached; None when it is."""
+    call = volatile_call(result.plan.tree) if result.plan is not None else None
+    if call is not None:
+        return f"it calls {call}, whose value changes from one run to the next"
     if result.pushdown and not settings.cache_pushdown:
         return "pushdown answers are not cached (cache.cache_pushdown)"
     cells = result.table.num_rows * result.table.num_columns

@@ -1,5 +1,7 @@
 """What a cache backend stores (DESIGN §9.5: a Protocol plus a registry): entries with a TTL, the single-flight
-markers, and per-project counters. `memory` keeps them in this process; `redis://…` shares them."""
+markers and the answers (or errors) a run hands to its waiters, and per-scope counters (a scope is one store's
+project, `key.scope_of`). `memory` keeps them in this process (one backend per process and size); `redis://…`
+shares them."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ from precube.cache.errors import CacheError
 from precube.cache.key import CacheKey
 
 STATS = ("hits", "misses", "stale", "waits", "stores", "skipped")
+
+# What a run hands its waiters: its answer as an entry, or the error it ended with.
+Handed = Entry | BaseException
 
 
 class CacheBackend(Protocol):
@@ -26,16 +31,17 @@ class CacheBackend(Protocol):
         """Drop one entry; whether it was there."""
         ...
 
-    def clear(self, project: str) -> int:
-        """Drop every entry of a project; how many there were."""
+    def clear(self, scope: str) -> int:
+        """Drop every entry of a scope; how many there were."""
         ...
 
-    def size(self, project: str) -> tuple[int, int]:
-        """A project's entries and their bytes."""
+    def size(self, scope: str) -> tuple[int, int]:
+        """A scope's entries and their bytes."""
         ...
 
-    def claim(self, key: CacheKey, token: str, expiry_s: float) -> bool:
-        """Set the running marker of `key` unless one is set (atomically); whether this call set it."""
+    def claim(self, key: CacheKey, token: str, expiry_s: float) -> str | None:
+        """Set the running marker of `key` unless one is set (atomically); None when this call set it, else the
+        token of the run that holds it."""
         ...
 
     def renew(self, key: CacheKey, token: str, expiry_s: float) -> bool:
@@ -46,17 +52,17 @@ class CacheBackend(Protocol):
         """Remove the marker if `token` still holds it."""
         ...
 
-    def running(self, key: CacheKey) -> bool: ...
-
-    def mark_uncached(self, key: CacheKey, expiry_s: float) -> None:
-        """Tell waiters the run ended well but its answer was not admitted, so they should run it themselves."""
+    def hand_over(self, key: CacheKey, token: str, handed: Handed, expiry_s: float) -> None:
+        """Keep the answer (or error) of run `token` briefly for the queries that waited on it."""
         ...
 
-    def uncached(self, key: CacheKey) -> bool: ...
+    def handed(self, key: CacheKey, token: str) -> Handed | None:
+        """What run `token` handed over; None while it runs (or when it died without a word)."""
+        ...
 
-    def count(self, project: str, stat: str, n: int = 1) -> None: ...
+    def count(self, scope: str, stat: str, n: int = 1) -> None: ...
 
-    def stats(self, project: str) -> dict[str, int]: ...
+    def stats(self, scope: str) -> dict[str, int]: ...
 
     def close(self) -> None: ...
 

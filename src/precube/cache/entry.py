@@ -51,6 +51,7 @@ class Entry:
     model: str | None
     layout_ids: tuple[int, ...]
     segments: tuple[str, ...]
+    pushdown_reason: str | None = None  # why the source tables answered (None: layouts did)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

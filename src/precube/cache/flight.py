@@ -1,14 +1,17 @@
 """Single flight: identical concurrent queries run once.
 
 The first sets the key's running marker atomically (SET NX with an expiry) and renews it while it runs, so a
-server that crashes blocks the others only until the marker expires. The others poll, backing off from 2 ms
-to 100 ms, for the answer in the cache. When the marker is gone without an answer (the first one failed or
-crashed), one of them takes the marker over and runs the query. A run whose answer is not admitted says so,
-and its waiters then run the query themselves instead of one after another. Errors are never cached.
+server that crashes blocks the others only until the marker expires. The others note which run holds the
+marker and poll, backing off from 2 ms to 100 ms, for the answer: in the cache when it was admitted, else
+handed over by that run (its answer, or the error it ended with) for a few seconds under the run's token.
+Only the queries that waited on that run take it: a later query runs afresh. When the marker is gone with
+neither (the run crashed), one of them takes the marker over and runs the query. Errors are never cached.
 """
 
 from __future__ import annotations
 
+import copy
+import logging
 import threading
 import time
 import uuid
@@ -17,12 +20,17 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from precube.cache.backend import CacheBackend
+from precube.cache.entry import Entry
+from precube.cache.errors import CacheError
 from precube.cache.key import CacheKey
 
 T = TypeVar("T")
 
 FIRST_DELAY_S = 0.002
 MAX_DELAY_S = 0.1
+HANDED_S = 5.0  # how long a run's answer waits for its waiters (they poll at least every MAX_DELAY_S)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -40,34 +48,85 @@ class Flight:
         self.expiry_s = expiry_s
         self.wait_s = wait_s
 
-    def run(self, key: CacheKey, lookup: Callable[[], T | None], compute: Callable[[], tuple[T, bool]]) -> Flown[T]:
-        """The answer from `lookup` (the cache) or `compute` (which returns the answer and whether it cached
-        it), computing it only while holding the key's marker."""
+    def run(
+        self,
+        key: CacheKey,
+        lookup: Callable[[], T | None],
+        compute: Callable[[], tuple[T, bool]],
+        share: Callable[[T], Entry],
+        take: Callable[[Entry], T],
+    ) -> Flown[T]:
+        """The answer from `lookup` (the cache), from the run this call waited on, or from `compute` (which
+        returns the answer and whether it cached it), computing it only while holding the key's marker. An
+        answer not cached is handed to the waiters as `share` makes it, and read back with `take`."""
         token = uuid.uuid4().hex
         deadline = time.monotonic() + self.wait_s
         delay = FIRST_DELAY_S
         waited = False
+        awaited: set[str] = set()  # the runs this call waited on
         while True:
-            if self.backend.claim(key, token, self.expiry_s):
+            holder = self.backend.claim(key, token, self.expiry_s)
+            if holder is None:
                 try:
-                    found = lookup() if waited else None  # the previous holder may have cached it just now
+                    # the run waited on may have ended just now: its answer is cached or handed over
+                    found = self._ready(key, lookup, take, awaited) if waited else None
                     if found is not None:
                         return Flown(found, False, waited)
-                    with _Heartbeat(self.backend, key, token, self.expiry_s):
-                        value, cached = compute()
-                    if not cached:
-                        self.backend.mark_uncached(key, max(1.0, self.expiry_s))
-                    return Flown(value, True, waited)
+                    return Flown(self._compute(key, token, compute, share), True, waited)
                 finally:
                     self.backend.release(key, token)
+            if holder:
+                awaited.add(holder)
             waited = True
             time.sleep(delay)
             delay = min(delay * 2, MAX_DELAY_S)
-            found = lookup()
+            found = self._ready(key, lookup, take, awaited)
             if found is not None:
                 return Flown(found, False, waited)
-            if self.backend.uncached(key) or time.monotonic() > deadline:
+            if time.monotonic() > deadline:
                 return Flown(compute()[0], True, waited)
+
+    def _ready(
+        self, key: CacheKey, lookup: Callable[[], T | None], take: Callable[[Entry], T], awaited: set[str]
+    ) -> T | None:
+        """The cached answer, else what a run this call waited on handed over (its error is raised)."""
+        found = lookup()
+        if found is not None:
+            return found
+        for run in awaited:
+            handed = self.backend.handed(key, run)
+            if isinstance(handed, BaseException):
+                raise _copy(handed)
+            if handed is not None:
+                return take(handed)
+        return None
+
+    def _compute(
+        self, key: CacheKey, token: str, compute: Callable[[], tuple[T, bool]], share: Callable[[T], Entry]
+    ) -> T:
+        with _Heartbeat(self.backend, key, token, self.expiry_s):
+            try:
+                value, cached = compute()
+            except Exception as err:
+                self._hand(key, token, err)
+                raise
+        if not cached:
+            self._hand(key, token, share(value))
+        return value
+
+    def _hand(self, key: CacheKey, token: str, handed: Entry | BaseException) -> None:
+        try:
+            self.backend.hand_over(key, token, handed, HANDED_S)
+        except CacheError as err:  # the waiters then take over and run it themselves
+            log.warning("query answer not handed to waiters: %s", err)
+
+
+def _copy(err: BaseException) -> BaseException:
+    """The runner's error for one waiter (each raise then has its own traceback)."""
+    try:
+        return copy.copy(err).with_traceback(None)
+    except Exception:  # noqa: BLE001 (an error that cannot be copied is raised as it is)
+        return err
 
 
 class _Heartbeat:

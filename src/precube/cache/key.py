@@ -1,10 +1,13 @@
-"""The cache key: project + the statement's exact identity + limit, offset, accept-partial and (when access
-rules differ) the user.
+"""The cache key: the metadata store's identity + project + the statement's exact identity + limit, offset,
+accept-partial and (when access rules differ) the user.
 
 The statement's identity is the plan cache's shape (`precube.query.plan_cache.shape_of`): sqlglot's tokens
-without whitespace or comments, keywords by kind and names in lower case, with the literals' text kept
-verbatim as parameters. Spellings that differ only in whitespace, keyword case or comments share a key;
-text inside string literals never changes it.
+without whitespace, comments or trailing semicolons, keywords by kind and names in lower case, with the
+literals' text kept verbatim as parameters. Spellings that differ only in those share a key; text inside
+string literals never changes it.
+
+Entries, flight markers and counters live in a *scope*: one store's project. Two metadata stores sharing one
+Redis (a restored copy beside the original, two deployments) never see each other's answers.
 """
 
 from __future__ import annotations
@@ -16,18 +19,24 @@ from dataclasses import dataclass
 from precube.query.plan_cache import Shape, shape_of
 
 
+def scope_of(store: str, project: str) -> str:
+    """The namespace of `project` of the metadata store whose identity is `store`."""
+    return f"{store}:{project}"
+
+
 @dataclass(frozen=True)
 class CacheKey:
-    """Where an answer is kept: its project (entries are cleared per project) and a digest of the rest."""
+    """Where an answer is kept: its scope (entries are cleared per scope) and a digest of the rest."""
 
-    project: str
+    scope: str
     digest: str
 
     def __str__(self) -> str:
-        return f"{self.project}/{self.digest}"
+        return f"{self.scope}/{self.digest}"
 
 
 def cache_key(
+    store: str,
     project: str,
     shape: Shape,
     *,
@@ -36,14 +45,14 @@ def cache_key(
     accept_partial: bool = False,
     user: str | None = None,
 ) -> CacheKey:
-    """The key of a statement of `shape` run in `project` with these request options."""
+    """The key of a statement of `shape` run in `project` of store `store` with these request options."""
     # JSON quotes every part, so no literal's text can run into the next part
     text = json.dumps([shape.key, shape.params, limit, offset, accept_partial, user], ensure_ascii=False)
-    return CacheKey(project, hashlib.blake2b(text.encode(), digest_size=20).hexdigest())
+    return CacheKey(scope_of(store, project), hashlib.blake2b(text.encode(), digest_size=20).hexdigest())
 
 
-def key_of_sql(project: str, sql: str, *, user: str | None = None) -> CacheKey | None:
-    """The key of `sql` as `Session.sql` runs it; None when it does not tokenize (such a statement is never
-    cached)."""
+def key_of_sql(store: str, project: str, sql: str, *, user: str | None = None) -> CacheKey | None:
+    """The key of `sql` as `CachedSession.sql` runs it; None when it does not tokenize (such a statement is
+    never cached)."""
     shape = shape_of(sql)
-    return None if shape is None else cache_key(project, shape, user=user)
+    return None if shape is None else cache_key(store, project, shape, user=user)

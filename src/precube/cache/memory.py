@@ -1,5 +1,10 @@
 """The in-process backend (the default): an LRU of entries bounded by their bytes, with TTLs, and the
-flight markers and counters of this process. Entries are kept as objects, so a hit deserializes nothing."""
+flight markers, handed-over answers and counters of this process. Entries are kept as objects, so a hit
+deserializes nothing.
+
+One backend per process (per memory size): every session of the process shares its answers, which is the
+point of the cache. `open_backend("memory")` returns that one; `MemoryBackend()` makes a private one.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,11 @@ import threading
 import time
 from collections import OrderedDict, defaultdict
 
-from precube.cache.backend import STATS, register
+from precube.cache.backend import STATS, Handed, register
 from precube.cache.entry import Entry
 from precube.cache.key import CacheKey
 
-SWEEP_AT = 1024  # "not cached" marks kept before the expired ones are dropped
+SWEEP_AT = 1024  # handed-over answers kept before the expired ones are dropped
 
 
 class MemoryBackend:
@@ -22,7 +27,7 @@ class MemoryBackend:
         self._entries: OrderedDict[CacheKey, tuple[Entry, float, int]] = OrderedDict()  # entry, expiry, bytes
         self._bytes = 0
         self._markers: dict[CacheKey, tuple[str, float]] = {}  # token, expiry
-        self._uncached: dict[CacheKey, float] = {}
+        self._handed: dict[tuple[CacheKey, str], tuple[Handed, float]] = {}  # (key, run) → answer, expiry
         self._stats: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(STATS, 0))
         self._lock = threading.Lock()
 
@@ -59,27 +64,26 @@ class MemoryBackend:
             self._drop(key)
             return True
 
-    def clear(self, project: str) -> int:
+    def clear(self, scope: str) -> int:
         with self._lock:
-            keys = [k for k in self._entries if k.project == project]
+            keys = [k for k in self._entries if k.scope == scope]
             for k in keys:
                 self._drop(k)
             return len(keys)
 
-    def size(self, project: str) -> tuple[int, int]:
+    def size(self, scope: str) -> tuple[int, int]:
         with self._lock:
-            sizes = [s for k, (_, _, s) in self._entries.items() if k.project == project]
+            sizes = [s for k, (_, _, s) in self._entries.items() if k.scope == scope]
         return len(sizes), sum(sizes)
 
-    def claim(self, key: CacheKey, token: str, expiry_s: float) -> bool:
+    def claim(self, key: CacheKey, token: str, expiry_s: float) -> str | None:
         now = time.monotonic()
         with self._lock:
             held = self._markers.get(key)
             if held is not None and held[1] > now:
-                return False
+                return held[0]
             self._markers[key] = (token, now + expiry_s)
-            self._uncached.pop(key, None)
-            return True
+            return None
 
     def renew(self, key: CacheKey, token: str, expiry_s: float) -> bool:
         with self._lock:
@@ -95,33 +99,41 @@ class MemoryBackend:
             if held is not None and held[0] == token:
                 del self._markers[key]
 
-    def running(self, key: CacheKey) -> bool:
-        with self._lock:
-            held = self._markers.get(key)
-            return held is not None and held[1] > time.monotonic()
-
-    def mark_uncached(self, key: CacheKey, expiry_s: float) -> None:
+    def hand_over(self, key: CacheKey, token: str, handed: Handed, expiry_s: float) -> None:
         now = time.monotonic()
         with self._lock:
-            if len(self._uncached) >= SWEEP_AT:  # most answers are not admitted: forget the expired marks
-                self._uncached = {k: until for k, until in self._uncached.items() if until > now}
-            self._uncached[key] = now + expiry_s
+            if len(self._handed) >= SWEEP_AT:  # most answers are not admitted: forget the expired ones
+                self._handed = {k: v for k, v in self._handed.items() if v[1] > now}
+            self._handed[key, token] = (handed, now + expiry_s)
 
-    def uncached(self, key: CacheKey) -> bool:
+    def handed(self, key: CacheKey, token: str) -> Handed | None:
         with self._lock:
-            until = self._uncached.get(key)
-            return until is not None and until > time.monotonic()
+            found = self._handed.get((key, token))
+        return found[0] if found is not None and found[1] > time.monotonic() else None
 
-    def count(self, project: str, stat: str, n: int = 1) -> None:
+    def count(self, scope: str, stat: str, n: int = 1) -> None:
         with self._lock:
-            self._stats[project][stat] += n
+            self._stats[scope][stat] += n
 
-    def stats(self, project: str) -> dict[str, int]:
+    def stats(self, scope: str) -> dict[str, int]:
         with self._lock:
-            return dict(self._stats[project])
+            return dict(self._stats[scope])
 
     def close(self) -> None:
         """Nothing to release; entries stay for other sessions sharing this backend."""
 
 
-register("memory", lambda url, memory_mb: MemoryBackend(memory_mb))
+_SHARED: dict[float, MemoryBackend] = {}  # the process's backends, by memory size (module docstring)
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(memory_mb: float) -> MemoryBackend:
+    """The process's memory backend of this size (made on first use)."""
+    with _SHARED_LOCK:
+        found = _SHARED.get(memory_mb)
+        if found is None:
+            found = _SHARED[memory_mb] = MemoryBackend(memory_mb)
+        return found
+
+
+register("memory", lambda url, memory_mb: shared(memory_mb))

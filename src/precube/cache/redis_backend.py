@@ -1,19 +1,23 @@
 """The shared backend: entries, flight markers and counters in Redis, so every process of a deployment sees
 the same answers and runs an identical query once.
 
-Keys: `precube:{project}:e:{digest}` (a serialized entry, with the TTL as its expiry), `…:run:{digest}` (the
-running marker: SET NX PX), `…:unc:{digest}` (a run that ended without caching), `precube:{project}:stats`
-(a hash of counters).
+Keys, per scope (a store's identity and a project): `precube:{scope}:e:{digest}` (a serialized entry, with the
+TTL as its expiry), `…:run:{digest}` (the running marker: SET NX PX), `…:hand:{digest}:{run}` (what a run
+handed its waiters: an entry, or its error's class and message), `precube:{scope}:stats` (a hash of counters).
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 from typing import Any
 
-from precube.cache.backend import STATS, register
+from precube.cache.backend import STATS, Handed, register
 from precube.cache.entry import Entry, dumps, loads
 from precube.cache.errors import CacheError
 from precube.cache.key import CacheKey
+from precube.errors import PrecubeError
+from precube.query.errors import QueryError
 
 # Compare-and-delete and compare-and-expire: only the holder of a marker may release or extend it.
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
@@ -39,7 +43,7 @@ class RedisBackend:
 
     @staticmethod
     def _key(key: CacheKey, kind: str) -> str:
-        return f"precube:{key.project}:{kind}:{key.digest}"
+        return f"precube:{key.scope}:{kind}:{key.digest}"
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -57,29 +61,31 @@ class RedisBackend:
     def delete(self, key: CacheKey) -> bool:
         return bool(self._call(self.client.delete, self._key(key, "e")))
 
-    def _entry_keys(self, project: str) -> list[bytes]:
-        pattern = f"precube:{project.translate(_GLOB)}:e:*"
+    def _entry_keys(self, scope: str) -> list[bytes]:
+        pattern = f"precube:{scope.translate(_GLOB)}:e:*"
         return list(self._call(lambda: list(self.client.scan_iter(match=pattern, count=1000))))
 
-    def clear(self, project: str) -> int:
-        keys = self._entry_keys(project)
+    def clear(self, scope: str) -> int:
+        keys = self._entry_keys(scope)
         for i in range(0, len(keys), 500):
             self._call(self.client.delete, *keys[i : i + 500])
         return len(keys)
 
-    def size(self, project: str) -> tuple[int, int]:
-        keys = self._entry_keys(project)
+    def size(self, scope: str) -> tuple[int, int]:
+        keys = self._entry_keys(scope)
         pipe = self.client.pipeline(transaction=False)
         for k in keys:
             pipe.strlen(k)
         return len(keys), sum(self._call(pipe.execute)) if keys else 0
 
-    def claim(self, key: CacheKey, token: str, expiry_s: float) -> bool:
-        pipe = self.client.pipeline(transaction=False)
+    def claim(self, key: CacheKey, token: str, expiry_s: float) -> str | None:
+        pipe = self.client.pipeline(transaction=True)  # MULTI: the holder read is the one SET NX saw
         pipe.set(self._key(key, "run"), token, nx=True, px=_ms(expiry_s))
-        pipe.delete(self._key(key, "unc"))
-        claimed, _ = self._call(pipe.execute)
-        return bool(claimed)
+        pipe.get(self._key(key, "run"))
+        claimed, holder = self._call(pipe.execute)
+        if claimed:
+            return None
+        return holder.decode() if holder is not None else ""  # expired between the two: claim again
 
     def renew(self, key: CacheKey, token: str, expiry_s: float) -> bool:
         return bool(self._call(self._renew, keys=[self._key(key, "run")], args=[token, _ms(expiry_s)]))
@@ -87,26 +93,51 @@ class RedisBackend:
     def release(self, key: CacheKey, token: str) -> None:
         self._call(self._release, keys=[self._key(key, "run")], args=[token])
 
-    def running(self, key: CacheKey) -> bool:
-        return bool(self._call(self.client.exists, self._key(key, "run")))
+    def hand_over(self, key: CacheKey, token: str, handed: Handed, expiry_s: float) -> None:
+        if isinstance(handed, Entry):
+            data = b"E" + dumps(handed)
+        else:
+            kind = type(handed)
+            data = (
+                b"X" + json.dumps({"type": f"{kind.__module__}:{kind.__qualname__}", "message": str(handed)}).encode()
+            )
+        self._call(self.client.set, f"{self._key(key, 'hand')}:{token}", data, px=_ms(expiry_s))
 
-    def mark_uncached(self, key: CacheKey, expiry_s: float) -> None:
-        self._call(self.client.set, self._key(key, "unc"), b"1", px=_ms(expiry_s))
+    def handed(self, key: CacheKey, token: str) -> Handed | None:
+        data = self._call(self.client.get, f"{self._key(key, 'hand')}:{token}")
+        if data is None:
+            return None
+        return loads(data[1:]) if data[:1] == b"E" else _error(json.loads(data[1:]))
 
-    def uncached(self, key: CacheKey) -> bool:
-        return bool(self._call(self.client.exists, self._key(key, "unc")))
+    def count(self, scope: str, stat: str, n: int = 1) -> None:
+        self._call(self.client.hincrby, f"precube:{scope}:stats", stat, n)
 
-    def count(self, project: str, stat: str, n: int = 1) -> None:
-        self._call(self.client.hincrby, f"precube:{project}:stats", stat, n)
-
-    def stats(self, project: str) -> dict[str, int]:
-        found = self._call(self.client.hgetall, f"precube:{project}:stats")
+    def stats(self, scope: str) -> dict[str, int]:
+        found = self._call(self.client.hgetall, f"precube:{scope}:stats")
         counted = {k.decode(): int(v) for k, v in found.items()}
         return {s: counted.get(s, 0) for s in STATS}
 
     def close(self) -> None:
         """Close the connections (a later call reconnects)."""
         self.client.close()
+
+
+def _error(found: dict[str, str]) -> BaseException:
+    """The error another process's run ended with: its own precube class when it is one (only precube's
+    modules are imported, whatever the shared store holds), else a `QueryError` with its message."""
+    module, _, name = str(found.get("type", "")).partition(":")
+    message = str(found.get("message", ""))
+    if module.startswith("precube.") and name.isidentifier():
+        try:
+            kind = getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            kind = None
+        if isinstance(kind, type) and issubclass(kind, PrecubeError):
+            try:
+                return kind(message)
+            except TypeError:  # a class with another constructor: its message still reaches the waiter
+                pass
+    return QueryError(message)
 
 
 register("redis", lambda url, memory_mb: RedisBackend(url))

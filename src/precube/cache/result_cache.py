@@ -1,8 +1,9 @@
-"""The result cache a query session owns: look up before planning, run identical queries once, admit after.
+"""The result cache: look up before planning, run identical queries once, admit after (`CachedSession` puts it
+in front of a query session).
 
 The hit path is the statement's token shape, the project's metadata snapshot (a change-counter check), the
 validity check and the entry's table: no parsing, planning or engine. A backend that fails is reported and
-bypassed: the query still runs.
+bypassed: the query still runs. Entries live in the scope of the session's metadata store and project.
 """
 
 from __future__ import annotations
@@ -11,23 +12,19 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from precube.cache.admission import refusal, scanned_rows
 from precube.cache.backend import CacheBackend, open_backend
-from precube.cache.entry import Entry
+from precube.cache.entry import Entry, ModelUse
 from precube.cache.errors import CacheError
 from precube.cache.flight import Flight
-from precube.cache.key import CacheKey, cache_key, key_of_sql
+from precube.cache.key import CacheKey, cache_key, key_of_sql, scope_of
 from precube.cache.validity import model_uses, stale_reason
 from precube.metadata.entity import now_ms
 from precube.query.plan_cache import Shape
-from precube.query.session import Answered, QueryResult
+from precube.query.session import Answered, QueryResult, Session
 from precube.query.snapshot import ProjectSnapshot
 from precube.settings import CacheSettings
-
-if TYPE_CHECKING:
-    from precube.query.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +49,7 @@ class CacheStats:
 
 
 class ResultCache:
-    """Cached answers of queries, by project, in one backend."""
+    """Cached answers of queries, by metadata store and project, in one backend."""
 
     def __init__(self, backend: CacheBackend, settings: CacheSettings | None = None) -> None:
         self.backend = backend
@@ -74,11 +71,12 @@ class ResultCache:
         pushdown: bool | None,
         run: Callable[[ProjectSnapshot], QueryResult],
     ) -> QueryResult:
-        """The cached answer of `sql` (whose token shape is `shape`), or the answer `run` computes on a metadata
-        snapshot (once for identical concurrent queries), admitted after."""
+        """The cached answer of `sql` (whose token shape is `shape`) in `session`'s store and project, or the
+        answer `run` computes on a metadata snapshot (once for identical concurrent queries, whose waiters get
+        it, or its error, even when it is not admitted)."""
         started = time.perf_counter()
         project = session.project
-        key = cache_key(project, shape)
+        key = cache_key(session.store.identity, project, shape)
         ran: list[QueryResult] = []
 
         def compute() -> tuple[QueryResult, bool]:
@@ -86,18 +84,27 @@ class ResultCache:
             ran.append(run(snapshot))
             return ran[0], self._admit(key, sql, snapshot, ran[0])
 
+        def take(entry: Entry) -> QueryResult:
+            return _result(entry, started, from_cache=False)  # computed just now by the run it waited on
+
         try:
             hit = self._lookup(key, session.snapshots.get(project), pushdown, started)
             if hit is not None:
                 return hit
-            self.backend.count(project, "misses")
+            self.backend.count(key.scope, "misses")
             if not self.settings.single_flight:
                 return compute()[0]
+            # identical queries that may get different answers (pushdown allowed or not) fly apart
+            flying = CacheKey(key.scope, f"{key.digest}.{pushdown}")
             flown = self.flight.run(
-                key, lambda: self._lookup(key, session.snapshots.get(project), pushdown, started), compute
+                flying,
+                lambda: self._lookup(key, session.snapshots.get(project), pushdown, started),
+                compute,
+                _entry,
+                take,
             )
             if flown.waited:
-                self.backend.count(project, "waits")
+                self._count(key.scope, "waits")
             return flown.value
         except CacheError as err:
             log.warning("query cache bypassed: %s", err)
@@ -113,9 +120,9 @@ class ResultCache:
         if why is not None:
             log.debug("cache entry %s dropped: %s", key, why)
             self.backend.delete(key)
-            self.backend.count(key.project, "stale")
+            self.backend.count(key.scope, "stale")
             return None
-        self.backend.count(key.project, "hits")
+        self.backend.count(key.scope, "hits")
         return _result(entry, started)
 
     def _admit(self, key: CacheKey, sql: str, snapshot: ProjectSnapshot, result: QueryResult) -> bool:
@@ -129,45 +136,35 @@ class ResultCache:
             why = "a model it used is not in the metadata snapshot" if uses is None else None
         if why is not None or uses is None:
             log.debug("not cached: %s", why)
-            self._count(key.project, "skipped")
+            self._count(key.scope, "skipped")
             return False
-        entry = Entry(
-            table=result.table,
-            cached_ms=now_ms(),
-            snapshot_version=snapshot.version,
-            models=uses,
-            engine=result.engine,
-            duration_ms=result.duration_ms,
-            scanned_rows=scanned_rows(result),
-            pushdown=result.pushdown,
-            model=result.model,
-            layout_ids=tuple(result.layout_ids),
-            segments=tuple(result.segments),
-        )
         try:
-            self.backend.put(key, entry, self.settings.ttl_s)
+            self.backend.put(key, _entry(result, snapshot.version, uses), self.settings.ttl_s)
         except CacheError as err:
             log.warning("query answer not cached: %s", err)
             return False
-        self._count(key.project, "stores")
+        self._count(key.scope, "stores")
         return True
 
-    def _count(self, project: str, stat: str) -> None:
+    def _count(self, scope: str, stat: str) -> None:
         try:
-            self.backend.count(project, stat)
+            self.backend.count(scope, stat)
         except CacheError as err:
             log.warning("query cache counter lost: %s", err)
 
-    def clear(self, project: str, sql: str | None = None) -> int:
-        """Drop a project's entries, or only the entry of `sql`; how many were dropped."""
+    def clear(self, project: str, sql: str | None = None, *, store: str) -> int:
+        """Drop the entries of `project` of the store whose identity is `store`, or only the entry of `sql`;
+        how many were dropped."""
         if sql is None:
-            return self.backend.clear(project)
-        key = key_of_sql(project, sql)
+            return self.backend.clear(scope_of(store, project))
+        key = key_of_sql(store, project, sql)
         return int(key is not None and self.backend.delete(key))
 
-    def stats(self, project: str) -> CacheStats:
-        counted = self.backend.stats(project)
-        entries, size = self.backend.size(project)
+    def stats(self, project: str, *, store: str) -> CacheStats:
+        """The counters and contents of `project` of the store whose identity is `store`."""
+        scope = scope_of(store, project)
+        counted = self.backend.stats(scope)
+        entries, size = self.backend.size(scope)
         return CacheStats(
             project,
             self.backend.name,
@@ -182,8 +179,33 @@ class ResultCache:
         )
 
 
-def _result(entry: Entry, started: float) -> QueryResult:
-    answered = Answered(entry.pushdown, entry.model, entry.layout_ids, entry.segments, entry.cached_ms)
+def _entry(result: QueryResult, snapshot_version: int = 0, uses: tuple[ModelUse, ...] = ()) -> Entry:
+    """`result` as an entry (for the cache, dated by `snapshot_version`; else for waiters)."""
+    return Entry(
+        table=result.table,
+        cached_ms=now_ms(),
+        snapshot_version=snapshot_version,
+        models=uses,
+        engine=result.engine,
+        duration_ms=result.duration_ms,
+        scanned_rows=scanned_rows(result),
+        pushdown=result.pushdown,
+        model=result.model,
+        layout_ids=tuple(result.layout_ids),
+        segments=tuple(result.segments),
+        pushdown_reason=result.pushdown_reason,
+    )
+
+
+def _result(entry: Entry, started: float, from_cache: bool = True) -> QueryResult:
+    answered = Answered(
+        entry.pushdown, entry.model, entry.layout_ids, entry.segments, entry.cached_ms, entry.pushdown_reason
+    )
     return QueryResult(
-        entry.table, None, entry.engine, (time.perf_counter() - started) * 1000, from_cache=True, answered=answered
+        entry.table,
+        None,
+        entry.engine,
+        (time.perf_counter() - started) * 1000,
+        from_cache=from_cache,
+        answered=answered,
     )

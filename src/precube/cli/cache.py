@@ -27,7 +27,7 @@ def stats(
     if cache is None:
         raise typer.BadParameter("the result cache is disabled (cache.enabled = false)")
     try:
-        found = cache.stats(project).as_dict()
+        found = cache.stats(project, store=cli.store().identity).as_dict()
     finally:
         cache.close()
     if output == "json":
@@ -52,7 +52,7 @@ def clear(
     if cache is None:
         raise typer.BadParameter("the result cache is disabled (cache.enabled = false)")
     try:
-        dropped = cache.clear(project, sql)
+        dropped = cache.clear(project, sql, store=cli.store().identity)
     finally:
         cache.close()
     console.print(f"cleared {dropped} cached answer{'s' if dropped != 1 else ''} of {project}")

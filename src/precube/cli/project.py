@@ -12,6 +12,7 @@ from precube.cli.context import PROJECT, console, project_state, state
 from precube.jobs import lifecycle
 from precube.jobs.lifecycle import FIRST_DAY_OF_WEEK
 from precube.metadata import Project, Table
+from precube.query.session import PUSHDOWN_PROPERTY
 
 app = typer.Typer(help="Create, list and delete projects; view or change their segment settings.", no_args_is_help=True)
 
@@ -72,21 +73,41 @@ def config(
     first_day_of_week: str | None = typer.Option(
         None, "--first-day-of-week", help="Week start for WEEK merges: monday or sunday.", show_default=False
     ),
+    pushdown: str | None = typer.Option(
+        None,
+        "--pushdown",
+        help=f"on or off: may queries no layout answers run on the source tables ({PUSHDOWN_PROPERTY}).",
+        show_default=False,
+    ),
 ) -> None:
-    """Show the project's segment settings (auto-merge, its levels, volatile range, retention, first day of
-    week), or change those given; models take them unless they override them (`precube model config`)."""
+    """Show the project's settings (auto-merge, its levels, volatile range, retention, first day of week,
+    pushdown), or change those given; models take the segment settings unless they override them (`precube
+    model config`)."""
     cli = project_state(ctx, project)
     edits = seg.SegmentEdits.parse(auto_merge, merge_levels, volatile, no_volatile, retention, no_retention)
     first_day = None if first_day_of_week is None else seg.parse_first_day(first_day_of_week)
+    allowed = None if pushdown is None else _on_off(pushdown)
     store = cli.store()
-    if edits or first_day is not None:
+    if edits or first_day is not None or allowed is not None:
         with store.transaction(project, cli.writer) as tx:
             p = tx.project()
             p.segment_config = p.segment_config.model_copy(update=edits.changes(p.segment_config), deep=True)
             if first_day is not None:
                 p.override_kylin_properties[FIRST_DAY_OF_WEEK] = first_day
+            if allowed is not None:
+                p.override_kylin_properties[PUSHDOWN_PROPERTY] = "true" if allowed else "false"
             tx.update(p)
-        console.print(f"updated the segment settings of project [bold]{project}[/]")
+        console.print(f"updated the settings of project [bold]{project}[/]")
     p = store.get_project(project)
     day = lifecycle.first_day_of_week(p)
-    console.print(seg.settings_table(p.segment_config, day))
+    view = seg.settings_table(p.segment_config, day)
+    enabled = p.override_kylin_properties.get(PUSHDOWN_PROPERTY, "true").strip().lower() != "false"
+    view.add_row("pushdown", "on" if enabled else "off")  # the project's, as `Session` reads it
+    console.print(view)
+
+
+def _on_off(value: str) -> bool:
+    found = {"on": True, "true": True, "off": False, "false": False}.get(value.strip().lower())
+    if found is None:
+        raise typer.BadParameter(f"--pushdown must be on or off, not {value!r}")
+    return found

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from precube.api import connect
+from precube.cache import CachedSession
 from precube.cli.context import PROJECT, console, project_state, when
 from precube.query.session import QueryResult, Session
 
@@ -52,6 +53,7 @@ def result_json(result: QueryResult) -> dict[str, Any]:
         "columns": [{"name": f.name, "type": _type_name(f.type)} for f in result.table.schema],
         "rows": [[_json_value(v) for v in row] for row in result.rows],
         "pushdown": result.pushdown,
+        "pushdown_reason": result.pushdown_reason,
         "model": result.model,
         "layout_id": result.layout_ids[0] if len(result.layout_ids) == 1 else (result.layout_ids or None),
         "segments": result.segments,
@@ -74,7 +76,7 @@ def _print(result: QueryResult, output: str) -> None:
             view.add_row(*[escape("NULL" if v is None else str(v)) for v in row])
         console.print(view)
         where = (
-            "pushdown to the source tables"
+            f"pushdown to the source tables ({escape(result.pushdown_reason or 'no reason recorded')})"
             if result.pushdown
             else f"model {result.model}, layout {', '.join(map(str, result.layout_ids)) or '-'}"
         )
@@ -84,7 +86,7 @@ def _print(result: QueryResult, output: str) -> None:
         )
 
 
-def _session(ctx: typer.Context, project: str, engine: str | None) -> Session:
+def _session(ctx: typer.Context, project: str, engine: str | None) -> Session | CachedSession:
     cli = project_state(ctx, project)
     return connect(project, settings=cli.settings, engine=engine)
 

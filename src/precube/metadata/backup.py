@@ -2,6 +2,10 @@
 
 The file at `DIR/{key without the leading slash}` holds the document's bytes exactly, so a backup
 restored into any store and backed up again is byte-identical.
+
+A store's identity (`paths.IDENTITY_KEY`) is the one document never backed up nor restored: a restore that
+overwrites a store keeps that store's identity, and a restore into another store leaves it the one it was
+created with, so the copy is never taken for the original (a result cache they share keeps them apart).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ def backup(store: MetadataStore, directory: Path, project: str | None = None) ->
     """Write every document (or one project's) under `directory`, which must be new or empty."""
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise BackupFormatError(f"backup directory {directory} exists and is not empty")
-    docs = store.scan("/")
+    docs = [d for d in store.scan("/") if d.key != paths.IDENTITY_KEY]
     if project is not None:
         store.require_project(project)
         own = {paths.UUID_KEY, paths.project_key(project)}
@@ -62,6 +66,8 @@ def read_tree(directory: Path) -> list[_File]:
         for name in sorted(names):
             path = Path(root) / name
             key = "/" + path.relative_to(directory).as_posix()
+            if key == paths.IDENTITY_KEY:
+                continue  # another store's identity is never taken over (module docstring)
             files.append(_File(key, _check_file(path, key)))
     if not files:
         raise BackupFormatError(f"backup directory {directory} holds no metadata")
@@ -111,6 +117,7 @@ def restore(store: MetadataStore, directory: Path, overwrite: bool = False, writ
     files = read_tree(directory)
     with store.backend.begin(writer, readonly=False) as tx:
         existing: list[Document] = tx.scan("/")
+        existing = [d for d in existing if d.key != paths.IDENTITY_KEY]  # the store's own, kept
         others = [d for d in existing if d.key != paths.UUID_KEY]
         if others and not overwrite:
             names = sorted({paths.project_of(d.key) for d in others})

@@ -5,7 +5,8 @@
                                        job_lease
 /{project}/dataflow_details/{dataflow}/{segment}.json
 /{project}/execute/{job_id}            (no suffix, as in Kylin)
-/UUID                                  the store instance's id
+/UUID                                  the metadata's id (Kylin's: a backup carries it to a restore)
+/_global/store/identity.json           this store's own identity (never backed up nor restored)
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from precube.metadata.errors import InvalidKeyError
 
 GLOBAL = "_global"
 UUID_KEY = "/UUID"
+# A store's own identity: created with the store, never in a backup and never replaced by a restore, so two
+# stores (a restored copy included) are always told apart, e.g. by a result cache they share.
+IDENTITY_KEY = "/_global/store/identity.json"
 JSON = ".json"
 
 # Kinds a project may hold, in the order a backup lists them; `None` means a plain document.
@@ -31,7 +35,7 @@ PROJECT_KINDS = (
     "job_stats",
     "job_lease",
 )
-GLOBAL_KINDS = ("project", "user", "user_group", "sys_acl", "resource_group")
+GLOBAL_KINDS = ("project", "user", "user_group", "sys_acl", "resource_group", "store")
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 _PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]{0,99}$")

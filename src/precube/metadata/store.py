@@ -6,13 +6,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from precube.errors import InvalidInputError
 from precube.metadata import paths
 from precube.metadata.documents import AuditRecord, Document, StoreBackend
-from precube.metadata.entity import new_uuid
+from precube.metadata.entity import new_uuid, now_ms
 from precube.metadata.errors import AlreadyExistsError
 from precube.metadata.project import Project
 from precube.metadata.transaction import Transaction
@@ -50,6 +51,11 @@ class MetadataStore:
         with backend.begin("precube", readonly=False) as tx:
             if tx.get(paths.UUID_KEY) is None:
                 tx.put(paths.UUID_KEY, new_uuid().encode(), -1)
+            found = tx.get(paths.IDENTITY_KEY)
+            if found is None:
+                doc = {"uuid": new_uuid(), "create_time": now_ms()}
+                found = tx.put(paths.IDENTITY_KEY, json.dumps(doc).encode(), -1)
+        self._identity: str = json.loads(found.content)["uuid"]
 
     def __enter__(self) -> MetadataStore:
         return self
@@ -59,6 +65,11 @@ class MetadataStore:
 
     def close(self) -> None:
         self.backend.close()
+
+    @property
+    def identity(self) -> str:
+        """This store's own uuid (`paths.IDENTITY_KEY`): a copy restored from its backup has another."""
+        return self._identity
 
     @property
     def url(self) -> str:

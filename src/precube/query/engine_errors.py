@@ -22,6 +22,7 @@ from precube.query.frontend import parse_message
 _JAVA_CLASS = re.compile(r"^(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
 _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+[.;]?")
 _SPARK_MODULES = ("pyspark", "py4j")
+_SPARK_READ_FAILURES = ("FileNotFoundException", "PATH_NOT_FOUND", "Path does not exist", "Parquet", "parquet")
 
 
 MAX_LINE = 500  # an error quoting a huge identifier or literal stays readable
@@ -79,9 +80,13 @@ def query_error(err: BaseException, engine: str | None = None) -> PrecubeError:
     if isinstance(err, UnicodeError):
         return SqlSyntaxError(f"the statement holds text that is not valid Unicode: {first_line(err)}")
     if isinstance(err, duckdb.Error):
-        return EngineError(f"DuckDB cannot run the statement: {_duckdb_line(err)}")
+        found = EngineError(f"DuckDB cannot run the statement: {_duckdb_line(err)}")
+        found.reading = isinstance(err, duckdb.IOException) or "parquet" in str(err).lower()
+        return found
     if type(err).__module__.startswith(_SPARK_MODULES):
-        return EngineError(f"Spark cannot run the statement: {_spark_line(err)}")
+        found = EngineError(f"Spark cannot run the statement: {_spark_line(err)}")
+        found.reading = any(word in str(err) for word in _SPARK_READ_FAILURES)
+        return found
     if isinstance(err, MemoryError):
         return EngineError("the statement ran out of memory")
     where = f" on {engine}" if engine else ""

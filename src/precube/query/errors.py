@@ -65,3 +65,12 @@ class EngineError(QueryError):
     the message is the engine's own first line."""
 
     code = "ENGINE_ERROR"
+    reading = False  # the engine failed to read data (a file missing, unreadable or corrupt)
+
+
+class LayoutReadError(QueryError):
+    """A statement over layouts failed on the engine (files missing or unreadable): names the layouts and
+    segments; the source tables answer instead only when `query.pushdown_on_failure` allows it."""
+
+    code = "LAYOUT_FAILED"
+    missing = False  # a layout's files were found missing (not only the engine's word for it)

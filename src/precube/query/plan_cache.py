@@ -1,9 +1,9 @@
 """The plan cache (DESIGN §6, the hot path): a statement's *shape* keys the plan made for it, so a query seen
 before — with any literals — skips parsing, qualifying, matching and rewriting.
 
-The shape comes from sqlglot's tokenizer alone: tokens without whitespace or comments, keywords by kind,
-names in lower case (they are case-insensitive), and every string and number literal lifted out into a
-parameter (`?0`, `?1`…, equal literals sharing one, so the key also says which literals are equal). The
+The shape comes from sqlglot's tokenizer alone: tokens without whitespace, comments or trailing semicolons,
+keywords by kind, names in lower case (they are case-insensitive), and every string and number literal lifted
+out into a parameter (`?0`, `?1`…, equal literals sharing one, so the key also says which literals are equal). The
 same key, with the parameters, identifies a statement exactly (the result cache's key).
 
 What a plan does with a parameter decides how it is reused:
@@ -73,6 +73,8 @@ def shape_of(sql: str) -> Shape | None:
     append = parts.append  # the loop runs once per token: a statement of 20,000 literals has 40,000
     index: dict[Param, int] = {}
     starts: dict[int, int] = {}
+    while tokens and tokens[-1].token_type is TokenType.SEMICOLON:
+        tokens = tokens[:-1]  # `select …;` is `select …`
     for token in tokens:
         kind = token.token_type
         is_string = _LITERALS.get(kind)

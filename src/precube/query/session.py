@@ -3,8 +3,12 @@
 `Session.sql` normalises the SQL, finds its contexts, matches each to a model's layout and rewrites it
 onto that layout's files; when a context has no layout it pushes the whole statement down to the
 source tables (unless pushdown is forbidden, per query or by the project property
-`kylin.query.pushdown-enabled=false`: then a `NoLayoutError` gives each model's reason). `explain`
-returns the same plan without running it.
+`kylin.query.pushdown-enabled=false`: then a `NoLayoutError` gives each model's reason). A statement over
+layouts that fails on the engine is a `LayoutReadError` naming the layouts and segments, re-run on the source
+tables only when `QuerySettings.pushdown_on_failure` allows it; every result's `pushdown_reason` says why it
+was not answered from layouts. `explain` returns the same plan without running it.
+
+The session knows nothing of the result cache: `precube.cache.CachedSession` wraps it from above.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from precube.query.computed import inline_computed
 from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
 from precube.query.engine_errors import mapped_errors
-from precube.query.errors import NoLayoutError, QueryError
+from precube.query.errors import EngineError, LayoutReadError, NoLayoutError, QueryError
 from precube.query.explain import Explanation
 from precube.query.frontend import normalise, parse, spark_sum_types
 from precube.query.history import QueryHistory, QueryRecord
@@ -34,11 +38,10 @@ from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shap
 from precube.query.rewrite import LayoutScan, rewrite
 from precube.query.snapshot import ProjectSnapshot, Snapshots
 from precube.settings import QuerySettings
+from precube.storage.paths import layout_path, local_path
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from precube.cache.result_cache import ResultCache
 
 PUSHDOWN_PROPERTY = "kylin.query.pushdown-enabled"
 ENGINES = ("duckdb", "spark")
@@ -81,6 +84,7 @@ class Answered:
     layout_ids: tuple[int, ...]
     segments: tuple[str, ...]
     cached_ms: int  # epoch ms it was cached
+    pushdown_reason: str | None = None
 
 
 @dataclass
@@ -97,6 +101,13 @@ class QueryResult:
     @property
     def pushdown(self) -> bool:
         return self.answered.pushdown if self.answered is not None else self.plan is not None and self.plan.pushdown
+
+    @property
+    def pushdown_reason(self) -> str | None:
+        """Why the answer came from the source tables; None when layouts answered it."""
+        if self.answered is not None:
+            return self.answered.pushdown_reason
+        return self.plan.pushdown_reason if self.plan is not None and self.plan.pushdown else None
 
     @property
     def matches(self) -> list[Match]:
@@ -146,7 +157,6 @@ class Session:
         spark: Callable[[], Any] | None = None,
         history: QueryHistory | None = None,
         user: str = "ADMIN",
-        cache: ResultCache | None = None,
         settings: QuerySettings | None = None,
     ) -> None:
         if engine not in ENGINES:
@@ -169,12 +179,9 @@ class Session:
         self._spark_engine: Any = None
         self.history = history
         self.user = user
-        self.cache = cache  # the result cache (DESIGN §7); None: every query runs
 
     def close(self) -> None:
         self.duckdb.close()
-        if self.cache is not None:
-            self.cache.close()
         if self.history is not None:
             self.history.close()
 
@@ -275,26 +282,23 @@ class Session:
         pushdown: bool | None = None,
         force_pushdown: bool = False,
         no_cache: bool = False,
+        shape: Shape | None = None,
+        snapshot: ProjectSnapshot | None = None,
     ) -> QueryResult:
-        """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts (and the
-        result cache, as `no_cache` does)."""
+        """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts.
+        `no_cache` is for a result-cache wrapper (this session has none). A wrapper may pass the statement's
+        `shape` (tokenized once) and the metadata `snapshot` to plan on (its answer is dated by it)."""
         chosen = engine or self.engine
         with mapped_errors(chosen):  # whatever fails is a QueryError of one line (`engine_errors`)
+            shape = shape if shape is not None else self.shape_of(sql)  # the plan cache's key
+            return self._execute(sql, shape, chosen, pushdown, force_pushdown, snapshot)
+
+    def shape_of(self, sql: str) -> Shape | None:
+        """The statement's token shape (the plan cache's and the result cache's key; None: it has none),
+        after the size and text checks (`[query] max_statement_chars`): a failure is a one-line QueryError."""
+        with mapped_errors():
             check_text(sql, self.settings.max_statement_chars)
-            shape = shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
-            if self.cache is None or no_cache or force_pushdown or shape is None:
-                return self._execute(sql, shape, chosen, pushdown, force_pushdown)
-            started, start_ms = time.perf_counter(), now_ms()
-            result = self.cache.answer(
-                self,
-                sql,
-                shape,
-                pushdown,
-                lambda snap: self._execute(sql, shape, chosen, pushdown, force_pushdown, snap),
-            )
-        if result.from_cache:
-            self._record(sql, start_ms, started, result.engine, result)
-        return result
+            return shape_of(sql)
 
     def _execute(
         self,
@@ -315,11 +319,18 @@ class Session:
             try:
                 table = runner.execute(text, plan.scans, plan.sources)
             except Exception as failed:
-                if plan.pushdown or pushdown is False:
+                # layouts that cannot be read (files gone after a restore, a bad disk): an error, unless the
+                # operator allowed the source tables to answer instead (then the result says so); precube's own
+                # errors (a time-out, a type error in the statement) stand as they are unless data could not be read
+                error = None if plan.pushdown else _layout_failure(plan, self.duckdb.root, self.project, failed)
+                unread = error is not None and (error.missing or (isinstance(failed, EngineError) and failed.reading))
+                if error is None or (isinstance(failed, QueryError) and not unread):
                     raise
-                # the layouts' statement failed on the engine: the same SQL on the source tables may not
-                plan, cached = self.plan(sql, pushdown=pushdown, force_pushdown=True), False
-                plan.pushdown_reason = f"the statement over layouts failed: {str(failed).splitlines()[0]}"
+                allowed = pushdown if pushdown is not None else _enabled(snapshot)
+                if not (self.settings.pushdown_on_failure and allowed):
+                    raise error from failed
+                plan, cached = self._plan(sql, snapshot, None, pushdown, True)[0], False
+                plan.pushdown_reason = f"pushdown on failure: {error}"
                 table = runner.run(plan.tree, plan.scans, plan.sources)
         except Exception as err:
             self._record(
@@ -330,6 +341,10 @@ class Session:
         result = QueryResult(table, plan, chosen, (time.perf_counter() - started) * 1000, cached, params=params)
         self._record(sql, start_ms, started, chosen, result)
         return result
+
+    def record_answer(self, sql: str, start_ms: int, started: float, result: QueryResult) -> None:
+        """Record in the history an answer given without running (a result-cache hit)."""
+        self._record(sql, start_ms, started, result.engine, result)
 
     def explain(
         self, sql: str, *, engine: str | None = None, pushdown: bool | None = None, force_pushdown: bool = False
@@ -380,6 +395,30 @@ class Session:
 
 def _enabled(snapshot: ProjectSnapshot) -> bool:
     return snapshot.properties.get(PUSHDOWN_PROPERTY, "true").strip().lower() != "false"
+
+
+def _layout_failure(plan: Plan, root: str, project: str, failed: Exception) -> LayoutReadError:
+    """The error of a statement over layouts that failed on the engine: the layouts and segments it read (those
+    whose files are missing, when a local warehouse shows which)."""
+    models = {c.match.model.model.uuid: c.match.model.model.alias for c in plan.contexts if c.match is not None}
+    parts: list[str] = []
+    missing = False
+    for scan in plan.scans:
+        ids = scan.segment_ids or (scan.schema_segment,)
+        gone = [s for s in ids if _no_files(layout_path(root, project, scan.model_uuid, s, scan.layout_id))]
+        missing = missing or bool(gone)
+        named = gone or list(ids)
+        where = f"segment{'s' if len(named) > 1 else ''} {', '.join(named)}"
+        parts.append(f"layout {scan.layout_id} of model {models.get(scan.model_uuid, scan.model_uuid)} in {where}")
+    first = next(iter(str(failed).splitlines()), "") or type(failed).__name__
+    error = LayoutReadError(f"{'; '.join(parts) or 'a layout'} could not be read: {first}")
+    error.missing = missing
+    return error
+
+
+def _no_files(path: str) -> bool:
+    local = local_path(path)
+    return local is not None and not any(local.glob("*.parquet"))
 
 
 def _reasons(missing: list[ContextPlan]) -> str:

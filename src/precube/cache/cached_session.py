@@ -1,0 +1,99 @@
+"""A query session with the result cache in front (DESIGN §7): the cache wraps the session from above, so
+the query package knows nothing of it.
+
+`CachedSession` has the session's API (`sql`, `explain`, `plan`, `close`, a context manager; any other
+attribute is the wrapped session's). `sql` answers from the cache, or runs the session on the metadata
+snapshot the answer is dated by (once for identical concurrent queries) and admits its answer. `.cache` is the
+cache as this session sees it: `stats()` and `clear(sql=None)` of its store's project.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from precube.cache.backend import CacheBackend
+from precube.cache.result_cache import CacheStats, ResultCache
+from precube.metadata.entity import now_ms
+from precube.query.explain import Explanation
+from precube.query.session import Plan, QueryResult, Session
+from precube.settings import CacheSettings
+
+
+class SessionCache:
+    """The result cache scoped to one session's metadata store (and, by default, its project)."""
+
+    def __init__(self, cache: ResultCache, session: Session) -> None:
+        self.result_cache = cache
+        self._session = session
+
+    @property
+    def backend(self) -> CacheBackend:
+        return self.result_cache.backend
+
+    @property
+    def settings(self) -> CacheSettings:
+        return self.result_cache.settings
+
+    def stats(self, project: str | None = None) -> CacheStats:
+        return self.result_cache.stats(project or self._session.project, store=self._session.store.identity)
+
+    def clear(self, project: str | None = None, sql: str | None = None) -> int:
+        """Drop the project's entries, or only the entry of `sql` (any spelling); how many were dropped."""
+        return self.result_cache.clear(project or self._session.project, sql, store=self._session.store.identity)
+
+
+class CachedSession:
+    """`session` answered through `cache`."""
+
+    def __init__(self, session: Session, cache: ResultCache) -> None:
+        self.session = session
+        self.cache = SessionCache(cache, session)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)  # project, store, history, duckdb, explain's settings…
+
+    def sql(
+        self,
+        sql: str,
+        *,
+        engine: str | None = None,
+        pushdown: bool | None = None,
+        force_pushdown: bool = False,
+        no_cache: bool = False,
+    ) -> QueryResult:
+        """As `Session.sql`, from the cache when it holds the answer; `no_cache` and `force_pushdown` neither
+        read nor store it."""
+        session = self.session
+        shape = session.shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
+        if no_cache or force_pushdown or shape is None:
+            return session.sql(sql, engine=engine, pushdown=pushdown, force_pushdown=force_pushdown, shape=shape)
+        started, start_ms = time.perf_counter(), now_ms()
+        result = self.cache.result_cache.answer(
+            session,
+            sql,
+            shape,
+            pushdown,
+            lambda snapshot: session.sql(sql, engine=engine, pushdown=pushdown, shape=shape, snapshot=snapshot),
+        )
+        if result.answered is not None:  # a hit, or the answer of the identical query it waited on
+            session.record_answer(sql, start_ms, started, result)
+        return result
+
+    def explain(
+        self, sql: str, *, engine: str | None = None, pushdown: bool | None = None, force_pushdown: bool = False
+    ) -> Explanation:
+        return self.session.explain(sql, engine=engine, pushdown=pushdown, force_pushdown=force_pushdown)
+
+    def plan(self, sql: str, *, pushdown: bool | None = None, force_pushdown: bool = False) -> Plan:
+        return self.session.plan(sql, pushdown=pushdown, force_pushdown=force_pushdown)
+
+    def close(self) -> None:
+        self.session.close()
+        self.cache.result_cache.close()
+
+    def __enter__(self) -> CachedSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
