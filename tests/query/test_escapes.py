@@ -460,18 +460,22 @@ def test_engine_refuses_files_outside_the_project(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-def test_engine_reads_a_source_it_did_not_start_with(query_model: QueryModel) -> None:
+def test_engine_reads_a_source_it_did_not_start_with(query_model: QueryModel, tmp_path: Path) -> None:
     """A source outside the allowed paths (one loaded after the engine started) reopens the engine with the
-    list grown; the source reads as the oracle does."""
-    snapshot = Snapshots(query_model.store).get(query_model.project)
-    dates = snapshot.tables["SSB.DATES"]
-    engine = DuckDBEngine(query_model.warehouse_root, query_model.project)
+    list grown, before the statement's layouts are registered; both read as DuckDB reads their files."""
+    from tests.query.test_duckdb_engine import _layout
+
+    dates = Snapshots(query_model.store).get(query_model.project).tables["SSB.DATES"]
+    files = f"read_parquet('{dates.location}/**/*.parquet')"
+    engine, scan = _layout(tmp_path)
     try:
         with pytest.raises(duckdb.Error):
-            engine.execute(f"select count(*) from read_parquet('{dates.location}/**/*.parquet')", [], [])
-        found = engine.execute("select count(*) n from ssb.dates", [], [dates])
-        expected = duckdb.sql(f"select count(*) n from read_parquet('{dates.location}/**/*.parquet')")
-        assert found.to_pylist() == [{"n": expected.fetchall()[0][0]}]
+            engine.execute(f"select count(*) from {files}", [], [])
+        engine.execute(f'select count(*) from "{scan.name}"', [scan], [])  # the layout held before the reopen
+        sql = f'select (select count(*) from "{scan.name}") a, (select count(*) from ssb.dates) b'
+        found = engine.execute(sql, [scan], [dates])
+        expected = duckdb.sql(f"select {scan.rows} a, (select count(*) from {files}) b").to_arrow_table()
+        assert found.to_pylist() == expected.to_pylist()
     finally:
         engine.close()
 
