@@ -211,6 +211,185 @@ def test_refusal_names_what_is_refused() -> None:
         assert named in str(raised.value) and raised.value.code == "FORBIDDEN_SQL"
 
 
+# Calls Spark SQL and Kylin users write, each of which the guard must let through.
+ORDINARY_CALLS = [
+    "abs(x)",
+    "ceil(x)",
+    "floor(x)",
+    "round(x, 2)",
+    "bround(x, 2)",
+    "pmod(x, 7)",
+    "x % 7",
+    "power(x, 2)",
+    "sqrt(x)",
+    "exp(x)",
+    "ln(x)",
+    "log10(x)",
+    "log(2, x)",
+    "sign(x)",
+    "greatest(x, 1)",
+    "least(x, 1)",
+    "rand()",
+    "pi()",
+    "degrees(x)",
+    "cos(x)",
+    "atan2(x, 1)",
+    "hex(x)",
+    "conv(s, 10, 2)",
+    "upper(s)",
+    "lower(s)",
+    "lcase(s)",
+    "ucase(s)",
+    "length(s)",
+    "char_length(s)",
+    "substr(s, 1, 2)",
+    "substring(s, 1, 2)",
+    "concat(s, 'a')",
+    "concat_ws('-', s, s)",
+    "trim(s)",
+    "ltrim(s)",
+    "rtrim(s)",
+    "lpad(s, 5, '0')",
+    "rpad(s, 5, '0')",
+    "replace(s, 'a', 'b')",
+    "reverse(s)",
+    "repeat(s, 2)",
+    "split(s, ',')",
+    "split_part(s, ',', 1)",
+    "instr(s, 'a')",
+    "locate('a', s)",
+    "initcap(s)",
+    "ascii(s)",
+    "translate(s, 'a', 'b')",
+    "regexp_extract(s, 'a(b)', 1)",
+    "regexp_replace(s, 'a', 'b')",
+    "s rlike 'a'",
+    "s like 'a%'",
+    "s ilike 'a%'",
+    "md5(s)",
+    "sha2(s, 256)",
+    "crc32(s)",
+    "hash(s)",
+    "format_number(x, 2)",
+    "format_string('%d', x)",
+    "levenshtein(s, 'a')",
+    "soundex(s)",
+    "space(2)",
+    "elt(1, s, s)",
+    "nvl(x, 0)",
+    "ifnull(x, 0)",
+    "nvl2(x, 1, 0)",
+    "coalesce(x, 0)",
+    "nullif(x, 0)",
+    "if(x > 1, 1, 0)",
+    "case when x > 1 then 1 else 0 end",
+    "isnull(x)",
+    "isnotnull(x)",
+    "cast(x as string)",
+    "x::double",
+    "try_cast(s as int)",
+    "typeof(x)",
+    "year(d)",
+    "month(d)",
+    "day(d)",
+    "dayofmonth(d)",
+    "dayofweek(d)",
+    "dayofyear(d)",
+    "weekofyear(d)",
+    "quarter(d)",
+    "hour(ts)",
+    "minute(ts)",
+    "second(ts)",
+    "date_format(d, 'yyyy-MM')",
+    "date_add(d, 1)",
+    "date_sub(d, 1)",
+    "datediff(d, d)",
+    "add_months(d, 1)",
+    "months_between(d, d)",
+    "last_day(d)",
+    "next_day(d, 'MO')",
+    "trunc(d, 'MM')",
+    "date_trunc('MONTH', ts)",
+    "to_date(s)",
+    "to_timestamp(s)",
+    "unix_timestamp(ts)",
+    "from_unixtime(x)",
+    "current_date",
+    "current_date()",
+    "current_timestamp()",
+    "now()",
+    "extract(year from d)",
+    "date_part('year', d)",
+    "make_date(2020, 1, 1)",
+    "x between 1 and 2",
+    "x in (1, 2)",
+    "array(1, 2)",
+    "size(array(1))",
+    "array_contains(array(1), 1)",
+    "sort_array(array(2, 1))",
+    "element_at(array(1), 1)",
+    "struct(1, 2)",
+    "map('a', 1)",
+    "get_json_object(s, '$.a')",
+    "to_json(struct(1))",
+    "sequence(1, 3)",
+    "uuid()",
+]
+ORDINARY_AGGREGATES = [
+    "count(*)",
+    "count(x)",
+    "count(distinct x)",
+    "sum(x)",
+    "avg(x)",
+    "min(x)",
+    "max(x)",
+    "stddev(x)",
+    "stddev_pop(x)",
+    "stddev_samp(x)",
+    "variance(x)",
+    "var_pop(x)",
+    "var_samp(x)",
+    "corr(x, x)",
+    "covar_pop(x, x)",
+    "approx_count_distinct(x)",
+    "percentile_approx(x, 0.5)",
+    "percentile(x, 0.5)",
+    "median(x)",
+    "collect_list(x)",
+    "collect_set(x)",
+    "first(x)",
+    "last(x)",
+    "any_value(x)",
+    "max_by(s, x)",
+    "min_by(s, x)",
+    "count_if(x > 1)",
+    "bool_and(x > 1)",
+    "bool_or(x > 1)",
+    "skewness(x)",
+    "kurtosis(x)",
+    "row_number() over (order by x)",
+    "rank() over (order by x)",
+    "dense_rank() over (order by x)",
+    "percent_rank() over (order by x)",
+    "cume_dist() over (order by x)",
+    "ntile(4) over (order by x)",
+    "lag(x) over (order by x)",
+    "lead(x, 2) over (order by x)",
+    "first_value(x) over (order by x)",
+    "last_value(x) over (order by x)",
+    "nth_value(x, 2) over (order by x)",
+    "sum(x) over (partition by s order by d rows between unbounded preceding and current row)",
+]
+
+
+@pytest.mark.parametrize("call", ORDINARY_CALLS + ORDINARY_AGGREGATES)
+def test_ordinary_functions_pass_the_guard(call: str) -> None:
+    from precube.query.frontend import Catalog, parse
+
+    catalog = Catalog("ssb", {"ssb": {"t": {"x": "int", "s": "string", "d": "date", "ts": "timestamp"}}})
+    guard.check(parse(f"select {call} from t"), catalog)
+
+
 def test_allow_list_names_real_sqlglot_functions() -> None:
     """Every class the allow-list names exists in this sqlglot (a renamed class would silently refuse a
     function users call)."""
@@ -281,18 +460,22 @@ def test_engine_refuses_files_outside_the_project(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-def test_engine_reads_a_source_it_did_not_start_with(query_model: QueryModel) -> None:
+def test_engine_reads_a_source_it_did_not_start_with(query_model: QueryModel, tmp_path: Path) -> None:
     """A source outside the allowed paths (one loaded after the engine started) reopens the engine with the
-    list grown; the source reads as the oracle does."""
-    snapshot = Snapshots(query_model.store).get(query_model.project)
-    dates = snapshot.tables["SSB.DATES"]
-    engine = DuckDBEngine(query_model.warehouse_root, query_model.project)
+    list grown, before the statement's layouts are registered; both read as DuckDB reads their files."""
+    from tests.query.test_duckdb_engine import _layout
+
+    dates = Snapshots(query_model.store).get(query_model.project).tables["SSB.DATES"]
+    files = f"read_parquet('{dates.location}/**/*.parquet')"
+    engine, scan = _layout(tmp_path)
     try:
         with pytest.raises(duckdb.Error):
-            engine.execute(f"select count(*) from read_parquet('{dates.location}/**/*.parquet')", [], [])
-        found = engine.execute("select count(*) n from ssb.dates", [], [dates])
-        expected = duckdb.sql(f"select count(*) n from read_parquet('{dates.location}/**/*.parquet')")
-        assert found.to_pylist() == [{"n": expected.fetchall()[0][0]}]
+            engine.execute(f"select count(*) from {files}", [], [])
+        engine.execute(f'select count(*) from "{scan.name}"', [scan], [])  # the layout held before the reopen
+        sql = f'select (select count(*) from "{scan.name}") a, (select count(*) from ssb.dates) b'
+        found = engine.execute(sql, [scan], [dates])
+        expected = duckdb.sql(f"select {scan.rows} a, (select count(*) from {files}) b").to_arrow_table()
+        assert found.to_pylist() == expected.to_pylist()
     finally:
         engine.close()
 

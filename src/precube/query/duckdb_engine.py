@@ -9,6 +9,7 @@ bitmaps, HLL and KLL sketches) are merged by scalar Python functions over the li
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -251,8 +252,6 @@ class DuckDBEngine:
         definition = _source_sql(table)
         if self._sources.get(table.identity) == definition:
             return
-        if self._allow(table):
-            self._reopen()
         db, name = table.database.lower(), table.name.lower()
         self.con.execute(f'CREATE SCHEMA IF NOT EXISTS "{db}"')
         self.con.execute(f'CREATE OR REPLACE VIEW "{db}"."{name}" AS {definition}')
@@ -297,11 +296,15 @@ class DuckDBEngine:
             with self._timer_lock:
                 if self._running is not token:
                     return
-                self.con.interrupt()
+                # a connection being reopened (a new source) may refuse: the next round interrupts the new one
+                with contextlib.suppress(duckdb.Error):
+                    self.con.interrupt()
             time.sleep(INTERRUPT_EVERY_S)
 
     def _execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         with self._lock:
+            if [t for t in sources if self._allow(t)]:  # before any registration: reopening drops them
+                self._reopen()
             if any(s.name not in self._layouts for s in scans):
                 self._settle(False)  # loading a layout uses every thread
             for scan in scans:

@@ -61,7 +61,8 @@ CumeDist DenseRank FirstValue Lag LastValue Lead NthValue Ntile PercentRank Rank
 Array ArrayContains ArraySize ArrayDistinct ArrayToString ArraySort ArrayConcat ArrayIntersect ArrayExcept
 ArrayMax ArrayMin ArrayPosition ArrayRemove ArraySlice ArrayOverlaps Transform ArrayFilter
 Struct StructExtract Map VarMap MapKeys
-JSONExtract JSONExtractScalar
+JSONExtract JSONExtractScalar JSONFormat FromJson ParseUrl StrToMap ArrayAppend ArrayInsert ArrayPrepend
+ArrayCompact ArraysZip MapFromEntries GenerateSeries ToBinary Uuid
 """
 )
 
@@ -80,7 +81,7 @@ ALLOWED_NAMES = frozenset(
     ucase char_length character_length dayofweek dayofmonth dayofyear weekofyear bool_and bool_or var_pop
     var_samp stddev_pop stddev_samp approx_count_distinct percentile percentile_approx date_diff date_add
     date_sub to_date to_timestamp from_utc_timestamp to_utc_timestamp nullifzero zeroifnull try_subtract
-    try_multiply try_divide try_add base64 unbase64 sha1 sha
+    try_multiply try_divide try_add base64 unbase64 sha1 sha cardinality array_union map_values xxhash64 hypot
     """
     )
 )
