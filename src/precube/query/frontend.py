@@ -21,6 +21,7 @@ from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
+from sqlglot.tokenizer_core import Token
 
 from precube.metadata import Table, datatypes
 from precube.modeling.measure_rules import sum_type
@@ -75,15 +76,18 @@ class Catalog:
 PARAM = "precube_param"  # the meta key of a literal that came from a lifted literal token (`plan_cache`)
 
 
-def parse(sql: str, params: Mapping[int, int] | None = None, max_depth: int | None = None) -> exp.Query:
+def parse(
+    sql: str, params: Mapping[int, int] | None = None, max_depth: int | None = None, tokens: list[Token] | None = None
+) -> exp.Query:
     """One query (SELECT, UNION, WITH …); a syntax error or another kind of statement is a SqlSyntaxError,
     nesting deeper than `max_depth` (in tokens, then in the tree: `limits`) a NestingTooDeepError.
 
     The parser's source positions are dropped (copying a tree with them is several times slower), except
-    that a literal whose token starts at an offset in `params` keeps that parameter's index under PARAM."""
+    that a literal whose token starts at an offset in `params` keeps that parameter's index under PARAM.
+    `tokens`: the statement's, when already tokenized (`plan_cache.shape_of`)."""
     dialect = DIALECT()
     try:
-        tokens = dialect.tokenize(sql)
+        tokens = tokens or dialect.tokenize(sql)
     except TokenError as err:
         raise SqlSyntaxError(
             f"cannot parse the SQL: a string, quoted name or comment is not closed ({str(err).splitlines()[0]})"

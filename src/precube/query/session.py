@@ -186,7 +186,9 @@ class Session:
         self, sql: str, snapshot: ProjectSnapshot, shape: Shape | None, pushdown: bool | None, force_pushdown: bool
     ) -> tuple[Plan, exp.Query]:
         """The plan (with a shape, with its probes) and the qualified tree it came from."""
-        tree = normalise(parse(sql, shape.starts if shape else None, self.settings.max_nesting_depth), snapshot.catalog)
+        depth = self.settings.max_nesting_depth
+        parsed = parse(sql, shape.starts, depth, shape.tokens) if shape else parse(sql, None, depth)
+        tree = normalise(parsed, snapshot.catalog)
         work = tree.copy()
         found = contexts(work)
         # each block of `work` → the same block of `tree` (the copy walks in the same order), for explain
