@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 from decimal import Decimal
 
 import pytest
@@ -444,3 +445,16 @@ def test_pinned_columns(where: str, pinned: list[str]) -> None:
     condition = sqlglot.parse_one(f"select 1 from t where {where}", read=DIALECT).args["where"].this
     assert [c.name for c in pinned_columns(condition)] == pinned
     assert pinned_columns(None) == []
+
+
+def test_in_list_outcome_by_bisection_equals_one_interval_per_value() -> None:
+    """`in_outcome` (bisection, for long IN lists) answers what `_outcome` of one interval per value does, on
+    random ranges — bounded or not, inclusive or not, empty, single points — and random value lists."""
+    from precube.query.pruning import _outcome, in_outcome
+
+    rng = random.Random(17)
+    for _ in range(5000):
+        values = sorted(set(rng.sample(range(20), rng.randint(0, 6))))
+        low, high = (None if rng.random() < 0.15 else rng.randint(-2, 22) for _ in range(2))
+        r = (low, rng.random() < 0.5, high, rng.random() < 0.5)
+        assert in_outcome(r, values) == _outcome(r, [(v, True, v, True) for v in values]), (r, values)

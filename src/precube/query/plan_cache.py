@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.tokenizer_core import TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from precube.query.frontend import DIALECT, PARAM
 from precube.query.matching import Probe, scanned_ids
@@ -61,6 +61,8 @@ class Shape:
     key: str
     params: tuple[Param, ...]  # distinct literals in order of first appearance
     starts: dict[int, int]  # offset of a literal's token in the text → its parameter (for `frontend.parse`)
+    # the tokens themselves, for `frontend.parse` (tokenizing a statement of 20,000 literals again costs 30 ms)
+    tokens: list[Token] = field(default_factory=list, compare=False, repr=False)
 
 
 def shape_of(sql: str) -> Shape | None:
@@ -86,7 +88,7 @@ def shape_of(sql: str) -> Shape | None:
             append(f"{_KIND_NAMES[kind]}:{token.text.lower()}")
         else:
             append(f"{_KIND_NAMES[kind]}:{token.text.upper()}")
-    return Shape("\x1f".join(parts), tuple(index), starts)
+    return Shape("\x1f".join(parts), tuple(index), starts, tokens)
 
 
 def _param(node: exp.Expr) -> int | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -133,7 +134,7 @@ def _atom(e: exp.Expr, range_of: RangeOf) -> Outcome:
         for item in e.expressions:
             r, v = _coerce(r, _literal(item))
             values.append(v)
-        return _outcome(r, [(v, True, v, True) for v in sorted(set(values))])
+        return in_outcome(r, sorted(set(values)))
     if isinstance(e, exp.Like) and (r := _subject(e.this, range_of)) and isinstance(_sample(r), str):
         can_true, can_false = _like(r, e.expression)
         return (can_false, can_true) if e.args.get("negate") else (can_true, can_false)
@@ -168,6 +169,19 @@ def _outcome(r: Interval, parts: list[Interval]) -> Outcome:
     else:
         gaps.append((low, low_in, None, False))
     return any(_meets(r, p) for p in parts), any(_meets(r, g) for g in gaps)
+
+
+def in_outcome(r: Interval, values: list[Any]) -> Outcome:
+    """Over range `r`, a predicate TRUE exactly at the sorted distinct points `values` (an IN list): what
+    `_outcome` of one interval per value answers, found by bisection (an IN list may have 20,000 values)."""
+    low, low_in, high, high_in = r
+    if low is not None and high is not None and (low > high or (low == high and not (low_in and high_in))):
+        return False, False  # an empty range
+    i = 0 if low is None else (bisect_left(values, low) if low_in else bisect_right(values, low))
+    can_true = i < len(values) and (high is None or values[i] < high or (values[i] == high and high_in))
+    if low is None or high is None or low < high:
+        return can_true, True  # a range of more than one point holds values outside any finite list
+    return can_true, not can_true  # a single point: FALSE exactly when it is no value of the list
 
 
 def _meets(a: Interval, b: Interval) -> bool:

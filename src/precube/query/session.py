@@ -201,7 +201,8 @@ class Session:
         self, sql: str, snapshot: ProjectSnapshot, shape: Shape | None, pushdown: bool | None, force_pushdown: bool
     ) -> tuple[Plan, exp.Query]:
         """The plan (with a shape, with its probes) and the qualified tree it came from."""
-        parsed = parse(sql, shape.starts if shape else None, self.settings.max_nesting_depth)
+        depth = self.settings.max_nesting_depth
+        parsed = parse(sql, shape.starts, depth, shape.tokens) if shape else parse(sql, None, depth)
         guard.check(parsed, snapshot.catalog)  # before anything is resolved or reaches an engine
         tree = normalise(parsed, snapshot.catalog)
         work = tree.copy()
