@@ -109,7 +109,7 @@ def agg_call(
     if distinct:
         args = arg_node.expressions
         if len(args) != 1:
-            return AggCall(node, [], "COUNT(DISTINCT …) of several columns is not precomputed")
+            return _distinct_tuples(node, args, column_of)
         arg_node = args[0]
     count_all = isinstance(node, exp.Count) and (arg_node is None or isinstance(arg_node, (exp.Star, exp.Literal)))
     if count_all and distinct:
@@ -236,6 +236,22 @@ def agg_call(
     if not ways:
         return AggCall(node, [], f"{node.sql(dialect='spark')}: no measure of the model computes it")
     return AggCall(node, ways)
+
+
+def _distinct_tuples(node: exp.AggFunc, args: list[exp.Expr], column_of: Callable[[exp.Expr], int | None]) -> AggCall:
+    """COUNT(DISTINCT a, b, …) of dimensions: the distinct tuples of a layout's values are the raw rows'
+    (each engine's SQL counts only tuples without a NULL, as Spark does)."""
+    cols = [column_of(a) for a in args]
+    if not isinstance(node, exp.Count) or any(c is None for c in cols):
+        return AggCall(node, [], f"{node.sql(dialect='spark')}: DISTINCT of several arguments that are not all columns")
+    ids = [c for c in cols if c is not None]
+    way = AggWay(
+        frozenset(ids),
+        frozenset(),
+        "distinct tuples of the dimensions",
+        lambda s, d: exp.Count(this=exp.Distinct(expressions=[s(str(c)) for c in ids])),
+    )
+    return AggCall(node, [way])
 
 
 def _distinct_call(node: exp.AggFunc, column: exp.Expr, arg_type: str) -> exp.Expr:
