@@ -83,6 +83,7 @@ def test_a_hit_answers_as_the_query_does(session: CachedSession) -> None:
     assert second.from_cache and second.rows == first.rows == _uncached(session, SQL)
     assert second.columns == first.columns
     assert (second.model, second.layout_ids, second.segments) == (first.model, first.layout_ids, first.segments)
+    assert first.pushdown_reason is None and second.pushdown_reason is None
     stats = session.cache.stats(session.project) if session.cache else None
     assert stats is not None and stats.hits == 1 and stats.misses == 1 and stats.stores == 1 and stats.entries == 1
 
@@ -125,6 +126,7 @@ def test_pushdown_answers_are_not_cached_unless_allowed(cache_model: CacheModel,
         first = s.sql(sql)
         second = s.sql(sql)
         assert second.from_cache and second.pushdown and second.rows == first.rows
+        assert first.pushdown_reason is not None and second.pushdown_reason == first.pushdown_reason
         with pytest.raises(NoLayoutError):  # forbidding pushdown is not answered by a cached pushdown answer
             s.sql(sql, pushdown=False)
 
@@ -337,6 +339,7 @@ def test_cli_query_says_cached_and_operates_the_cache(
 
     first, second = query(SQL), query(RESPELLED)  # two CLI runs: only Redis can share the answer
     assert not first["cached"] and second["cached"] and second["rows"] == first["rows"]
+    assert first["pushdown_reason"] is None and second["pushdown_reason"] is None  # layouts answered it
     assert not query(SQL, "--no-cache")["cached"]
     assert run([*base, "cache", "stats", "-p", CACHE_PROJECT, "--format", "json"]) == 0
     stats = json.loads(capsys.readouterr().out)
