@@ -17,7 +17,14 @@ import pytest
 
 from precube.query import guard
 from precube.query.duckdb_engine import DuckDBEngine
-from precube.query.errors import ForbiddenSqlError, QueryError, QueryTimeoutError, SqlSyntaxError, UnknownObjectError
+from precube.query.errors import (
+    EngineError,
+    ForbiddenSqlError,
+    QueryError,
+    QueryTimeoutError,
+    SqlSyntaxError,
+    UnknownObjectError,
+)
 from precube.query.session import Session
 from precube.query.snapshot import Snapshots
 from precube.settings import QuerySettings
@@ -448,8 +455,9 @@ def test_engine_refuses_files_outside_the_project(tmp_path: Path) -> None:
             "LOAD httpfs",
             "SET enable_external_access = true",
         ]:
-            with pytest.raises(duckdb.Error):
+            with pytest.raises(EngineError) as refused:
                 engine.execute(sql, [], [])
+            assert isinstance(refused.value.__cause__, duckdb.Error), sql  # DuckDB's own refusal, mapped
         assert sorted(p.name for p in tmp_path.iterdir()) == ["outside.csv", "wh"]
         # inside the project's directory it reads (what the layouts need)
         (tmp_path / "wh" / "p" / "in.csv").write_text("a\n1\n")
@@ -469,7 +477,7 @@ def test_engine_reads_a_source_it_did_not_start_with(query_model: QueryModel, tm
     files = f"read_parquet('{dates.location}/**/*.parquet')"
     engine, scan = _layout(tmp_path)
     try:
-        with pytest.raises(duckdb.Error):
+        with pytest.raises(EngineError, match="Permission Error"):
             engine.execute(f"select count(*) from {files}", [], [])
         engine.execute(f'select count(*) from "{scan.name}"', [scan], [])  # the layout held before the reopen
         sql = f'select (select count(*) from "{scan.name}") a, (select count(*) from ssb.dates) b'
