@@ -27,7 +27,7 @@ from precube.query import guard
 from precube.query.computed import inline_computed
 from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
-from precube.query.engine_errors import mapped_errors
+from precube.query.engine_errors import mapped_errors, query_error
 from precube.query.errors import EngineError, LayoutReadError, NoLayoutError, QueryError
 from precube.query.explain import Explanation
 from precube.query.frontend import normalise, parse, spark_sum_types
@@ -334,10 +334,11 @@ class Session:
                 plan.pushdown_reason = f"pushdown on failure: {error}"
                 table = runner.run(plan.tree, plan.scans, plan.sources)
         except Exception as err:
-            self._record(
-                sql, start_ms, started, chosen, None, error=str(err).splitlines()[0] if str(err) else repr(err)
-            )
-            raise
+            shown = query_error(err, chosen)  # the history keeps the line the user is shown
+            self._record(sql, start_ms, started, chosen, None, error=str(shown))
+            if shown is err:
+                raise
+            raise shown from err
         params = shape.params if shape is not None and plan.probes else None
         result = QueryResult(table, plan, chosen, (time.perf_counter() - started) * 1000, cached, params=params)
         self._record(sql, start_ms, started, chosen, result)
