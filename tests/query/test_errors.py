@@ -45,6 +45,13 @@ BAD: list[tuple[str, str, type[QueryError], str]] = [
     ("truncated_from", "select 1 from", SqlSyntaxError, "end of the statement"),
     ("unknown_function", f"select nosuch_fn(lo_discount) from {FACT}", QueryError, "nosuch_fn"),
     ("arity_front_end", f"select abs(lo_discount, 2) from {FACT}", SqlSyntaxError, "arguments"),
+    # sqlglot's parser drops PERCENTILE's frequency argument: refused rather than answered without it
+    (
+        "percentile_frequency",
+        f"select percentile(lo_discount, 0.5, lo_quantity) from {FACT}",
+        SqlSyntaxError,
+        "frequency",
+    ),
     ("arity_engine", f"select round(lo_discount, 1, 2, 3) from {FACT}", EngineError, "round"),
     ("type_string_plus_int", f"select lo_shipmode + 1 from {FACT}", EngineError, "+"),
     ("type_bad_date_literal", "select date 'not a date'", EngineError, "date"),

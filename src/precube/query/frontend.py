@@ -21,7 +21,7 @@ from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
-from sqlglot.tokenizer_core import Token
+from sqlglot.tokenizer_core import Token, TokenType
 
 from precube.metadata import Table, datatypes
 from precube.modeling.measure_rules import sum_type
@@ -111,6 +111,7 @@ def parse(
         ) from err
     if max_depth is not None:
         check_token_depth((t.token_type for t in tokens), max_depth)
+    _check_dropped_arguments(tokens)
     try:
         statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
     except ParseError as err:
@@ -133,6 +134,34 @@ def parse(
             start = node._meta.get("start") if params and isinstance(node, exp.Literal) else None
             node._meta = ParamMeta({PARAM: params[start]}) if params and start is not None and start in params else None
     return tree
+
+
+# Spark functions whose arguments past a count sqlglot's parser drops without a word: the call would be
+# answered without them (PERCENTILE's third argument is each value's frequency).
+_DROPPED_ARGUMENTS = {"percentile": 2}
+
+
+def _check_dropped_arguments(tokens: list[Token]) -> None:
+    """Refuse a call with arguments the parser would silently drop, since its answer would ignore them."""
+    for i, token in enumerate(tokens[:-1]):
+        most = _DROPPED_ARGUMENTS.get(token.text.lower()) if token.token_type is TokenType.VAR else None
+        if most is None or tokens[i + 1].token_type is not TokenType.L_PAREN:
+            continue
+        depth, commas = 0, 0
+        for inner in tokens[i + 1 :]:
+            if inner.token_type in (TokenType.L_PAREN, TokenType.L_BRACKET):
+                depth += 1
+            elif inner.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET):
+                depth -= 1
+                if depth == 0:
+                    break
+            elif inner.token_type is TokenType.COMMA and depth == 1:
+                commas += 1
+        if commas + 1 > most:
+            raise SqlSyntaxError(
+                f"{token.text.upper()} takes at most {most} arguments here, not {commas + 1} "
+                "(a frequency argument is not supported)"
+            )
 
 
 _TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+, col: \d+, start: .*?>", re.DOTALL)
