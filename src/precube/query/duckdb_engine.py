@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -28,6 +27,7 @@ from precube.metadata import SourceType, Table, datatypes
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryError, QueryTimeoutError
 from precube.query.rewrite import LayoutScan
+from precube.query.watchdog import Watchdog
 from precube.storage import cells
 from precube.storage.paths import layout_path, local_path
 
@@ -39,7 +39,6 @@ MEMORY_BUDGET_ROWS = 50_000_000  # least recently used in-memory layouts are dro
 # A statement over in-memory layouts of at most this many rows, or whose filter pins each layout's leading
 # (sorted) column to a few values, runs on one thread.
 SMALL_SCAN_ROWS = 2_000_000
-INTERRUPT_EVERY_S = 0.05  # a timed-out statement is interrupted again this often until it ends
 ENUM_MAX_VALUES = 65_536  # a string column with at most this many distinct values is held as an ENUM
 ENUM_SCREEN_ROWS = 200_000
 
@@ -111,8 +110,7 @@ class DuckDBEngine:
         for table in sources:
             self._allow(table)
         self._lock = threading.RLock()
-        self._timer_lock = threading.Lock()  # orders a time-out's interrupt against the statement's end
-        self._running: object | None = None  # the statement a time-out may interrupt
+        self._watchdog = Watchdog(self._interrupt)  # the statement time-out
         self.con = self._connect()
         self._layouts: OrderedDict[str, int] = OrderedDict()  # relation → rows held in memory (0: a view)
         self._sources: dict[str, str] = {}  # DB.TABLE → the view's definition
@@ -172,6 +170,7 @@ class DuckDBEngine:
         self._small = False
 
     def close(self) -> None:
+        self._watchdog.close()
         self.con.close()
 
     def _files(self, model_uuid: str, segment_id: str, layout_id: int) -> str:
@@ -270,36 +269,26 @@ class DuckDBEngine:
         with self._lock, mapped_errors(self.name):
             if self.timeout_s is None:
                 return self._execute(sql, scans, sources)
-            token = object()
-            timer = threading.Timer(self.timeout_s, self._interrupt, (token,))
-            timer.daemon = True
-            with self._timer_lock:
-                self._running = token
-            timer.start()
+            self._watchdog.arm(self.timeout_s)
+            fired = False
             try:
                 return self._execute(sql, scans, sources)
             except duckdb.InterruptException as err:
+                fired = self._watchdog.disarm()
+                if not fired:
+                    raise
                 raise QueryTimeoutError(
                     f"the query ran longer than the time limit of {self.timeout_s:g} s ([query] timeout_s)"
                 ) from err
             finally:
-                with self._timer_lock:
-                    self._running = None
-                timer.cancel()
+                if not fired:
+                    self._watchdog.disarm()
 
-    def _interrupt(self, token: object) -> None:
-        """The timer's end: interrupt the statement while it is still the one the timer was started for.
-        DuckDB forgets an interrupt when its next statement starts, so a late one harms nothing, and one
-        that falls between two statements of the same `execute` (loading a layout, then the query) would
-        be lost: hence again every INTERRUPT_EVERY_S until `execute` ends."""
-        while True:
-            with self._timer_lock:
-                if self._running is not token:
-                    return
-                # a connection being reopened (a new source) may refuse: the next round interrupts the new one
-                with contextlib.suppress(duckdb.Error):
-                    self.con.interrupt()
-            time.sleep(INTERRUPT_EVERY_S)
+    def _interrupt(self) -> None:
+        """The watchdog's call on a statement past its deadline."""
+        # a connection being reopened (a new source) may refuse: the next round interrupts the new one
+        with contextlib.suppress(duckdb.Error):
+            self.con.interrupt()
 
     def _execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
         with self._lock:
