@@ -24,6 +24,7 @@ from sqlglot import exp
 from precube.metadata import MetadataStore, Table
 from precube.metadata.entity import now_ms
 from precube.query import guard
+from precube.query.collector import paused_for
 from precube.query.computed import inline_computed
 from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
@@ -195,7 +196,8 @@ class Session:
         """How `sql` would run: the layouts that answer its contexts, or why it must be pushed down."""
         with mapped_errors():
             check_text(sql, self.settings.max_statement_chars)
-            return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
+            with paused_for(sql):
+                return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
 
     def _plan(
         self, sql: str, snapshot: ProjectSnapshot, shape: Shape | None, pushdown: bool | None, force_pushdown: bool
@@ -316,7 +318,8 @@ class Session:
         try:
             runner = self._engine(chosen)
             snapshot = snapshot or self.snapshots.get(self.project)
-            plan, text, cached = self._planned(sql, shape, snapshot, runner, pushdown, force_pushdown)
+            with paused_for(sql):
+                plan, text, cached = self._planned(sql, shape, snapshot, runner, pushdown, force_pushdown)
             try:
                 table = runner.execute(text, plan.scans, plan.sources)
             except Exception as failed:
