@@ -4,15 +4,18 @@ list, NOT IN, strings, HAVING, CASE, the plan cache with another list of the sam
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 
 import duckdb
 import pytest
 
+from precube.query import pruning
 from precube.query.literal_lists import MIN_LIFTED, lift_lists, run_lifted
 from precube.query.session import Session
 from tests.query.conftest import QueryModel
 from tests.query.oracle import Case, Oracle, assert_same
+from tests.query.test_pruning import RANGES, range_of, where
 
 N = 3 * MIN_LIFTED
 
@@ -65,6 +68,22 @@ def test_lifted_lists_answer_as_the_text_does(predicate: str) -> None:
     sql = f"SELECT x, {predicate} AS p FROM t ORDER BY x NULLS FIRST"
     assert lift_lists(sql)[1], "the list is lifted"
     assert run_lifted(con, sql).fetchall() == con.execute(sql).fetchall()
+
+
+def test_pruning_reads_long_lists_as_it_reads_short_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pruning._plain_values` (one pass over a list of plain literals) judges as the literal-by-literal
+    reading does, on random lists against every kind of range."""
+    rng = random.Random(17)
+    pool = ["10", "15", "20", "7", "2.25", "1.5", "0.1", "0.3", "-1", "1e400", "'apple'", "'b'", "'banana'", "'c'",
+            "'1994-06-01'", "'19941231'", "DATE '1994-02-01'", "NULL", "'x'"]  # fmt: skip
+    conditions = [
+        f"{column} {rng.choice(['in', 'not in'])} ({', '.join(rng.choices(pool, k=rng.randint(1, 6)))})"
+        for column in RANGES
+        for _ in range(30)
+    ]
+    fast = [pruning.may_match(where(c), range_of) for c in conditions]
+    monkeypatch.setattr(pruning, "_plain_values", lambda *_: None)
+    assert fast == [pruning.may_match(where(c), range_of) for c in conditions]
 
 
 @pytest.fixture
