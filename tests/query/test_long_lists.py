@@ -146,3 +146,13 @@ def test_long_lists_on_pushdown_and_spark(query_model: QueryModel, spark: object
         _check(session, oracle, sql, force_pushdown=True)
     with Session(*query_model.session_args, engine="spark", spark=lambda: spark) as on_spark:
         _check(on_spark, oracle, sql)
+
+
+@pytest.mark.spark
+def test_explain_shows_a_long_list_by_its_first_values(fresh: Session) -> None:
+    sql = _DAYS.format(join=_JOIN, where=f"lo_quantity in ({_ints(range(1000, 1000 + N))}) and lo_discount in (1, 2)")
+    text = fresh.explain(sql).text()
+    assert f"1000, 1001, 1002, … {N} values" in text and "1003" not in text
+    assert "IN (1, 2)" in text
+    fresh.sql(sql)  # the plan explained is still run whole
+    assert fresh.plans.misses == 1

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 import duckdb
+from sqlglot import exp
 
 MIN_LIFTED = 64  # shorter lists cost less as text than a prepared statement's set-up
 
@@ -60,3 +61,19 @@ def run_lifted(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyConne
         return con.execute(text, params)
     except (duckdb.BinderException, duckdb.InvalidInputException, duckdb.ConversionException):
         return con.execute(sql)
+
+
+SHOWN_VALUES = 3
+
+
+def abbreviated(tree: exp.Expr) -> exp.Expr:
+    """`tree` for EXPLAIN: each IN list of more than MIN_LIFTED items shown by its first few and its length
+    (`IN (1, 2, 3, … 20,000 values)`); a copy when there is one, never a tree to run."""
+    if not any(len(e.expressions) > MIN_LIFTED for e in tree.find_all(exp.In)):
+        return tree
+    tree = tree.copy()
+    for e in tree.find_all(exp.In):
+        items = e.expressions
+        if len(items) > MIN_LIFTED:
+            e.set("expressions", [*items[:SHOWN_VALUES], exp.Var(this=f"… {len(items):,} values")])
+    return tree

@@ -34,6 +34,7 @@ from precube.query.explain import Explanation
 from precube.query.frontend import normalise, parse, spark_sum_types
 from precube.query.history import QueryHistory, QueryRecord
 from precube.query.limits import check_text
+from precube.query.literal_lists import abbreviated
 from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
 from precube.query.rewrite import LayoutScan, rewrite
@@ -60,7 +61,7 @@ class ContextPlan:
     def sql(self) -> str:
         """The block's text, printed when asked for: printing every nested block while planning costs the
         square of the nesting."""
-        return self.block.sql(dialect="spark")
+        return abbreviated(self.block).sql(dialect="spark")  # a long IN list by its first values
 
 
 @dataclass
@@ -357,7 +358,7 @@ class Session:
         chosen = engine or self.engine
         plan = self.plan(sql, pushdown=pushdown, force_pushdown=force_pushdown)
         with mapped_errors(chosen):
-            return Explanation(plan, chosen, self._engine(chosen).sql_of(plan.tree))
+            return Explanation(plan, chosen, self._engine(chosen).sql_of(abbreviated(plan.tree)))
 
     def _record(
         self, sql: str, start_ms: int, started: float, engine: str, result: QueryResult | None, error: str | None = None
