@@ -26,6 +26,7 @@ from sqlglot import exp
 from precube.metadata import SourceType, Table, datatypes
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryError, QueryTimeoutError
+from precube.query.literal_lists import run_lifted
 from precube.query.rewrite import LayoutScan
 from precube.query.watchdog import Watchdog
 from precube.storage import cells
@@ -324,7 +325,7 @@ class DuckDBEngine:
         """The statement's rows as Arrow. A small result of plain types is fetched as tuples and made into
         Arrow here: DuckDB's own Arrow export costs about a millisecond more per query, most of a warm
         query's time (the issue's figures: tuples win below ~1k rows)."""
-        cursor = self.con.execute(sql)
+        cursor = run_lifted(self.con, sql)  # long IN lists bound as parameters, not parsed as text
         types = [_arrow_type(d[1]) for d in cursor.description or []]
         if not all(types):
             return _arrow_of_cursor(cursor)  # a type the tuple path does not map: DuckDB's own export

@@ -95,25 +95,37 @@ def _param(node: exp.Expr) -> int | None:
     return node.meta.get(PARAM) if isinstance(node, exp.Literal) and node._meta else None
 
 
-def _structural(lit: exp.Literal) -> bool:
+def _structural(lit: exp.Literal, known: dict[int, bool]) -> bool:
+    """Whether the literal sits where the plan depends on it; `known` holds the answer of every node walked
+    (by id) for the literals after it: the 20,000 of an IN list share one walk up."""
+    path: list[exp.Expr] = []
     node: exp.Expr = lit
+    found = False
     while node.parent is not None:
+        if (seen := known.get(id(node))) is not None:
+            found = seen
+            break
+        path.append(node)
         parent = node.parent
         if isinstance(parent, _STRUCTURAL) or (isinstance(parent, exp.Select) and node.arg_key == "expressions"):
-            return True
+            found = True
+            break
         node = parent
-    return False
+    for walked in path:
+        known[id(walked)] = found
+    return found
 
 
 def fixed_params(shape: Shape, qualified: exp.Query, final: exp.Query) -> frozenset[int]:
     """The parameters whose value the plan depends on beyond pruning (module docstring)."""
     seen: set[int] = set()
     fixed: set[int] = set()
+    known: dict[int, bool] = {}
     for lit in qualified.find_all(exp.Literal):
         i = _param(lit)
         if i is not None:
             seen.add(i)
-            if _structural(lit):
+            if _structural(lit, known):
                 fixed.add(i)
     kept = {i for lit in final.find_all(exp.Literal) if (i := _param(lit)) is not None}
     return frozenset(set(range(len(shape.params))) - (seen & kept) | fixed)
@@ -164,8 +176,24 @@ class Template:
 
     plan: Plan
     params: tuple[Param, ...]  # the values it was planned with
-    marked: exp.Query  # the tree it runs, variable parameters as markers
+    fixed: tuple[int, ...]  # the parameters whose values the plan depends on
+    # the tree it runs, variable parameters as markers: made when a second statement of the shape comes (a
+    # copy of a tree of 20,000 literals costs more than the rest of the plan cache's bookkeeping)
+    _marked: exp.Query | None = None
     texts: dict[str, str | None] = field(default_factory=dict)  # engine → marked SQL (None: not reusable)
+
+    @property
+    def marked(self) -> exp.Query:
+        if self._marked is None:
+            marked = self.plan.tree.copy()
+            for lit in marked.find_all(exp.Literal):
+                i = _param(lit)
+                if i is not None and i not in self.fixed:
+                    # in place: `replace` looks the node up in its parent's list, quadratic over an IN list
+                    lit.set("this", f"\ue000{i}\ue001")
+                    lit.set("is_string", True)
+            self._marked = marked
+        return self._marked
 
     def sql(self, engine: Engine, params: tuple[Param, ...]) -> str | None:
         """The engine's SQL for these values, or None when the template cannot print it faithfully."""
@@ -252,14 +280,7 @@ class PlanCache:
                 self._entries[key] = entry
                 while len(self._entries) > self.capacity:
                     self._entries.popitem(last=False)
-            marked = plan.tree.copy()
-            for lit in marked.find_all(exp.Literal):
-                i = _param(lit)
-                if i is not None and i not in fixed:
-                    # in place: `replace` looks the node up in its parent's list, quadratic over an IN list
-                    lit.set("this", f"\ue000{i}\ue001")
-                    lit.set("is_string", True)
-            entry.variants[entry.variant_key(shape.params)] = Template(plan, shape.params, marked)
+            entry.variants[entry.variant_key(shape.params)] = Template(plan, shape.params, fixed)
 
     def clear(self) -> None:
         with self._lock:

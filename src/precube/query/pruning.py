@@ -130,15 +130,31 @@ def _atom(e: exp.Expr, range_of: RangeOf) -> Outcome:
         r, high = _coerce(r, _literal(e.args["high"]))
         return _outcome(r, [(low, True, high, True)])
     if isinstance(e, exp.In) and _bare(e, "expressions") and (r := _subject(e.this, range_of)):
-        values: list[Any] = []
-        for item in e.expressions:
-            r, v = _coerce(r, _literal(item))
-            values.append(v)
+        values = _plain_values(r, e.expressions)
+        if values is None:
+            values = []
+            for item in e.expressions:
+                r, v = _coerce(r, _literal(item))
+                values.append(v)
         return in_outcome(r, sorted(set(values)))
     if isinstance(e, exp.Like) and (r := _subject(e.this, range_of)) and isinstance(_sample(r), str):
         can_true, can_false = _like(r, e.expression)
         return (can_false, can_true) if e.args.get("negate") else (can_true, can_false)
     return UNSURE
+
+
+def _plain_values(r: Interval, items: list[exp.Expr]) -> list[Any] | None:
+    """An IN list of plain numbers against a number column, or of strings against a string column, read as
+    `_literal` and `_coerce` would (an IN list may have 20,000 values); None for any other list."""
+    sample = _sample(r)
+    if isinstance(sample, str):
+        return [i.this for i in items] if all(type(i) is exp.Literal and i.is_string for i in items) else None
+    if not isinstance(sample, int | float | Decimal) or isinstance(sample, bool):
+        return None
+    if not all(type(i) is exp.Literal and not i.is_string for i in items):
+        return None
+    numbers = [_finite(Decimal(i.this)) for i in items]
+    return [float(v) for v in numbers] if isinstance(r[0], float) or isinstance(r[2], float) else numbers
 
 
 def _like(r: Interval, pattern: exp.Expr) -> Outcome:

@@ -24,6 +24,7 @@ from sqlglot import exp
 from precube.metadata import MetadataStore, Table
 from precube.metadata.entity import now_ms
 from precube.query import guard
+from precube.query.collector import paused_for
 from precube.query.computed import inline_computed
 from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
@@ -33,6 +34,7 @@ from precube.query.explain import Explanation
 from precube.query.frontend import normalise, parse, spark_sum_types
 from precube.query.history import QueryHistory, QueryRecord
 from precube.query.limits import check_text
+from precube.query.literal_lists import abbreviated
 from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
 from precube.query.rewrite import LayoutScan, rewrite
@@ -59,7 +61,7 @@ class ContextPlan:
     def sql(self) -> str:
         """The block's text, printed when asked for: printing every nested block while planning costs the
         square of the nesting."""
-        return self.block.sql(dialect="spark")
+        return abbreviated(self.block).sql(dialect="spark")  # a long IN list by its first values
 
 
 @dataclass
@@ -195,7 +197,8 @@ class Session:
         """How `sql` would run: the layouts that answer its contexts, or why it must be pushed down."""
         with mapped_errors():
             check_text(sql, self.settings.max_statement_chars)
-            return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
+            with paused_for(sql):
+                return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
 
     def _plan(
         self, sql: str, snapshot: ProjectSnapshot, shape: Shape | None, pushdown: bool | None, force_pushdown: bool
@@ -316,7 +319,8 @@ class Session:
         try:
             runner = self._engine(chosen)
             snapshot = snapshot or self.snapshots.get(self.project)
-            plan, text, cached = self._planned(sql, shape, snapshot, runner, pushdown, force_pushdown)
+            with paused_for(sql):
+                plan, text, cached = self._planned(sql, shape, snapshot, runner, pushdown, force_pushdown)
             try:
                 table = runner.execute(text, plan.scans, plan.sources)
             except Exception as failed:
@@ -355,7 +359,7 @@ class Session:
         chosen = engine or self.engine
         plan = self.plan(sql, pushdown=pushdown, force_pushdown=force_pushdown)
         with mapped_errors(chosen):
-            return Explanation(plan, chosen, self._engine(chosen).sql_of(plan.tree))
+            return Explanation(plan, chosen, self._engine(chosen).sql_of(abbreviated(plan.tree)))
 
     def _record(
         self, sql: str, start_ms: int, started: float, engine: str, result: QueryResult | None, error: str | None = None
