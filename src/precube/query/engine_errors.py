@@ -17,7 +17,7 @@ from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
 
 from precube.errors import PrecubeError
 from precube.query.errors import EngineError, NestingTooDeepError, QueryError, SqlSyntaxError, UnknownObjectError
-from precube.query.frontend import parse_message
+from precube.query.frontend import parse_message, token_message
 
 _JAVA_CLASS = re.compile(r"^(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
 _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+[.;]?")
@@ -68,9 +68,7 @@ def query_error(err: BaseException, engine: str | None = None) -> PrecubeError:
     if isinstance(err, RecursionError):
         return NestingTooDeepError("the statement nests too deeply to be planned: simplify its nesting")
     if isinstance(err, TokenError):
-        return SqlSyntaxError(
-            f"cannot parse the SQL: a string, quoted name or comment is not closed ({first_line(err)})"
-        )
+        return SqlSyntaxError(token_message(err))
     if isinstance(err, OptimizeError):
         return UnknownObjectError(f"cannot resolve the SQL: {first_line(err)}")
     if isinstance(err, ParseError):

@@ -106,9 +106,7 @@ def parse(
     try:
         tokens = tokens or dialect.tokenize(sql)
     except TokenError as err:
-        raise SqlSyntaxError(
-            f"cannot parse the SQL: a string, quoted name or comment is not closed ({str(err).splitlines()[0]})"
-        ) from err
+        raise SqlSyntaxError(token_message(err)) from err
     if max_depth is not None:
         check_token_depth((t.token_type for t in tokens), max_depth)
     _check_dropped_arguments(tokens)
@@ -172,6 +170,12 @@ _CLASS = re.compile(r"<class '(?:\w+\.)*(\w+)'>")
 
 def _token_text(found: re.Match[str]) -> str:
     return "the end of the statement" if found.group(1) == "SENTINEL" else repr(found.group(2))
+
+
+def token_message(err: TokenError) -> str:
+    """What a statement the tokenizer refuses has wrong (an unclosed string, quoted name or comment)."""
+    first = str(err).splitlines()[0] if str(err) else "a token is not closed"
+    return f"cannot parse the SQL: a string, quoted name or comment is not closed ({first})"
 
 
 def parse_message(err: ParseError) -> str:

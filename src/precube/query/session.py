@@ -292,10 +292,9 @@ class Session:
         """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts.
         `no_cache` is for a result-cache wrapper (this session has none). A wrapper may pass the statement's
         `shape` (tokenized once) and the metadata `snapshot` to plan on (its answer is dated by it)."""
-        chosen = engine or self.engine
-        with mapped_errors(chosen):  # whatever fails is a QueryError of one line (`engine_errors`)
-            shape = shape if shape is not None else self.shape_of(sql)  # the plan cache's key
-            return self._execute(sql, shape, chosen, pushdown, force_pushdown, snapshot)
+        # both steps raise only one-line QueryErrors (`engine_errors`)
+        shape = shape if shape is not None else self.shape_of(sql)  # the plan cache's key
+        return self._execute(sql, shape, engine or self.engine, pushdown, force_pushdown, snapshot)
 
     def shape_of(self, sql: str) -> Shape | None:
         """The statement's token shape (the plan cache's and the result cache's key; None: it has none),
