@@ -453,7 +453,10 @@ def test_engine_refuses_files_outside_the_project(tmp_path: Path) -> None:
             f"ATTACH '{tmp_path}/x.db' AS x",
             "INSTALL httpfs",
             "LOAD httpfs",
-            "SET enable_external_access = true",
+            "SET enable_external_access = true",  # the settings that keep files out cannot be undone
+            "SET allowed_directories = ['/']",
+            "SET allowed_paths = ['/etc/passwd']",
+            f"SET temp_directory = '{tmp_path}'",
         ]:
             with pytest.raises(EngineError) as refused:
                 engine.execute(sql, [], [])

@@ -1,17 +1,23 @@
-"""Long IN lists: the DuckDB engine binds a list of more than MIN_LIFTED plain literals as one parameter
-instead of parsing it as SQL text (`literal_lists`); every answer still equals the oracle's — NULLs in the
-list, NOT IN, strings, HAVING, CASE, the plan cache with another list of the same shape, pushdown, Spark."""
+"""Long IN lists: the front end reads a list of more than MIN_LIFTED plain literals as one literal, and the
+DuckDB engine binds it as one parameter instead of parsing it as SQL text (`literal_lists`); every answer
+still equals the oracle's — NULLs in the list, NOT IN, strings, HAVING, CASE, pruning, the plan cache with
+another list of the same shape, pushdown, Spark."""
 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 
 import duckdb
 import pytest
+import sqlglot
+from sqlglot import exp
 
 from precube.query import pruning
-from precube.query.literal_lists import MIN_LIFTED, lift_lists, run_lifted
+from precube.query.frontend import DIALECT, parse, tokens_of
+from precube.query.literal_lists import MIN_LIFTED, collapse, items_of, lift_lists, run_lifted, value_list
+from precube.query.plan_cache import shape_of
 from precube.query.session import Session
 from tests.query.conftest import QueryModel
 from tests.query.oracle import Case, Oracle, assert_same
@@ -42,6 +48,91 @@ def test_only_long_lists_of_one_plain_kind_outside_quotes_are_lifted() -> None:
         f"x IN ({_ints(range(N))}, 12345678901234567890)",  # past BIGINT
     ):
         assert lift_lists(kept) == (kept, [])
+
+
+def test_only_long_lists_of_plain_literals_as_written_are_collapsed() -> None:
+    ints, strs = _ints(range(-5, N)), _strs([f"v {i}, x" for i in range(N)])
+    sql = (
+        f"SELECT 'IN ({ints})' AS `IN ({ints})`, x in({ints}) /* IN ({ints}) */ -- IN ({ints})\n"
+        f'FROM t WHERE y NOT IN (\n{strs}\n) AND "IN ({ints})" = 1'
+    )
+    text, lists = collapse(sql)
+    assert sorted(lists.values()) == sorted([ints, strs]) and text.count(ints) == 5  # quoted and commented stay
+    for offset in lists:
+        assert text[offset] == "0"  # the placeholder the tokenizer reads as one number
+    for kept in (
+        f"x IN ({_ints(range(MIN_LIFTED))})",  # short
+        f"x IN ({_ints(range(N), null=True)})",  # holds NULL
+        f"x IN ({_ints(range(N))}, 'a')",  # mixed kinds
+        f"x IN ({_ints(range(N))}, 1e3)",  # an exponent
+        f"x IN ({_strs(['it' + chr(39) + 's', *map(str, range(N))])})",  # a quote inside a string
+        "x IN (" + ", ".join([r"'a\'b'", *(f"'{i}'" for i in range(N))]) + ")",  # a backslash escape
+        f"x IN ({_ints(range(N))}, y)",  # a column
+        f"x IN (/* c */ {_ints(range(N))})",  # a comment inside
+        f"'x IN ({_ints(range(N))})'",  # inside a string
+        f"x\u0665IN ({_ints(range(N))})",  # not the keyword IN
+    ):
+        assert collapse(kept) == (kept, {})
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [str(i) for i in range(N)],
+        ["-3", "1.50", *(str(i) for i in range(N))],
+        [f"'v{i}'" for i in range(N)],
+        ["'a, b'", "''", "'é ü'", *(f"'{i}'" for i in range(N))],
+    ],
+)
+def test_a_collapsed_list_is_one_literal_that_prints_as_the_list(values: list[str]) -> None:
+    sql = f"select a from t where x in ({', '.join(values)}) and y not in ({', '.join(values)})"
+    tree = parse(sql)
+    lists = [e.expressions for e in tree.find_all(exp.In)]
+    assert [len(v) for v in lists] == [1, 1]
+    found = value_list(lists[0][0])
+    assert found is not None and found[0] is values[0].startswith("'")
+    assert [exp.Literal(this=t, is_string=found[0]).sql(dialect=DIALECT) for t in found[1]] == values
+    assert [v.sql(dialect=DIALECT) for v in items_of(lists[0])] == values
+    plain = sqlglot.parse_one(sql, read=DIALECT)
+    for dialect in ("duckdb", "spark"):
+        assert tree.sql(dialect=dialect) == plain.sql(dialect=dialect)
+    shape = shape_of(sql)
+    assert shape is not None and len(shape.params) == 1  # the two equal lists: one parameter
+    other = shape_of(sql.replace(values[-1], values[-2]))
+    assert other is not None and other.key == shape.key and other.params != shape.params
+    assert len(tokens_of(sql)) < 20
+
+
+def test_a_syntax_error_after_a_collapsed_list_is_placed_in_the_text_as_written() -> None:
+    from precube.query.errors import SqlSyntaxError
+
+    sql = f"select a from t where x in ({_ints(range(N))}) and and y = 1"
+    with pytest.raises(SqlSyntaxError) as raised:
+        parse(sql)
+    column = int(re.search(r"column (\d+)", str(raised.value)).group(1))  # type: ignore[union-attr]
+    assert sql.index("and and") < column <= sql.index("y = 1")  # not where it is in the collapsed text
+
+
+def test_pruning_reads_a_collapsed_list_as_the_items_written_out() -> None:
+    rng = random.Random(18)
+    pool = {
+        "n": [str(i) for i in range(40)],
+        "x": ["1.50", "2.25", "3", "1", "2.0"],
+        "f": ["0.1", "0.3", "0.7"],
+        "s": ["'apple'", "'b'", "'banana'", "'c'", "'aa'"],
+        "d": ["'1994-06-01'", "'1993-12-31'", "'1995-01-01'"],
+        "ps": ["'19940601'", "'19950101'", "'1994'"],
+    }
+    for column, values in pool.items():
+        for _ in range(20):
+            items = rng.choices(values, k=MIN_LIFTED + 1)
+            negated = rng.choice(["in", "not in"])
+            condition = f"{column} {negated} ({', '.join(items)})"
+            collapsed = parse(f"select * from t where {condition}").args["where"].this
+            assert value_list(next(collapsed.find_all(exp.In)).expressions[0]) is not None
+            written = where(condition)
+            assert pruning.may_match(collapsed, range_of) == pruning.may_match(written, range_of), condition
+            assert pruning.pinned_columns(collapsed) == pruning.pinned_columns(written)
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,7 @@ from precube.metadata import Table, datatypes
 from precube.modeling.measure_rules import sum_type
 from precube.query.errors import NestingTooDeepError, SqlSyntaxError, UnknownObjectError
 from precube.query.limits import check_token_depth, check_tree_depth
+from precube.query.literal_lists import collapse
 
 
 class Precube(Spark):
@@ -104,14 +105,20 @@ def parse(
     `tokens`: the statement's, when already tokenized (`plan_cache.shape_of`)."""
     dialect = DIALECT()
     try:
-        tokens = tokens or dialect.tokenize(sql)
+        tokens = tokens or tokens_of(sql)
     except TokenError as err:
         raise SqlSyntaxError(token_message(err)) from err
     if max_depth is not None:
         check_token_depth((t.token_type for t in tokens), max_depth)
     _check_dropped_arguments(tokens)
     try:
-        statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
+        try:
+            statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
+        except ParseError:
+            if not any(_is_collapsed(t) for t in tokens):
+                raise
+            # the error's position is in the text as written: parse that (once, for the message)
+            statements = [s for s in dialect.parser().parse(dialect.tokenize(sql), sql) if s is not None]
     except ParseError as err:
         raise SqlSyntaxError(f"cannot parse the SQL: {parse_message(err)}") from err
     except RecursionError as err:  # nesting the token check does not see (e.g. long operator chains)
@@ -132,6 +139,23 @@ def parse(
             start = node._meta.get("start") if params and isinstance(node, exp.Literal) else None
             node._meta = ParamMeta({PARAM: params[start]}) if params and start is not None and start in params else None
     return tree
+
+
+def tokens_of(sql: str) -> list[Token]:
+    """The statement's tokens, each long IN list of literals one number token holding the whole list
+    (`literal_lists.collapse`); a TokenError for text the tokenizer refuses."""
+    text, lists = collapse(sql)
+    tokens = DIALECT().tokenize(text)
+    if lists:
+        for i, token in enumerate(tokens):
+            found = lists.get(token.start) if token.token_type is TokenType.NUMBER else None
+            if found is not None:
+                tokens[i] = Token(TokenType.NUMBER, found, token.line, token.col, token.start, token.end)
+    return tokens
+
+
+def _is_collapsed(token: Token) -> bool:
+    return token.token_type is TokenType.NUMBER and "," in token.text
 
 
 # Spark functions whose arguments past a count sqlglot's parser drops without a word: the call would be

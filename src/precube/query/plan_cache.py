@@ -30,7 +30,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from precube.query.frontend import DIALECT, PARAM
+from precube.query.frontend import PARAM, tokens_of
 from precube.query.matching import Probe, scanned_ids
 from precube.query.snapshot import ProjectSnapshot
 
@@ -68,7 +68,7 @@ class Shape:
 def shape_of(sql: str) -> Shape | None:
     """The statement's shape; None when it does not tokenize (the parser then gives the error)."""
     try:
-        tokens = DIALECT().tokenize(sql)
+        tokens = tokens_of(sql)  # a long IN list is one literal: one parameter
     except SqlglotError:
         return None
     parts: list[str] = []

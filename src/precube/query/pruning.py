@@ -24,6 +24,7 @@ from precube.metadata import datatypes
 from precube.metadata.dataflow import MAX_TIME, Segment
 from precube.metadata.model import Model
 from precube.modeling.partition_format import from_epoch_ms
+from precube.query.literal_lists import items_of, value_list
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def _pinned(e: exp.Expr) -> exp.Column | None:
             if isinstance(col, exp.Column) and _is_literal(value):
                 return col
     if isinstance(e, exp.In) and _bare(e, "expressions") and isinstance(e.this, exp.Column):
-        return e.this if all(_is_literal(v) for v in e.expressions) else None
+        return e.this if all(value_list(v) or _is_literal(v) for v in e.expressions) else None
     return None
 
 
@@ -133,7 +134,7 @@ def _atom(e: exp.Expr, range_of: RangeOf) -> Outcome:
         values = _plain_values(r, e.expressions)
         if values is None:
             values = []
-            for item in e.expressions:
+            for item in items_of(e.expressions):
                 r, v = _coerce(r, _literal(item))
                 values.append(v)
         return in_outcome(r, sorted(set(values)))
@@ -145,15 +146,25 @@ def _atom(e: exp.Expr, range_of: RangeOf) -> Outcome:
 
 def _plain_values(r: Interval, items: list[exp.Expr]) -> list[Any] | None:
     """An IN list of plain numbers against a number column, or of strings against a string column, read as
-    `_literal` and `_coerce` would (an IN list may have 20,000 values); None for any other list."""
+    `_literal` and `_coerce` would (an IN list may have 20,000 values, or one collapsed list of them); None for
+    any other list."""
     sample = _sample(r)
-    if isinstance(sample, str):
-        return [i.this for i in items] if all(type(i) is exp.Literal and i.is_string for i in items) else None
-    if not isinstance(sample, int | float | Decimal) or isinstance(sample, bool):
+    strings = isinstance(sample, str)
+    if not strings and (not isinstance(sample, int | float | Decimal) or isinstance(sample, bool)):
         return None
-    if not all(type(i) is exp.Literal and not i.is_string for i in items):
-        return None
-    numbers = [_finite(Decimal(i.this)) for i in items]
+    texts: list[str] = []
+    for item in items:
+        if (found := value_list(item)) is not None:
+            if found[0] is not strings:
+                return None
+            texts.extend(found[1])
+        elif type(item) is exp.Literal and item.is_string is strings:
+            texts.append(item.this)
+        else:
+            return None
+    if strings:
+        return texts
+    numbers = [_finite(Decimal(t)) for t in texts]
     return [float(v) for v in numbers] if isinstance(r[0], float) or isinstance(r[2], float) else numbers
 
 
