@@ -247,3 +247,22 @@ def test_explain_shows_a_long_list_by_its_first_values(fresh: Session) -> None:
     assert "IN (1, 2)" in text
     fresh.sql(sql)  # the plan explained is still run whole
     assert fresh.plans.misses == 1
+
+
+@pytest.mark.spark
+def test_one_value_and_a_collapsed_list_share_a_shape_and_answer_each_for_its_own(
+    fresh: Session, oracle: Oracle
+) -> None:
+    """`x in (5)` and `x in (<a long list>)` have one shape: the plan made for either answers the other, its
+    segments pruned again by the list's items (dates as text against the DATE partition column)."""
+    days = [f"'199{y}-{m:02d}-{d:02d}'" for y in (2, 3) for m in range(1, 13) for d in (1, 15, 28)]
+    later = [f"'1997-{m:02d}-{d:02d}'" for m in range(1, 13) for d in range(1, 29, 4)]
+    sql = "select lo_discount, count(*) as n, sum(lo_revenue) as r from ssb.lineorder where lo_orderdate in ({}) "
+    sql += "group by lo_discount"
+    scanned = []
+    for values in (["'1993-03-01'"], days, later, ["'1997-06-01'"], [*days, *later]):
+        statement = sql.format(", ".join(values))
+        _check(fresh, oracle, statement)
+        scanned.append(len(fresh.sql(statement).segments))
+    assert scanned == [1, 1, 1, 1, 2]  # each list prunes by its own days (segments 1992-1994 and 1995-1998)
+    assert fresh.plans.hits > 0
