@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from precube.errors import ConfigError
-from precube.settings import load_settings
+from precube.settings import Settings, load_settings
 
 
 def test_defaults_live_under_home(tmp_path: Path) -> None:
@@ -47,8 +47,31 @@ def test_bad_config_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(ConfigError, match=r"invalid setting spark\.shuffle_partitions"):
         load_settings(home=tmp_path)
     monkeypatch.delenv("PRECUBE__SPARK__SHUFFLE_PARTITIONS")
-    with pytest.raises(ConfigError, match="invalid setting nonsense"):
+    with pytest.raises(ConfigError, match="unknown setting nonsense"):
         load_settings(home=tmp_path, nonsense=1)
+
+
+@pytest.mark.parametrize("section", ["metadata", "warehouse", "spark", "sampling", "jobs", "query", "cache"])
+def test_an_unknown_key_in_any_section_is_named(section: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in a key is an error naming it and the keys its section has, from the file, the environment
+    or the caller alike — never a setting silently left at its default."""
+    known = sorted(Settings.model_fields[section].annotation.model_fields)  # type: ignore[union-attr]
+    message = rf"unknown setting {section}\.typo_key \(known keys of \[{section}\]: {', '.join(known)}\)"
+    config = tmp_path / "precube.toml"
+    config.write_text(f"[{section}]\ntypo_key = 1\n")
+    with pytest.raises(ConfigError, match=message):
+        load_settings(config, home=tmp_path)
+    with pytest.raises(ConfigError, match=message):
+        load_settings(home=tmp_path, **{section: {"typo_key": 1}})
+    monkeypatch.setenv(f"PRECUBE__{section.upper()}__TYPO_KEY", "1")
+    with pytest.raises(ConfigError, match=message):
+        load_settings(home=tmp_path)
+
+
+def test_an_unknown_section_in_the_environment_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PRECUBE__JOB__CONCURRENCY", "2")
+    with pytest.raises(ConfigError, match="unknown setting job in environment variable PRECUBE__JOB__CONCURRENCY"):
+        load_settings(home=tmp_path)
 
 
 def test_importing_the_cli_starts_no_jvm() -> None:

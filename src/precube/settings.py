@@ -6,32 +6,40 @@ to whatever needs it.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from precube.errors import ConfigError
 
 DEFAULT_HOME = Path("~/.precube")
+ENV_PREFIX = "PRECUBE__"
 
 
-class MetadataSettings(BaseModel):
+class _Section(BaseModel):
+    """A `[section]` of the settings: a key it does not know (a typo) is an error, never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class MetadataSettings(_Section):
     """Where the metadata store lives. `url` defaults to a SQLite file under the home directory."""
 
     url: str | None = None
     table: str = "precube_metadata"
 
 
-class WarehouseSettings(BaseModel):
+class WarehouseSettings(_Section):
     """Root of the precomputed data: a local directory (default: under home) or any URI Spark writes."""
 
     root: str | None = None
 
 
-class SparkSettings(BaseModel):
+class SparkSettings(_Section):
     """How the Spark session is created for builds, sampling and pushdown."""
 
     master: str = "local[*]"
@@ -43,14 +51,14 @@ class SparkSettings(BaseModel):
     conf: dict[str, str] = Field(default_factory=dict)
 
 
-class SamplingSettings(BaseModel):
+class SamplingSettings(_Section):
     """Table sampling: at most `rows` rows are read; `sample_rows` rows are kept as examples."""
 
     rows: int = Field(default=20_000_000, gt=0)
     sample_rows: int = Field(default=10, ge=0, le=1000)
 
 
-class JobSettings(BaseModel):
+class JobSettings(_Section):
     """The job scheduler: how many jobs run at once (of different models), how long a silent lease
     holder is trusted, and how old unreferenced warehouse directories must be before GC removes them."""
 
@@ -59,7 +67,7 @@ class JobSettings(BaseModel):
     gc_grace_hours: float = Field(default=24.0, ge=0)
 
 
-class QuerySettings(BaseModel):
+class QuerySettings(_Section):
     """The query engine: `engine` runs queries by default (duckdb in-process, or spark); `history`
     records every query of a project beside the metadata (table `{metadata.table}_query_history`).
 
@@ -78,7 +86,7 @@ class QuerySettings(BaseModel):
     pushdown_on_failure: bool = False
 
 
-class CacheSettings(BaseModel):
+class CacheSettings(_Section):
     """The query result cache (DESIGN §7). `url`: `memory` (an in-process LRU bounded by `memory_mb`) or
     `redis://host:port/db` (shared by every process). A result is admitted when the query took at least
     `min_duration_ms` or scanned at least `min_scanned_rows` layout rows, and has at most `max_cells`
@@ -102,7 +110,7 @@ class Settings(BaseSettings):
     """All of precube's configuration. Sections map to `[section]` tables in TOML."""
 
     model_config = SettingsConfigDict(
-        env_prefix="PRECUBE__",
+        env_prefix=ENV_PREFIX,
         env_nested_delimiter="__",
         extra="forbid",
     )
@@ -176,6 +184,11 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     if config_file is not None and not config_file.is_file():
         raise ConfigError(f"config file {config_file} does not exist")
 
+    for name in os.environ:
+        section = name.upper().removeprefix(ENV_PREFIX).split("__")[0].lower()
+        if name.upper().startswith(ENV_PREFIX) and section not in Settings.model_fields:
+            raise ConfigError(f"unknown setting {section} in environment variable {name} ({_known((section,))})")
+
     class _Configured(Settings):
         _toml_file: ClassVar[Path | None] = config_file
 
@@ -184,4 +197,15 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
+        if first["type"] == "extra_forbidden":
+            raise ConfigError(f"unknown setting {where} ({_known(first['loc'])})") from err
         raise ConfigError(f"invalid setting {where}: {first['msg']}") from err
+
+
+def _known(loc: tuple[int | str, ...]) -> str:
+    """The keys the section of an unknown key has, to name in the error."""
+    section = Settings.model_fields.get(str(loc[0])) if len(loc) > 1 else None
+    model = section.annotation if section is not None else Settings
+    fields = getattr(model, "model_fields", {})
+    kind = f"keys of [{loc[0]}]" if len(loc) > 1 else "sections"
+    return f"known {kind}: {', '.join(sorted(fields))}"
