@@ -1,11 +1,20 @@
 """precube: an OLAP engine that precomputes star-schema aggregates on Spark and answers SQL from them."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+__all__ = ["__version__", "connect"]
+
+if TYPE_CHECKING:  # the real signature for type checkers; at run time `connect` is imported on first use
+    from precube.api import connect
 
 
-def connect(project: str, **options: object) -> object:
-    """Open a query session over a project (see `precube.api.connect`); imported lazily so that
-    `import precube` stays light."""
-    from precube.api import connect as _connect
+def __getattr__(name: str) -> Any:
+    """`precube.connect`, imported when first used so that `import precube` (and the CLI) stays light."""
+    if name == "connect":
+        from precube.api import connect
 
-    return _connect(project, **options)  # type: ignore[arg-type]
+        return connect
+    raise AttributeError(f"module 'precube' has no attribute {name!r}")

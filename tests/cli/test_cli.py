@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
-import typer
 
-from precube.cli.app import app, run
+from precube.cli.app import COMMANDS, load_command, run
 from precube.metadata import Dataflow, IndexPlan, Job, JobState, JobType, Model, SegmentStatus, TableExt, open_store
 from precube.metadata.errors import AlreadyExistsError
 from precube.modeling.partition_format import to_epoch_ms
@@ -29,7 +30,28 @@ def _commands(cmd: object, prefix: list[str]) -> list[list[str]]:
     return found
 
 
-ALL_COMMANDS = _commands(typer.main.get_command(app), [])
+ALL_COMMANDS = [[], *(c for name in COMMANDS for c in _commands(load_command(name), [name]))]
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_the_help_line_of_a_deferred_command_is_its_own(name: str) -> None:
+    """`precube --help` lists sub-commands without importing them: the line it shows is each one's own."""
+    assert COMMANDS[name][2] == load_command(name).get_short_help_str(limit=1000)
+
+
+def test_help_and_version_import_no_engine() -> None:
+    """`precube --help`/`--version` start fast because they import no engine (pandas, pyarrow, DuckDB,
+    SQLAlchemy, sqlglot, Spark): `bench/startup.py` measures the time."""
+    heavy = ["pandas", "pyarrow", "duckdb", "sqlalchemy", "sqlglot", "pyspark", "numpy"]
+    for option in ("--help", "--version"):
+        code = (
+            "import sys, contextlib, io\n"
+            "from precube.cli.app import run\n"
+            f"with contextlib.redirect_stdout(io.StringIO()): status = run([{option!r}])\n"
+            f"print(status, sorted({{m.split('.')[0] for m in sys.modules}} & {set(heavy)!r}))"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert done.stdout.split("\n")[0] == "0 []", (option, done.stdout, done.stderr)
 
 
 @pytest.mark.parametrize("command", ALL_COMMANDS, ids=lambda c: " ".join(c) or "precube")

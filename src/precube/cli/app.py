@@ -1,16 +1,112 @@
-"""The `precube` command: sub-commands, global options, and one-line errors."""
+"""The `precube` command: sub-commands, global options, and one-line errors.
+
+Sub-commands are imported when one is run (`LazyGroup`), not when the command starts: `precube --help` and
+`--version` import no engine (pandas, pyarrow, DuckDB, SQLAlchemy), which cost over a second of CPU.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
+import typer.core
 
 from precube import __version__
-from precube.cli import build, cache, demo, gc, index, jobs, metadata, model, project, query, ssb, table
 from precube.cli.context import CliContext, err_console
 from precube.errors import PrecubeError
+
+# name → (module under precube.cli, attribute: a Typer app or a command function, the line `--help` shows);
+# `tests/cli/test_cli.py` checks each line is the command's own
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "demo": (
+        "demo",
+        "demo",
+        "Run the end-to-end demo: generate SSB data, create the project, load and sample the five tables, "
+        "create the SSB model, build it by yearly segments with auto-merge on, show its segments and jobs.",
+    ),
+    "gc": (
+        "gc",
+        "gc",
+        "Remove a project's built data that no model, segment or layout refers to any more (local warehouses).",
+    ),
+    "query": (
+        "query",
+        "query",
+        "Answer SQL over a project's tables from precomputed layouts (or, failing that, the source tables).",
+    ),
+    "history": (
+        "query",
+        "history",
+        "A project's latest queries: when, who, how long, how they were answered, and errors.",
+    ),
+    "build": ("build", "build", "Build a segment from source (incremental: it starts where the last segment ends)."),
+    "refresh": (
+        "build",
+        "refresh",
+        "Rebuild segments from source, each swapped in atomically when its job ends (one job per segment).",
+    ),
+    "merge": ("build", "merge", "Merge contiguous segments into one (no source read)."),
+    "segments": ("build", "segments", "List a model's segments."),
+    "project": ("project", "app", "Create, list and delete projects; view or change their segment settings."),
+    "table": ("table", "app", "Register source tables, reload their schema, sample them."),
+    "model": ("model", "app", "Define models: fact and lookup tables, dimensions, measures, partition."),
+    "index": ("index", "app", "What to precompute: aggregation groups and table indexes."),
+    "metadata": ("metadata", "app", "Back up and restore all metadata as a directory tree."),
+    "jobs": ("jobs", "app", "Build, refresh and merge jobs: list, inspect, pause, resume, discard, restart."),
+    "segment": ("build", "segment_app", "A model's segments: list, delete, rolling refresh."),
+    "ssb": ("ssb", "app", "Star Schema Benchmark data."),
+    "cache": ("cache", "app", "The query result cache: counters, entries, clearing."),
+}
+
+
+def load_command(name: str) -> Any:
+    """The sub-command `name` as Click runs it (its module imported now)."""
+    module, attribute, _ = COMMANDS[name]
+    target = getattr(importlib.import_module(f"precube.cli.{module}"), attribute)
+    holder = typer.Typer(pretty_exceptions_enable=False, add_completion=False)  # as the root would hold it
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=name)
+    else:
+        holder.command(name)(target)
+        holder.callback()(lambda: None)  # a group of one, not the command alone: it is found by name below
+    group = typer.main.get_command(holder)
+    assert isinstance(group, typer.core.TyperGroup)
+    return group.commands[name]
+
+
+class _Deferred(typer.core.TyperCommand):
+    """A sub-command known by its name and help line until it is run: then its module is imported."""
+
+    def __init__(self, name: str, help_line: str) -> None:
+        super().__init__(name, help=help_line, short_help=help_line)
+        self._loaded: Any = None
+
+    def real(self) -> Any:
+        """The sub-command itself (Typer's Click command or group)."""
+        if self._loaded is None:
+            assert self.name is not None
+            self._loaded = load_command(self.name)
+        return self._loaded
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        return self.real().make_context(info_name, args, parent=parent, **extra)
+
+
+class LazyGroup(typer.core.TyperGroup):
+    """The root group: its sub-commands listed from `COMMANDS`, each imported only when it runs."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*super().list_commands(ctx), *COMMANDS]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and cmd_name in COMMANDS:
+            found = _Deferred(cmd_name, COMMANDS[cmd_name][2])
+        return found
+
 
 app = typer.Typer(
     name="precube",
@@ -18,22 +114,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=LazyGroup,
 )
-app.add_typer(project.app, name="project")
-app.add_typer(table.app, name="table")
-app.add_typer(model.app, name="model")
-app.add_typer(index.app, name="index")
-app.add_typer(metadata.app, name="metadata")
-app.add_typer(jobs.app, name="jobs")
-app.add_typer(build.segment_app, name="segment")
-app.add_typer(ssb.app, name="ssb")
-app.add_typer(cache.app, name="cache")
-app.command("demo")(demo.demo)
-app.command("gc")(gc.gc)
-app.command("query")(query.query)
-app.command("history")(query.history)
-for _name, _command in build.COMMANDS.items():
-    app.command(_name)(_command)
 
 
 def _version(value: bool) -> None:

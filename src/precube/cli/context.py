@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
-from precube.metadata import MetadataStore, open_store
-from precube.metadata.dataflow import MAX_TIME
-from precube.settings import Settings, load_settings
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported when used: `precube --help` must not pay for them (`app`)
     from pyspark.sql import SparkSession
+
+    from precube.metadata import MetadataStore
+    from precube.settings import Settings
 
 
 def _console(stderr: bool = False) -> Console:
@@ -40,6 +39,8 @@ class CliContext:
 
     @cached_property
     def settings(self) -> Settings:
+        from precube.settings import load_settings
+
         overrides = {"home": self.home} if self.home is not None else {}
         return load_settings(self.config, **overrides)
 
@@ -49,6 +50,8 @@ class CliContext:
 
     def store(self) -> MetadataStore:
         if self._store is None:
+            from precube.metadata import open_store
+
             self._store = open_store(self.settings.metadata_url, self.settings.metadata.table)
         return self._store
 
@@ -83,6 +86,8 @@ def project_state(ctx: typer.Context, project: str) -> CliContext:
 
 def when(ms: int | None) -> str:
     """A time in epoch ms as UTC text (midnight as the date alone; no time: empty; the open end: ∞)."""
+    from precube.metadata.dataflow import MAX_TIME
+
     if ms is None:
         return ""
     if ms >= MAX_TIME:

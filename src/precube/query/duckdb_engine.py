@@ -116,6 +116,7 @@ class DuckDBEngine:
         self._layouts: OrderedDict[str, int] = OrderedDict()  # relation → rows held in memory (0: a view)
         self._sources: dict[str, str] = {}  # DB.TABLE → the view's definition
         self._threads = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+        self._fetched = False  # a statement was answered (`_fetch`)
         self._small = False  # the settings in force are those for small statements (`_settle`)
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
@@ -324,12 +325,16 @@ class DuckDBEngine:
     def _fetch(self, sql: str) -> pa.Table:
         """The statement's rows as Arrow. A small result of plain types is fetched as tuples and made into
         Arrow here: DuckDB's own Arrow export costs about a millisecond more per query, most of a warm
-        query's time (the issue's figures: tuples win below ~1k rows)."""
+        query's time (the issue's figures: tuples win below ~1k rows). Not for the engine's first statement:
+        making Arrow from tuples imports pandas (pyarrow's shim, ~0.3 s), most of a one-shot command's time."""
         cursor = run_lifted(self.con, sql)  # long IN lists bound as parameters, not parsed as text
+        first, self._fetched = not self._fetched, True
         types = [_arrow_type(d[1]) for d in cursor.description or []]
         if not all(types):
             return _arrow_of_cursor(cursor)  # a type the tuple path does not map: DuckDB's own export
         schema = pa.schema([(d[0], t) for d, t in zip(cursor.description or [], types, strict=True)])
+        if first:
+            return _arrow_of_cursor(cursor).cast(schema)  # the types the tuple path gives
         rows = cursor.fetchmany(SMALL_RESULT_ROWS + 1)
         head = pa.Table.from_arrays(
             [pa.array(col, type=t) for col, t in zip(zip(*rows, strict=True), types, strict=True)]
