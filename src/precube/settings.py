@@ -129,6 +129,8 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:
         self.home = self.home.expanduser().resolve()
+        if self.home.exists() and not self.home.is_dir():
+            raise ValueError(f"{self.home} is a file, not a directory")
         if self.metadata.url is None:
             self.metadata.url = f"sqlite:///{self.home / 'metadata.db'}"
         if self.warehouse.root is None:
@@ -196,10 +198,11 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         return _Configured(**overrides)
     except ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        where = ".".join(str(p) for p in first["loc"])
         if first["type"] == "extra_forbidden":
             raise ConfigError(f"unknown setting {where} ({_known(first['loc'])})") from err
-        raise ConfigError(f"invalid setting {where}: {first['msg']}") from err
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"invalid setting {where}: {message}" if where else f"invalid settings: {message}") from err
 
 
 def _known(loc: tuple[int | str, ...]) -> str:

@@ -110,6 +110,35 @@ def test_wrong_postgres_url_is_named(
     assert "pw" not in err and "\n" not in err
 
 
+def test_any_error_reaching_the_top_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever escapes a command — a home that is a file, an OS error, a bug — is one line and exit 1;
+    `--debug` raises it whole."""
+    home = tmp_path / "home"
+    home.write_text("")
+    assert run(["--home", str(home), "project", "list"]) == 1
+    assert _err(capsys) == f"error: invalid settings: {home} is a file, not a directory"
+
+    from precube.cli.context import CliContext
+
+    def denied(*_: object, **__: object) -> None:
+        raise PermissionError(13, "Permission denied", str(tmp_path / "x"))
+
+    monkeypatch.setattr(CliContext, "store", denied)
+    assert run(["--home", str(tmp_path), "project", "list"]) == 1
+    assert _err(capsys) == f"error: Permission denied: {tmp_path / 'x'} (--debug shows where)"
+    with pytest.raises(PermissionError):
+        run(["--home", str(tmp_path), "--debug", "project", "list"])
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("something went wrong\nand a second line")
+
+    monkeypatch.setattr(CliContext, "store", broken)
+    assert run(["--home", str(tmp_path), "project", "list"]) == 1
+    assert _err(capsys) == "error: RuntimeError: something went wrong (--debug shows where)"
+
+
 def test_usage_error_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["project", "create"]) == 2
     assert "Missing argument" in capsys.readouterr().err

@@ -159,6 +159,21 @@ def run(argv: list[str]) -> int:
     except (typer.Abort, KeyboardInterrupt):
         err_console.print("aborted")
         return 130
+    except Exception as err:
+        if "--debug" in argv:
+            raise
+        err_console.print(f"[bold red]error:[/] {one_line(err)} (--debug shows where)", highlight=False, soft_wrap=True)
+        return 1
+
+
+def one_line(err: BaseException) -> str:
+    """An unexpected error as one line: an OS error by what and which file (`Permission denied: /x`), any
+    other by its type and first line."""
+    if isinstance(err, OSError) and err.strerror:
+        files = [str(f) for f in (err.filename, err.filename2) if f is not None]
+        return f"{err.strerror}: {' -> '.join(files)}" if files else err.strerror
+    first = next(iter(str(err).splitlines()), "")
+    return f"{type(err).__name__}: {first}" if first else type(err).__name__
 
 
 def main() -> None:
