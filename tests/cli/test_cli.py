@@ -60,12 +60,23 @@ def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixtur
     assert "Usage: precube" in capsys.readouterr().out
 
 
+def test_the_shipped_ssb_model_is_printed_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    """`precube ssb model > ssb.yaml` gives the spec the demo creates, without the source tree."""
+    import yaml
+
+    from precube.cli.demo import ssb_model_spec
+    from precube.modeling.model_spec import parse_spec
+
+    assert run(["ssb", "model"]) == 0
+    assert parse_spec(yaml.safe_load(capsys.readouterr().out), "ssb.yaml") == ssb_model_spec()
+
+
 def test_expected_commands_exist() -> None:
     names = {" ".join(c) for c in ALL_COMMANDS}
     for expected in [
         "project create", "project list", "project delete",
         "table load", "table list", "table reload", "table sample",
-        "metadata backup", "metadata restore", "ssb generate", "demo",
+        "metadata backup", "metadata restore", "ssb generate", "ssb model", "demo",
         "model create", "model show", "model list", "model delete",
         "index preview", "index set-rules", "index add-table-index",
     ]:  # fmt: skip

@@ -37,3 +37,11 @@ def generate(
     rows = generate_with_progress(scale, out, seed)
     summary = ", ".join(f"{t} {n:,}" for t, n in rows.items())
     console.print(f"wrote SSB scale {scale:g} to {out}: {summary}")
+
+
+@app.command("model")
+def model() -> None:
+    """Print the SSB model shipped with precube (YAML), to create or edit: `precube ssb model > ssb.yaml`."""
+    from importlib import resources
+
+    typer.echo(resources.files("precube").joinpath("resources/ssb_model.yaml").read_text(encoding="utf-8"), nl=False)
