@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from precube.errors import InvalidInputError
 from precube.jobs.errors import JobConflictError
-from precube.jobs.submission import act, jobs_of, submit
+from precube.jobs.submission import MIN_JOB_PREFIX, act, get_job, jobs_of, submit
 from precube.metadata import (
     InvalidJobStateError,
     Job,
@@ -13,6 +14,7 @@ from precube.metadata import (
     JobState,
     JobType,
     MetadataStore,
+    NotFoundError,
     Project,
     TimeRange,
     new_job_id,
@@ -59,3 +61,19 @@ def test_actions_are_persisted_and_checked(project: MetadataStore) -> None:
     assert act(project, "ssb", job.uuid, JobAction.RESUME).state is JobState.READY
     with project.read("ssb") as tx:
         assert tx.require(Job, job.uuid).state is JobState.READY
+
+
+def test_a_job_is_named_by_a_unique_prefix_of_its_id(project: MetadataStore) -> None:
+    first, second = submit(project, "ssb", _job(MODEL, 0, 1)), submit(project, "ssb", _job(OTHER, 0, 1))
+    common = next(i for i, (a, b) in enumerate(zip(first.uuid, second.uuid, strict=False)) if a != b)
+    if common >= MIN_JOB_PREFIX:  # both ids start alike: that start names neither
+        with pytest.raises(InvalidInputError, match=f"is the start of 2 jobs' ids .*{first.uuid}"):
+            get_job(project, "ssb", first.uuid[:common])
+    prefix = first.uuid[: max(common + 1, MIN_JOB_PREFIX)]
+    assert get_job(project, "ssb", prefix).uuid == first.uuid
+    assert get_job(project, "ssb", prefix.upper()).uuid == first.uuid
+    assert act(project, "ssb", prefix, JobAction.PAUSE).uuid == first.uuid
+    with pytest.raises(NotFoundError, match="does not exist"):
+        get_job(project, "ssb", first.uuid[: MIN_JOB_PREFIX - 1])  # too short to be meant
+    with pytest.raises(NotFoundError, match="does not exist"):
+        get_job(project, "ssb", "ffffffff-no-such-job")

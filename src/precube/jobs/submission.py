@@ -3,6 +3,7 @@ transaction, so two processes cannot both submit overlapping jobs of one model."
 
 from __future__ import annotations
 
+from precube.errors import InvalidInputError
 from precube.jobs.errors import JobConflictError
 from precube.jobs.segment_removal import drop_job_segment
 from precube.metadata import Job, JobAction, MetadataStore, NotFoundError, TimeRange, Transaction
@@ -32,11 +33,22 @@ def submit(store: MetadataStore, project: str, job: Job, writer: str = "precube"
         return tx.create(job)
 
 
+MIN_JOB_PREFIX = 4  # as git takes a commit's id: shorter prefixes match too much to be meant
+
+
 def _require(tx: Transaction, job_id: str) -> Job:
-    job = tx.get(Job, job_id)
-    if job is None:
-        raise NotFoundError(f"job {job_id!r} does not exist in project {tx.project_name!r}")
-    return job
+    """The job `job_id` names: its id, or a unique prefix of it of at least MIN_JOB_PREFIX characters."""
+    job = tx.get(Job, job_id)  # a name that is no valid id is refused here
+    if job is not None:
+        return job
+    wanted = job_id.strip().lower()
+    found = [j for j in tx.list(Job) if j.uuid.lower().startswith(wanted)] if len(wanted) >= MIN_JOB_PREFIX else []
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        shown = ", ".join(sorted(j.uuid for j in found)[:5])
+        raise InvalidInputError(f"job id {job_id!r} is the start of {len(found)} jobs' ids ({shown}): give more of it")
+    raise NotFoundError(f"job {job_id!r} does not exist in project {tx.project_name!r}")
 
 
 def get_job(store: MetadataStore, project: str, job_id: str) -> Job:
