@@ -77,3 +77,41 @@ def test_bad_spec_is_one_line(home: list[str], tmp_path: Path, capsys: pytest.Ca
     assert run([*home, "model", "delete", "-p", "ssb", "ssb", "--yes"]) == 0
     assert run([*home, "model", "delete", "-p", "ssb", "ssb", "--yes"]) == 1
     assert capsys.readouterr().err.strip().endswith("model 'ssb' does not exist in project 'ssb'")
+
+
+def test_listings_give_json_for_scripts(home: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """`--format json` gives each listing's raw values (times in epoch ms), the same rows as the table."""
+    from precube.metadata import Dataflow, IndexPlan, Model, Table, open_store
+
+    def listed(*command: str) -> list[dict[str, object]]:
+        assert run([*home, *command, "--format", "json"]) == 0
+        found = json.loads(capsys.readouterr().out)
+        assert isinstance(found, list)
+        return found
+
+    with open_store(f"sqlite:///{home[1]}/metadata.db") as store, store.read("ssb") as tx:
+        model = tx.require(Model, next(m.uuid for m in tx.list(Model)))
+        layouts = len(tx.require(IndexPlan, model.uuid).all_layouts())
+        dataflow = tx.require(Dataflow, model.uuid)
+        tables = sorted(t.identity for t in tx.list(Table))
+    [row] = listed("model", "list", "-p", "ssb")
+    assert row == {
+        "model": "ssb",
+        "fact_table": "SSB.LINEORDER",
+        "dimensions": 16,
+        "measures": 8,
+        "layouts": layouts,
+        "segments": 0,
+        "status": dataflow.status.value,
+        "broken_detail": None,
+        "semantic_version": model.semantic_version,
+    }
+    assert sorted(r["table"] for r in listed("table", "list", "-p", "ssb")) == tables
+    assert all(r["rows_sampled"] is None and r["source"] == "PARQUET" for r in listed("table", "list", "-p", "ssb"))
+    assert listed("segments", "-p", "ssb", "-m", "ssb") == [] == listed("segment", "list", "-p", "ssb", "-m", "ssb")
+    assert listed("jobs", "list", "-p", "ssb") == []
+    assert run([*home, "query", "-p", "ssb", "select 1 as x"]) == 0
+    capsys.readouterr()
+    [query] = listed("history", "-p", "ssb")
+    assert query["sql"] == "select 1 as x" and query["succeeded"] is True and isinstance(query["started"], int)
+    assert run([*home, "model", "list", "-p", "ssb", "--format", "xml"]) == 2  # only table or json

@@ -7,9 +7,18 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 
 import typer
-from rich.table import Table as RichTable
 
-from precube.cli.context import MODEL, PROJECT, CliContext, console, project_state, when
+from precube.cli.context import (
+    FORMAT,
+    MODEL,
+    PROJECT,
+    CliContext,
+    OutputFormat,
+    console,
+    print_records,
+    project_state,
+    when,
+)
 from precube.cli.follow import hand_off, wait_for
 from precube.errors import InvalidInputError, PrecubeError
 from precube.jobs.lifecycle import delete_segments
@@ -122,23 +131,32 @@ def merge(
     run_jobs(cli, project, [merge_job(cli.store(), project, model, segments, priority)], wait)
 
 
-def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL) -> None:
+def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL, fmt: OutputFormat = FORMAT) -> None:
     """List a model's segments."""
     store = project_state(ctx, project).store()
     with store.read(project) as tx:
         m = require_model(tx, model)
         dataflow = tx.require(Dataflow, m.uuid)
-    view = RichTable("segment", "id", "start", "end", "status", "source rows", title=f"{m.alias}: {dataflow.status}")
-    for seg in sorted(dataflow.segments, key=lambda s: s.range):
-        view.add_row(
-            seg.name,
-            seg.id,
-            when(seg.range.start),
-            when(seg.range.end),
-            str(display_status(seg, dataflow.segments)),
-            f"{seg.source_count:,}",
-        )
-    console.print(view)
+    records = [
+        {
+            "segment": seg.name,
+            "id": seg.id,
+            "start": seg.range.start,
+            "end": seg.range.end,
+            "status": str(display_status(seg, dataflow.segments)),
+            "source_rows": seg.source_count,
+        }
+        for seg in sorted(dataflow.segments, key=lambda s: s.range)
+    ]
+    columns = {
+        "segment": lambda r: r["segment"],
+        "id": lambda r: r["id"],
+        "start": lambda r: when(r["start"]),
+        "end": lambda r: when(r["end"]),
+        "status": lambda r: r["status"],
+        "source rows": lambda r: f"{r['source_rows']:,}",
+    }
+    print_records(fmt, records, columns, title=f"{m.alias}: {dataflow.status}")
 
 
 COMMANDS: dict[str, Callable[..., None]] = {"build": build, "refresh": refresh, "merge": merge, "segments": segments}

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
+import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -67,7 +70,38 @@ class CliContext:
             self._store = None
 
 
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
 PROJECT = typer.Option(..., "--project", "-p", help="Project name.")
+FORMAT = typer.Option(OutputFormat.table, "--format", help="table (to read) or json (for scripts: raw values).")
+
+
+Columns = dict[str, Callable[[dict[str, Any]], str]]  # a table's header → the text of a record's cell
+
+
+def print_records(
+    fmt: OutputFormat,
+    records: list[dict[str, Any]],
+    columns: Columns,
+    title: str | None = None,
+) -> None:
+    """`records` (JSON-ready values: numbers, text, None; times in epoch ms, as Kylin's REST API gives them)
+    as a JSON array, or as a table with one column per header of `columns`, each cell the text its function
+    makes of a record."""
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps(records, ensure_ascii=False, default=str))
+        return
+    from rich.table import Table as RichTable
+
+    view = RichTable(*columns, title=title)
+    for record in records:
+        view.add_row(*(cell(record) for cell in columns.values()))
+    console.print(view)
+
+
 MODEL = typer.Option(..., "--model", "-m", help="Model alias.")
 
 

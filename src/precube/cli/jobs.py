@@ -9,7 +9,7 @@ from collections.abc import Callable
 import typer
 from rich.table import Table as RichTable
 
-from precube.cli.context import PROJECT, console, project_state, when
+from precube.cli.context import FORMAT, PROJECT, OutputFormat, console, print_records, project_state, when
 from precube.cli.follow import pause_running, result, scheduler, tell
 from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import Aftermath
@@ -28,6 +28,7 @@ def list_jobs(
     ctx: typer.Context,
     project: str = PROJECT,
     model: str | None = typer.Option(None, "--model", "-m", help="Only this model's jobs."),
+    fmt: OutputFormat = FORMAT,
 ) -> None:
     """A project's jobs, newest first."""
     store = project_state(ctx, project).store()
@@ -35,18 +36,28 @@ def list_jobs(
     if model is not None:
         with store.read(project) as tx:
             target = require_model(tx, model).uuid
-    view = RichTable("job", "type", "model", "state", "progress", "created", "duration", title=f"jobs of {project}")
-    for job in jobs_of(store, project, target):
-        view.add_row(
-            job.uuid,
-            job.job_type.value,
-            job.model_alias or job.target_model or job.target_table or "",
-            job.state.value,
-            f"{job.progress:.0%}",
-            when(job.create_time),
-            f"{job.duration_ms / 1000:.1f} s",
-        )
-    console.print(view)
+    records = [
+        {
+            "job": job.uuid,
+            "type": job.job_type.value,
+            "model": job.model_alias or job.target_model or job.target_table,
+            "state": job.state.value,
+            "progress": round(job.progress, 4),
+            "created": job.create_time,
+            "duration_s": round(job.duration_ms / 1000, 1),
+        }
+        for job in jobs_of(store, project, target)
+    ]
+    columns = {
+        "job": lambda r: r["job"],
+        "type": lambda r: r["type"],
+        "model": lambda r: r["model"] or "",
+        "state": lambda r: r["state"],
+        "progress": lambda r: f"{r['progress']:.0%}",
+        "created": lambda r: when(r["created"]),
+        "duration": lambda r: f"{r['duration_s']:.1f} s",
+    }
+    print_records(fmt, records, columns, title=f"jobs of {project}")
 
 
 @app.command("show")
@@ -54,11 +65,11 @@ def show(
     ctx: typer.Context,
     job_id: str = typer.Argument(..., help="Job id."),
     project: str = PROJECT,
-    output: str = typer.Option("table", "--format", help="table or json"),
+    fmt: OutputFormat = FORMAT,
 ) -> None:
     """One job: its target, state, error, and each step's state, progress and output."""
     job = get_job(project_state(ctx, project).store(), project, job_id)
-    if output == "json":
+    if fmt is OutputFormat.json:
         console.print_json(json.dumps(job.model_dump(mode="json")))
         return
     console.print(

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import typer
 import yaml
-from rich.table import Table as RichTable
 
 from precube.cli import segment_settings as seg
-from precube.cli.context import MODEL, PROJECT, console, project_state
+from precube.cli.context import FORMAT, MODEL, PROJECT, Columns, OutputFormat, console, print_records, project_state
 from precube.errors import InvalidInputError
 from precube.jobs import lifecycle
 from precube.jobs.lifecycle import segment_config
@@ -91,26 +90,37 @@ def show(
 
 
 @app.command("list")
-def list_(ctx: typer.Context, project: str = PROJECT) -> None:
+def list_(ctx: typer.Context, project: str = PROJECT, fmt: OutputFormat = FORMAT) -> None:
     """List a project's models."""
     store = project_state(ctx, project).store()
-    view = RichTable("model", "fact table", "dims", "measures", "layouts", "segments", "status", "semantic version")
+    records = []
     with store.read(project) as tx:
         for m in sorted(tx.list(Model), key=lambda m: m.alias):
             df = tx.require(Dataflow, m.uuid)
-            plan = tx.require(IndexPlan, m.uuid)
-            status = df.status.value + (f" ({df.broken_detail})" if df.broken_detail else "")
-            view.add_row(
-                m.alias,
-                m.fact_table,
-                str(len(m.dimensions())),
-                str(len(m.measures())),
-                str(len(plan.all_layouts())),
-                str(len(df.segments)),
-                status,
-                str(m.semantic_version),
+            records.append(
+                {
+                    "model": m.alias,
+                    "fact_table": m.fact_table,
+                    "dimensions": len(m.dimensions()),
+                    "measures": len(m.measures()),
+                    "layouts": len(tx.require(IndexPlan, m.uuid).all_layouts()),
+                    "segments": len(df.segments),
+                    "status": df.status.value,
+                    "broken_detail": df.broken_detail or None,
+                    "semantic_version": m.semantic_version,
+                }
             )
-    console.print(view)
+    columns: Columns = {
+        "model": lambda r: r["model"],
+        "fact table": lambda r: r["fact_table"],
+        "dims": lambda r: str(r["dimensions"]),
+        "measures": lambda r: str(r["measures"]),
+        "layouts": lambda r: str(r["layouts"]),
+        "segments": lambda r: str(r["segments"]),
+        "status": lambda r: r["status"] + (f" ({r['broken_detail']})" if r["broken_detail"] else ""),
+        "semantic version": lambda r: str(r["semantic_version"]),
+    }
+    print_records(fmt, records, columns)
 
 
 @app.command("delete")

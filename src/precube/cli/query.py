@@ -17,7 +17,7 @@ from rich.table import Table as RichTable
 
 from precube.api import connect
 from precube.cache import CachedSession
-from precube.cli.context import PROJECT, console, project_state, when
+from precube.cli.context import FORMAT, PROJECT, OutputFormat, console, print_records, project_state, when
 from precube.query.session import QueryResult, Session
 
 FORMATS = ("table", "csv", "json")
@@ -125,24 +125,43 @@ def history(
     ctx: typer.Context,
     project: str = PROJECT,
     limit: int = typer.Option(20, "--limit", "-n", help="How many of the latest queries."),
+    fmt: OutputFormat = FORMAT,
 ) -> None:
     """A project's latest queries: when, who, how long, how they were answered, and errors."""
     with _session(ctx, project, None) as session:
-        records = session.history.recent(project, limit) if session.history is not None else []
-    view = RichTable(
-        "started", "user", "ms", "engine", "answered by", "rows", "status", "sql", title=f"queries of {project}"
-    )
-    for r in records:
-        answered = "pushdown" if r.pushdown else (f"{r.model} / {r.layouts}" if r.model else "-")
-        status = "ok" if r.succeeded else f"[red]{escape(r.error or 'failed')}[/]"
-        view.add_row(
-            when(r.start_ms),
-            r.user,
-            f"{r.duration_ms:.1f}",
-            r.engine,
-            answered,
-            f"{r.rows:,}",
-            status,
-            escape(" ".join(r.sql.split())[:120]),
-        )
-    console.print(view)
+        found = session.history.recent(project, limit) if session.history is not None else []
+    records = [
+        {
+            "started": r.start_ms,
+            "user": r.user,
+            "duration_ms": round(r.duration_ms, 1),
+            "engine": r.engine,
+            "pushdown": r.pushdown,
+            "model": r.model,
+            "layouts": r.layouts,
+            "rows": r.rows,
+            "succeeded": r.succeeded,
+            "error": r.error,
+            "sql": r.sql,
+        }
+        for r in found
+    ]
+    columns = {
+        "started": lambda r: when(r["started"]),
+        "user": lambda r: r["user"],
+        "ms": lambda r: f"{r['duration_ms']:.1f}",
+        "engine": lambda r: r["engine"],
+        "answered by": lambda r: (
+            "pushdown" if r["pushdown"] else (f"{r['model']} / {r['layouts']}" if r["model"] else "-")
+        ),
+        "rows": lambda r: f"{r['rows']:,}",
+        "status": lambda r: "ok" if r["succeeded"] else f"[red]{escape(r['error'] or 'failed')}[/]",
+        "sql": lambda r: escape(" ".join(r["sql"].split())[:120]),
+    }
+    print_records(fmt, records, columns, title=f"queries of {project}")
+
+
+def _answered_by(record: dict[str, Any]) -> str:
+    if record["pushdown"]:
+        return "pushdown"
+    return f"{record['model']} / {record['layouts']}" if record["model"] else "-"

@@ -8,7 +8,17 @@ from pathlib import Path
 import typer
 from rich.table import Table as RichTable
 
-from precube.cli.context import PROJECT, CliContext, console, err_console, project_state, state
+from precube.cli.context import (
+    FORMAT,
+    PROJECT,
+    CliContext,
+    OutputFormat,
+    console,
+    err_console,
+    print_records,
+    project_state,
+    state,
+)
 from precube.cli.model import report_checks
 from precube.errors import InvalidInputError
 from precube.metadata import SourceType, Table, TableExt
@@ -71,16 +81,28 @@ def load(
 
 
 @app.command("list")
-def list_(ctx: typer.Context, project: str = PROJECT) -> None:
+def list_(ctx: typer.Context, project: str = PROJECT, fmt: OutputFormat = FORMAT) -> None:
     """List a project's tables with their sampled row counts."""
     store = project_state(ctx, project).store()
-    view = RichTable("table", "source", "columns", "rows (sampled)", "location")
     with store.read(project) as tx:
-        for t in tx.list(Table):
-            ext = tx.get(TableExt, t.identity)
-            rows = f"{ext.total_rows:,}" if ext else "-"
-            view.add_row(t.identity, t.source_type.name, str(len(t.columns)), rows, t.location or "")
-    console.print(view)
+        records = [
+            {
+                "table": t.identity,
+                "source": t.source_type.name,
+                "columns": len(t.columns),
+                "rows_sampled": ext.total_rows if (ext := tx.get(TableExt, t.identity)) else None,
+                "location": t.location,
+            }
+            for t in tx.list(Table)
+        ]
+    columns = {
+        "table": lambda r: r["table"],
+        "source": lambda r: r["source"],
+        "columns": lambda r: str(r["columns"]),
+        "rows (sampled)": lambda r: "-" if r["rows_sampled"] is None else f"{r['rows_sampled']:,}",
+        "location": lambda r: r["location"] or "",
+    }
+    print_records(fmt, records, columns)
 
 
 @app.command("reload")
