@@ -69,8 +69,15 @@ def set_rules(
     cli = project_state(ctx, project)
     rules = load_rules(file)
     plan = set_model_rules(cli.store(), project, model, rules.aggregation_groups, rules.global_dim_cap, cli.writer)
+    with cli.store().read(project) as tx:
+        m = require_model(tx, model)
+    # counted as `preview` counts them (one function), then everything the plan holds
+    from_rules = (
+        preview_rule(plan.rule_based_index, model_dims(m), model_measures(m)).total if plan.rule_based_index else 0
+    )
     console.print(
-        f"model {model}: {len(plan.rule_based_indexes)} rule-based indexes, {len(plan.all_layouts())} layouts"
+        f"model {model}: {from_rules:,} layouts from the rules (with the base layout, as `index preview` counts "
+        f"them); {len(plan.all_layouts()):,} layouts in all, with table indexes and manual ones"
     )
 
 
