@@ -77,7 +77,7 @@ def sample_table(spark: SparkSession, table: Table, max_rows: int, sample_rows: 
         stats.append(
             ColumnStats(
                 column_name=col.name,
-                cardinality=int(got[f"d{i}"]),
+                cardinality=min(int(got[f"d{i}"]), int(got[f"n{i}"])),  # an estimate past the values it counted
                 null_count=examined - int(got[f"n{i}"]),
                 min_value=to_text(lo),
                 max_value=to_text(hi),
