@@ -13,6 +13,7 @@ from precube.modeling.segments import (
     SegmentDisplayStatus,
     check_invariants,
     default_build_start,
+    display_source_rows,
     display_status,
     holes,
     new_segment,
@@ -103,6 +104,18 @@ def test_display_status() -> None:
     assert display_status(warning, [ready, warning, merging]) == "LOCKED"
 
     assert display_status(ready, [ready, seg(5, 15)]) == "OVERLAP"  # broken invariants
+
+
+def test_a_segment_being_built_shows_the_source_rows_it_replaces() -> None:
+    ready, warning = seg(0, 10).model_copy(update={"source_count": 7}), seg(10, 20, WARNING)
+    warning = warning.model_copy(update={"source_count": 5})
+    refreshing, merging, loading = seg(0, 10, NEW), seg(0, 20, NEW), seg(20, 30, NEW)
+    assert refreshing.source_count == -1  # not counted until built
+    assert display_source_rows(refreshing, [ready, refreshing]) == 7
+    assert display_source_rows(merging, [ready, warning, merging]) == 12
+    assert display_source_rows(loading, [ready, warning, loading]) is None
+    assert display_source_rows(ready, [ready, refreshing]) == 7
+    assert display_source_rows(seg(0, 5), []) is None  # a segment whose count was never recorded
 
 
 def test_default_build_start_is_the_end_of_the_last_segment() -> None:

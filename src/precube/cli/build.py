@@ -28,7 +28,7 @@ from precube.metadata import Dataflow, Job, TimeRange
 from precube.modeling.model_store import require_model
 from precube.modeling.partition_format import to_epoch_ms
 from precube.modeling.rolling import plan_rolling
-from precube.modeling.segments import default_build_start, display_status
+from precube.modeling.segments import default_build_start, display_source_rows, display_status
 
 
 def parse_time(value: str) -> int:
@@ -144,7 +144,7 @@ def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL, fmt
             "start": seg.range.start,
             "end": seg.range.end,
             "status": str(display_status(seg, dataflow.segments)),
-            "source_rows": seg.source_count,
+            "source_rows": display_source_rows(seg, dataflow.segments),
         }
         for seg in sorted(dataflow.segments, key=lambda s: s.range)
     ]
@@ -154,7 +154,7 @@ def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL, fmt
         "start": lambda r: when(r["start"]),
         "end": lambda r: when(r["end"]),
         "status": lambda r: r["status"],
-        "source rows": lambda r: f"{r['source_rows']:,}",
+        "source rows": lambda r: "-" if r["source_rows"] is None else f"{r['source_rows']:,}",
     }
     print_records(fmt, records, columns, title=f"{m.alias}: {dataflow.status}")
 

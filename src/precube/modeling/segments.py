@@ -120,6 +120,22 @@ def display_status(segment: Segment, segments: Sequence[Segment]) -> SegmentDisp
     return SegmentDisplayStatus.WARNING if segment.status is SegmentStatus.WARNING else SegmentDisplayStatus.ONLINE
 
 
+def display_source_rows(segment: Segment, segments: Sequence[Segment]) -> int | None:
+    """The source rows to show for a segment: its own once built; while it is being built, those of the
+    segments it replaces (a refresh: the one of the same range; a merge: the merged ones, which it adds up
+    without reading the source); None when nothing tells yet (a new range loading)."""
+    if segment.status is not SegmentStatus.NEW:
+        return segment.source_count if segment.source_count >= 0 else None
+    replaced = [
+        s
+        for s in segments
+        if s.id != segment.id and s.status is not SegmentStatus.NEW and s.seg_range.overlaps(segment.seg_range)
+    ]
+    if not replaced or any(s.source_count < 0 for s in replaced):
+        return None
+    return sum(s.source_count for s in replaced)
+
+
 def default_build_start(segments: Sequence[Segment]) -> int | None:
     """Where the next incremental build starts: the end of the last segment, of any status (seed 001 §4.3,
     Kylin's UI pre-fills it). None when there is no segment or the last one is open-ended (a full build)."""
