@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import getpass
 import json
 import sys
@@ -120,10 +119,6 @@ def project_state(ctx: typer.Context, project: str) -> CliContext:
 
 def when(ms: int | None) -> str:
     """A time in epoch ms as UTC text (midnight as the date alone; no time: empty; the open end: ∞)."""
-    from precube.metadata.dataflow import MAX_TIME
+    from precube.metadata.dataflow import time_text
 
-    if ms is None:
-        return ""
-    if ms >= MAX_TIME:
-        return "∞"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S").removesuffix(" 00:00:00")
+    return "" if ms is None else time_text(ms)

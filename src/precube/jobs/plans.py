@@ -65,9 +65,7 @@ def segments_in(store: MetadataStore, project: str, alias: str, time_range: Time
     model, dataflow = _model(store, project, alias)
     found = [s.id for s in sorted(dataflow.segments, key=lambda s: s.range) if s.range.overlaps(time_range)]
     if not found:
-        raise SegmentRuleError(
-            f"model {model.alias} has no segment in [{time_range.start}, {time_range.end}) to refresh"
-        )
+        raise SegmentRuleError(f"model {model.alias} has no segment in {time_range} to refresh")
     return found
 
 

@@ -4,6 +4,7 @@ and per segment the layouts built in it (`/{project}/dataflow_details/{model uui
 
 from __future__ import annotations
 
+import datetime as dt
 from enum import StrEnum
 from typing import ClassVar
 
@@ -13,6 +14,16 @@ from precube.metadata import paths
 from precube.metadata.entity import Entity, new_uuid, now_ms
 
 MAX_TIME = 2**63 - 1  # Java's Long.MAX_VALUE: the open end of a full build
+
+
+def time_text(ms: int) -> str:
+    """A time in epoch ms as UTC text for people: midnight as the date alone, milliseconds only when there
+    are some, the open end as ∞."""
+    if ms >= MAX_TIME:
+        return "∞"
+    at = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ms)  # exact, also before 1970
+    text = at.strftime("%Y-%m-%d %H:%M:%S") + (f".{ms % 1000:03d}" if ms % 1000 else "")
+    return text.removesuffix(" 00:00:00")
 
 
 class TimeRange(BaseModel):
@@ -42,6 +53,10 @@ class TimeRange(BaseModel):
     @property
     def is_full(self) -> bool:
         return self.start <= 0 and self.end == MAX_TIME
+
+    def __str__(self) -> str:
+        """`[2024-01-01, 2024-02-01)`: the range as people read it (messages, listings)."""
+        return f"[{time_text(self.start)}, {time_text(self.end)})"
 
     def overlaps(self, other: TimeRange) -> bool:
         return self.start < other.end and other.start < self.end

@@ -48,7 +48,7 @@ def _key(s: Segment) -> TimeRange:
 
 
 def _label(s: Segment) -> str:
-    return f'"{s.name}" [{s.seg_range.start}, {s.seg_range.end})'
+    return f'"{s.name}" {s.seg_range}'
 
 
 def _sorted(segments: Iterable[Segment]) -> list[Segment]:
@@ -159,8 +159,7 @@ def validate_build(
     if not partitioned:
         if rng is not None and not rng.is_full:
             raise SegmentRuleError(
-                f"The model has no partition column: only a full build [0, {MAX_TIME}) is possible, "
-                f"not [{rng.start}, {rng.end})"
+                f"The model has no partition column: only a full build {TimeRange.full()} is possible, not {rng}"
             )
         if segments:
             names = ", ".join(f'"{s.name}"' for s in _sorted(segments))
@@ -180,14 +179,13 @@ def validate_build(
         text_end = str(from_epoch_ms(rng.end, fmt, "varchar"))
         if text_start >= text_end:
             raise SegmentRuleError(
-                f'The range [{rng.start}, {rng.end}) is empty in the partition format "{fmt}": '
-                f'"{text_start}" is not before "{text_end}"'
+                f'The range {rng} is empty in the partition format "{fmt}": "{text_start}" is not before "{text_end}"'
             )
     overlapped = [s for s in _sorted(segments) if s.seg_range.overlaps(rng)]
     if overlapped:
         names = ", ".join(f'"{s.name}"' for s in overlapped)
         raise SegmentRuleError(
-            f"Can't build segment [{rng.start}, {rng.end}). The specified data range overlaps with the built "
+            f"Can't build segment {rng}. The specified data range overlaps with the built "
             f"segments {names}. Please modify and try again."
         )
     return rng
@@ -248,7 +246,7 @@ def validate_merge(
         if not a.seg_range.connects(b.seg_range):
             raise SegmentRuleError(
                 "Can't merge the selected segments, as there are gap(s) in between: "
-                f"[{a.seg_range.end}, {b.seg_range.start}) between {_label(a)} and {_label(b)}. "
+                f"{TimeRange.of(a.seg_range.end, b.seg_range.start)} between {_label(a)} and {_label(b)}. "
                 "Please check and try again."
             )
     first_layouts = set(layouts.get(chosen[0].id, set()))
