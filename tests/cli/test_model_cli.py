@@ -115,3 +115,37 @@ def test_listings_give_json_for_scripts(home: list[str], capsys: pytest.CaptureF
     [query] = listed("history", "-p", "ssb")
     assert query["sql"] == "select 1 as x" and query["succeeded"] is True and isinstance(query["started"], int)
     assert run([*home, "model", "list", "-p", "ssb", "--format", "xml"]) == 2  # only table or json
+
+
+def test_show_then_update_changes_nothing(home: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's edit workflow: `model show > m.yaml && model update m.yaml` keeps the index rules, the
+    base indexes and every layout id."""
+    from precube.metadata import IndexPlan, Model, open_store
+
+    rules = tmp_path / "rules.yaml"
+    group = {
+        "includes": ["D_YEAR", "D_YEARMONTH", "C_REGION", "C_NATION", "S_REGION"],
+        "select_rule": {"hierarchy_dims": [["C_REGION", "C_NATION"]], "joint_dims": [["D_YEAR", "D_YEARMONTH"]]},
+    }
+    rules.write_text(yaml.safe_dump({"aggregation_groups": [group], "global_dim_cap": 3}))
+    assert run([*home, "index", "set-rules", "-p", "ssb", "-m", "ssb", str(rules)]) == 0
+
+    def plan() -> IndexPlan:
+        with open_store(f"sqlite:///{home[1]}/metadata.db") as store, store.read("ssb") as tx:
+            return tx.require(IndexPlan, next(m.uuid for m in tx.list(Model)))
+
+    before = plan()
+    capsys.readouterr()
+    assert run([*home, "model", "show", "-p", "ssb", "ssb"]) == 0
+    shown = capsys.readouterr().out
+    spec = yaml.safe_load(shown)
+    assert spec["aggregation_groups"][0]["select_rule"]["hierarchy_dims"] == [["C_REGION", "C_NATION"]]
+    assert spec["global_dim_cap"] == 3 and sorted(spec["base_index_type"]) == ["BASE_AGG_INDEX", "BASE_TABLE_INDEX"]
+    edited = tmp_path / "m.yaml"
+    edited.write_text(shown)
+    assert run([*home, "model", "update", "-p", "ssb", str(edited)]) == 0
+    assert "significant change" not in capsys.readouterr().out
+    after = plan()
+    assert [lay.id for lay in after.all_layouts()] == [lay.id for lay in before.all_layouts()]
+    assert after.rule_based_index is not None and before.rule_based_index is not None
+    assert after.rule_based_index.aggregation_groups == before.rule_based_index.aggregation_groups

@@ -15,7 +15,6 @@ from precube.errors import InvalidInputError
 from precube.jobs import lifecycle
 from precube.jobs.lifecycle import segment_config
 from precube.metadata import Dataflow, IndexPlan, Model, SegmentConfigOverride
-from precube.modeling.model_rules import spec_of
 from precube.modeling.model_spec import load_spec
 from precube.modeling.model_store import (
     BrokenCheck,
@@ -23,6 +22,7 @@ from precube.modeling.model_store import (
     check_models,
     create_model,
     delete_model,
+    editable_spec,
     require_model,
     update_model,
 )
@@ -78,7 +78,9 @@ def show(
     with store.read(project) as tx:
         model = require_model(tx, name)
         if fmt is ShowFormat.spec:
-            data = spec_of(model).model_dump(mode="json", exclude_defaults=True)
+            data = editable_spec(model, tx.require(IndexPlan, model.uuid)).model_dump(
+                mode="json", exclude_defaults=True
+            )
             typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), nl=False)
             return
         docs = {

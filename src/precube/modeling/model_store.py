@@ -28,8 +28,8 @@ from precube.metadata import (
 )
 from precube.modeling import index_plan as plans
 from precube.modeling.errors import InvalidIndexPlanError
-from precube.modeling.model_rules import broken_reason, build_model, significant_changes, used_columns
-from precube.modeling.model_spec import AggregationGroupSpec, ModelSpec
+from precube.modeling.model_rules import broken_reason, build_model, significant_changes, spec_of, used_columns
+from precube.modeling.model_spec import AggregationGroupSpec, ModelSpec, SelectRuleSpec
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,44 @@ def rule_from_groups(
     return RuleBasedIndex(aggregation_groups=result, global_dim_cap=global_dim_cap)
 
 
+def groups_of(model: Model, rule: RuleBasedIndex) -> list[AggregationGroupSpec]:
+    """A rule's aggregation groups written with names (`rule_from_groups` read backwards)."""
+
+    def name(column_id: int) -> str:
+        return next(c.name for c in model.all_named_columns if c.id == column_id)
+
+    def measure(measure_id: int) -> str:
+        found = model.measure_by_id(measure_id)
+        assert found is not None, f"measure {measure_id} of a rule is in model {model.alias}"
+        return found.name
+
+    return [
+        AggregationGroupSpec(
+            includes=[name(i) for i in g.includes],
+            measures=[measure(i) for i in g.measures],
+            select_rule=SelectRuleSpec(
+                mandatory_dims=[name(i) for i in g.select_rule.mandatory_dims],
+                hierarchy_dims=[[name(i) for i in h] for h in g.select_rule.hierarchy_dims],
+                joint_dims=[[name(i) for i in j] for j in g.select_rule.joint_dims],
+                dim_cap=g.select_rule.dim_cap,
+            ),
+        )
+        for g in rule.aggregation_groups
+    ]
+
+
+def editable_spec(model: Model, plan: IndexPlan) -> ModelSpec:
+    """Everything `update_model` accepts, as it stands: the model's spec with its index rules (aggregation
+    groups, their global cap) and the base indexes it keeps, so `show` then `update` changes nothing."""
+    spec = spec_of(model)
+    rule = plan.rule_based_index
+    if rule is not None and rule.aggregation_groups:
+        spec.aggregation_groups = groups_of(model, rule)
+        spec.global_dim_cap = rule.global_dim_cap
+    spec.base_index_type = sorted(_base_kinds(spec, plan))  # type: ignore[arg-type]
+    return spec
+
+
 def _base_kinds(spec: ModelSpec, plan: IndexPlan | None) -> set[str]:
     """The base indexes to keep: the spec's; else both for a new model (`plan` None), else the plan's."""
     if spec.base_index_type is not None:
@@ -150,8 +188,12 @@ def update_model(store: MetadataStore, project: str, spec: ModelSpec, writer: st
             _drop_segments(tx, dataflow)
             built = set()
             plan = IndexPlan(uuid=model.uuid)  # ids start over: the old layouts describe data that is gone
+        # an aggregate layout holds dimensions and measures; a table index any live column (measures read some)
         live = set(model_dims(model)) | set(model_measures(model))
-        stale = [lay.id for lay in plan.all_layouts() if not set(lay.col_order) <= live]
+        readable = {c.id for c in model.live_columns()}
+        stale = [
+            lay.id for lay in plan.all_layouts() if not set(lay.col_order) <= (readable if lay.is_table_index else live)
+        ]
         if stale:
             plan = plans.remove_layouts(plan, stale, built)
         plan = _plan_for(model, plan, spec, built, kinds)
