@@ -77,3 +77,28 @@ def test_requests_become_checked_jobs(model: MetadataStore) -> None:
     assert jobs_of(model, "ssb") == []  # planning records nothing
     submit(model, "ssb", merge)
     assert [j.uuid for j in jobs_of(model, "ssb")] == [merge.uuid]
+
+
+def test_a_broken_model_gets_no_job(model: MetadataStore) -> None:
+    """Every kind of job for a BROKEN model is refused at submission with the reason, none left behind."""
+    from precube.jobs.errors import ModelNotBuildableError
+    from precube.jobs.plans import index_build_job
+    from precube.metadata import DataflowStatus
+
+    [segment] = _ready(model, [(0, 1)], [{1}])
+    with model.transaction("ssb") as tx:
+        dataflow = tx.list(Dataflow)[0]
+        dataflow.status, dataflow.broken_detail = DataflowStatus.BROKEN, "column SSB.DATES.D_YEAR was dropped"
+        tx.update(dataflow)
+    requests = [
+        lambda: build_job(model, "ssb", "ssb", TimeRange.of(BASE + DAY, BASE + 2 * DAY)),
+        lambda: refresh_job(model, "ssb", "ssb", segment),
+        lambda: merge_job(model, "ssb", "ssb", [segment]),
+        lambda: index_build_job(model, "ssb", "ssb"),
+    ]
+    for request in requests:
+        with pytest.raises(
+            ModelNotBuildableError, match="model ssb is BROKEN \\(column SSB.DATES.D_YEAR was dropped\\)"
+        ):
+            request()
+    assert jobs_of(model, "ssb") == []

@@ -16,3 +16,10 @@ class JobConflictError(JobError):
     (Kylin's KE-010032206)."""
 
     code = "JOB_CONFLICT"
+
+
+class ModelNotBuildableError(JobError):
+    """A job for a model that cannot be built now (BROKEN: its tables no longer fit it) is refused at
+    submission, with the reason, instead of failing in the background."""
+
+    code = "MODEL_NOT_BUILDABLE"

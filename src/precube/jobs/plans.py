@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from precube.jobs.errors import ModelNotBuildableError
 from precube.jobs.runner import new_job
 from precube.metadata import (
     Dataflow,
+    DataflowStatus,
     IndexPlan,
     Job,
     JobType,
@@ -26,14 +28,24 @@ from precube.modeling.segments import validate_build, validate_merge, validate_r
 def _model(store: MetadataStore, project: str, alias: str) -> tuple[Model, Dataflow]:
     with store.read(project) as tx:
         model = require_model(tx, alias)
-        return model, tx.require(Dataflow, model.uuid)
+        return model, _buildable(model, tx.require(Dataflow, model.uuid))
+
+
+def _buildable(model: Model, dataflow: Dataflow) -> Dataflow:
+    """The dataflow of a model a job may be submitted for; a BROKEN one is refused with its reason."""
+    if dataflow.status is DataflowStatus.BROKEN:
+        raise ModelNotBuildableError(
+            f"model {model.alias} is BROKEN ({dataflow.broken_detail or dataflow.broken_reason}): "
+            "fix its tables or its spec before building it"
+        )
+    return dataflow
 
 
 def _with_layouts(store: MetadataStore, project: str, alias: str) -> tuple[Model, Dataflow, dict[str, set[int]]]:
     """The model, its dataflow, and each segment's built layouts, read in one transaction."""
     with store.read(project) as tx:
         model = require_model(tx, alias)
-        dataflow = tx.require(Dataflow, model.uuid)
+        dataflow = _buildable(model, tx.require(Dataflow, model.uuid))
         held = {
             s.id: {li.layout_id for li in d.layout_instances if li.is_ready}
             for s in dataflow.segments
