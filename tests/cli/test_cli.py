@@ -105,6 +105,24 @@ def test_project_lifecycle_and_errors(tmp_path: Path, capsys: pytest.CaptureFixt
     assert _err(capsys) == "error: project 'sales' does not exist"
 
 
+def test_project_delete_previews_and_removes_its_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home = ["--home", str(tmp_path)]
+    for name in ("sales", "other"):
+        assert run([*home, "project", "create", name]) == 0
+        part = tmp_path / "warehouse" / name / "model" / "segment" / "1" / "part-0.parquet"
+        part.parent.mkdir(parents=True)
+        part.write_bytes(b"x" * 2_000_000)
+    capsys.readouterr()
+    assert run([*home, "project", "delete", "sales", "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("would delete project sales: ") and "models none, 0 segments, 2.0 MB of built data" in out
+    assert (tmp_path / "warehouse" / "sales").exists()
+    assert run([*home, "project", "delete", "sales", "--yes"]) == 0
+    assert not (tmp_path / "warehouse" / "sales").exists() and (tmp_path / "warehouse" / "other").exists()
+    assert run([*home, "project", "list"]) == 0
+    assert "other" in capsys.readouterr().out
+
+
 def test_debug_shows_the_exception(tmp_path: Path) -> None:
     assert run(["--home", str(tmp_path), "project", "create", "x"]) == 0
     with pytest.raises(AlreadyExistsError):

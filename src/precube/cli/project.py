@@ -47,17 +47,24 @@ def list_(ctx: typer.Context) -> None:
 @app.command("delete")
 def delete(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Project to delete with all its metadata."),
+    name: str = typer.Argument(..., help="Project to delete with all its metadata and built data."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be dropped; drop nothing."),
 ) -> None:
-    """Delete a project and all of its metadata."""
+    """Delete a project: its metadata and its built data (shown first)."""
+    from precube.jobs.project_removal import preview_project_removal, remove_project
+
     cli = state(ctx)
     store = cli.store()
     store.require_project(name)
+    found = preview_project_removal(store, cli.settings.warehouse_root, name)
+    console.print(f"{'would delete' if dry_run else 'deletes'} {found.describe()}", markup=False)
+    if dry_run:
+        return
     if not yes:
-        typer.confirm(f"delete project {name} and all of its metadata?", abort=True)
-    count = store.delete_project(name, writer=cli.writer)
-    console.print(f"deleted project [bold]{name}[/] ({count} documents)")
+        typer.confirm(f"delete project {name}?", abort=True)
+    remove_project(store, cli.settings.warehouse_root, name, cli.writer)
+    console.print(f"deleted project [bold]{name}[/]")
 
 
 @app.command("config")

@@ -1,0 +1,68 @@
+"""Deleting a project: what it would drop (documents, models, segments, built bytes) shown first, then its
+metadata and its warehouse directory removed — nothing of it left for `gc`, which knows only live projects."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from precube.jobs.errors import JobError
+from precube.metadata import Dataflow, Job, JobState, MetadataStore, Model
+from precube.storage.paths import local_path
+
+
+@dataclass(frozen=True)
+class ProjectRemoval:
+    """What deleting a project drops."""
+
+    project: str
+    documents: int
+    models: tuple[str, ...]
+    segments: int
+    directory: Path | None  # its local warehouse directory, None when remote
+    data_bytes: int
+
+    def describe(self) -> str:
+        data = f"{self.data_bytes / 1e6:,.1f} MB of built data in {self.directory}" if self.directory else "no data"
+        models = ", ".join(self.models) or "none"
+        return (
+            f"project {self.project}: {self.documents} metadata documents, models {models}, "
+            f"{self.segments} segments, {data}"
+        )
+
+
+def preview_project_removal(store: MetadataStore, warehouse_root: str, project: str) -> ProjectRemoval:
+    """What `remove_project` would drop, dropping nothing."""
+    with store.read(project) as tx:
+        documents = len(tx.scan_documents(f"/{project}/")) + 1
+        models = tuple(sorted(m.alias for m in tx.list(Model)))
+        segments = sum(len(d.segments) for d in tx.list(Dataflow))
+    directory = local_path(f"{warehouse_root.rstrip('/')}/{project}")
+    return ProjectRemoval(project, documents, models, segments, directory, _bytes(directory))
+
+
+def remove_project(store: MetadataStore, warehouse_root: str, project: str, writer: str) -> ProjectRemoval:
+    """Delete the project's metadata, then its warehouse directory; refused while one of its jobs runs (it
+    would write into a project that is gone)."""
+    found = preview_project_removal(store, warehouse_root, project)
+    with store.read(project) as tx:
+        running = [j.uuid for j in tx.list(Job) if j.state is JobState.RUNNING]
+    if running:
+        raise JobError(f"project {project} has running jobs ({', '.join(running)}): pause or discard them first")
+    store.delete_project(project, writer=writer)
+    if found.directory is not None and found.directory.exists():
+        try:
+            shutil.rmtree(found.directory)
+        except OSError as err:
+            raise JobError(
+                f"deleted project {project}'s metadata but not its data in {found.directory}: {err}"
+            ) from err
+    return found
+
+
+def _bytes(directory: Path | None) -> int:
+    if directory is None or not directory.is_dir():
+        return 0
+    return sum((Path(parent) / f).lstat().st_size for parent, _, files in os.walk(directory) for f in files)
