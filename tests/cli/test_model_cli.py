@@ -149,3 +149,22 @@ def test_show_then_update_changes_nothing(home: list[str], tmp_path: Path, capsy
     assert [lay.id for lay in after.all_layouts()] == [lay.id for lay in before.all_layouts()]
     assert after.rule_based_index is not None and before.rule_based_index is not None
     assert after.rule_based_index.aggregation_groups == before.rule_based_index.aggregation_groups
+
+
+def test_unloading_a_table_a_model_reads(home: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused while the model reads it; --dry-run shows what --cascade drops; --cascade --yes drops it."""
+    assert run([*home, "table", "unload", "-p", "ssb", "ssb.dates"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "error: table SSB.DATES is used by model ssb: delete them first, or unload with --cascade to delete them too"
+    )
+    assert run([*home, "table", "unload", "-p", "ssb", "ssb.dates", "--cascade", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would delete models ssb (0 segments)" in out and "would unload SSB.DATES" in out
+    assert run([*home, "model", "list", "-p", "ssb", "--format", "json"]) == 0
+    assert [m["model"] for m in json.loads(capsys.readouterr().out)] == ["ssb"]
+    assert run([*home, "table", "unload", "-p", "ssb", "ssb.dates", "--cascade", "--yes"]) == 0
+    assert "deleted model ssb" in capsys.readouterr().out
+    assert run([*home, "model", "list", "-p", "ssb", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert run([*home, "table", "list", "-p", "ssb", "--format", "json"]) == 0
+    assert "SSB.DATES" not in {t["table"] for t in json.loads(capsys.readouterr().out)}

@@ -163,10 +163,36 @@ def print_stats(ext: TableExt) -> None:
 
 @app.command("unload")
 def unload(
-    ctx: typer.Context, tables: list[str] = typer.Argument(..., help="DB.TABLE"), project: str = PROJECT
+    ctx: typer.Context,
+    tables: list[str] = typer.Argument(..., help="DB.TABLE"),
+    project: str = PROJECT,
+    cascade: bool = typer.Option(False, "--cascade", help="Also delete the models that read the tables."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before deleting models (--cascade)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be dropped; drop nothing."),
 ) -> None:
-    """Remove tables (and their stats) from a project."""
+    """Remove tables (and their stats) from a project; refused while a model reads one, unless --cascade
+    (which shows the models and segments it drops, and asks)."""
+    from precube.metadata import Dataflow
+    from precube.modeling.model_store import delete_model
+    from precube.sources.tables import models_using
+
     cli = project_state(ctx, project)
+    store = cli.store()
+    with store.read(project) as tx:
+        users = {m.alias: m for t in tables for m in models_using(tx, t)}
+        segments = {a: len(df.segments) if (df := tx.get(Dataflow, m.uuid)) else 0 for a, m in users.items()}
+    if users and (cascade or dry_run):
+        dropped = ", ".join(f"{a} ({segments[a]} segments)" for a in sorted(users))
+        console.print(f"{'would delete' if dry_run else 'deletes'} models {dropped}", markup=False)
+    if dry_run:
+        console.print(f"would unload {', '.join(t.upper() for t in tables)}", markup=False)
+        return
+    if users and cascade:
+        if not yes:
+            typer.confirm(f"delete models {', '.join(sorted(users))} and their built segments?", abort=True)
+        for alias in sorted(users):
+            delete_model(store, project, alias, writer=cli.writer)
+            console.print(f"deleted model {alias}")
     for identity in tables:
-        unload_table(cli.store(), project, identity, writer=cli.writer)
+        unload_table(store, project, identity, writer=cli.writer)
         console.print(f"unloaded {identity.upper()}")

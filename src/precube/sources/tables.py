@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from precube.errors import InvalidInputError
-from precube.metadata import AlreadyExistsError, Column, MetadataStore, SourceType, Table, TableExt
+from precube.metadata import AlreadyExistsError, Column, MetadataStore, Model, SourceType, Table, TableExt, Transaction
 from precube.sources.source import CatalogSource, FileSource, SparkProvider, TableSource, source_for
 
 if TYPE_CHECKING:
@@ -155,10 +155,28 @@ def reload_table(
     return table, change
 
 
+def models_using(tx: Transaction, identity: str) -> list[Model]:
+    """The project's models that read table `identity` (as fact or lookup)."""
+    wanted = identity.upper()
+    return [
+        m
+        for m in tx.list(Model)
+        if m.fact_table.upper() == wanted or any(j.table.upper() == wanted for j in m.join_tables)
+    ]
+
+
 def unload_table(store: MetadataStore, project: str, identity: str, writer: str = "precube") -> None:
-    """Remove a table and its sampled stats from the project."""
+    """Remove a table and its sampled stats from the project; refused while a model reads it (delete those
+    models first: `precube table unload --cascade` does, after showing what it drops)."""
     with store.transaction(project, writer) as tx:
         table = tx.require(Table, identity.upper())
+        users = models_using(tx, table.identity)
+        if users:
+            names = ", ".join(sorted(m.alias for m in users))
+            raise InvalidInputError(
+                f"table {table.identity} is used by model{'s' if len(users) > 1 else ''} {names}: delete "
+                "them first, or unload with --cascade to delete them too"
+            )
         ext = tx.get(TableExt, table.identity)
         if ext is not None:
             tx.delete(ext)
