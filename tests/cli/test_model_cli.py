@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 import yaml
 
 from precube.cli.app import run
-from precube.metadata import DataflowStatus
+from precube.metadata import DataflowStatus, open_store
 from tests.cli.home import ssb_home
 from tests.modeling.conftest import ssb_spec_data
 
@@ -168,3 +169,38 @@ def test_unloading_a_table_a_model_reads(home: list[str], capsys: pytest.Capture
     assert json.loads(capsys.readouterr().out) == []
     assert run([*home, "table", "list", "-p", "ssb", "--format", "json"]) == 0
     assert "SSB.DATES" not in {t["table"] for t in json.loads(capsys.readouterr().out)}
+
+
+def test_a_significant_update_shows_what_it_drops_and_asks(
+    home: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With built segments, a significant change drops them: shown first, refused unless confirmed
+    (--yes, or answering the question), and nothing changes on --dry-run or a no."""
+    from tests.jobs.test_plans import _ready
+
+    with open_store(f"sqlite:///{home[1]}/metadata.db") as store:
+        _ready(store, [(0, 1), (1, 2)], [{1}, {1}])
+    assert run([*home, "model", "show", "-p", "ssb", "ssb"]) == 0
+    spec = yaml.safe_load(capsys.readouterr().out)
+    spec["filter_condition"] = "LINEORDER.LO_QUANTITY > 0"
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(yaml.safe_dump(spec))
+
+    def kept() -> int:
+        capsys.readouterr()  # what came before
+        assert run([*home, "segments", "-p", "ssb", "-m", "ssb", "--format", "json"]) == 0
+        return len(json.loads(capsys.readouterr().out))
+
+    assert run([*home, "model", "update", "-p", "ssb", str(edited), "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "would drop 2 segments (0.0 MB of built data), 1 layout of model ssb" in out
+    assert "(significant change: filter condition changed)" in out
+    assert kept() == 2
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    assert run([*home, "model", "update", "-p", "ssb", str(edited)]) == 130  # answered no: aborted
+    assert kept() == 2
+    assert run([*home, "model", "update", "-p", "ssb", str(edited), "--yes"]) == 0
+    assert "built segments dropped" in capsys.readouterr().out
+    assert kept() == 0
+    assert run([*home, "model", "delete", "-p", "ssb", "ssb", "--dry-run"]) == 0
+    assert "would drop model ssb: 0 segments" in capsys.readouterr().out

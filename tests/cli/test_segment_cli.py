@@ -102,7 +102,11 @@ def test_segment_lifecycle_through_the_cli(home: Path, capsys: pytest.CaptureFix
 
     # delete, then GC removes the deleted and the replaced segments' directories
     later = segments()[(day("1992-01-04"), day("1992-01-07"))]
-    assert run([*cli, "segment", "delete", *model, later]) == 0
+    assert run([*cli, "segment", "delete", *model, later, "--dry-run"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert shown.startswith("would drop 1 segment (") and "MB of built data) of model ssb" in shown
+    assert later in segments().values()  # a dry run drops nothing
+    assert run([*cli, "segment", "delete", *model, later, "--yes"]) == 0
     assert "deleted segment" in capsys.readouterr().out
     assert later not in segments().values()
     assert run([*cli, "segment", "list", *model]) == 0

@@ -9,11 +9,14 @@ from collections.abc import Callable, Sequence
 import typer
 
 from precube.cli.context import (
+    DRY_RUN,
     FORMAT,
     MODEL,
     PROJECT,
+    YES,
     CliContext,
     OutputFormat,
+    confirm_drop,
     console,
     print_records,
     project_state,
@@ -171,14 +174,24 @@ def delete(
     targets: list[str] = typer.Argument(..., help="Segment ids or names."),
     project: str = PROJECT,
     model: str = MODEL,
+    yes: bool = YES,
+    dry_run: bool = DRY_RUN,
 ) -> None:
-    """Delete segments (not one being refreshed or merged); their files go at the next GC."""
+    """Delete segments (not one being refreshed or merged), after showing them and asking; their files go
+    at the next GC."""
+    from precube.jobs.removal import drop_text, segment_bytes
+    from precube.modeling.segments import validate_delete
+
     cli = project_state(ctx, project)
+    with cli.store().read(project) as tx:
+        m = require_model(tx, model)
+        chosen = validate_delete(tx.require(Dataflow, m.uuid).segments, targets)
+    size = segment_bytes(cli.settings.warehouse_root, project, m.uuid, [s.id for s in chosen])
+    names = ", ".join(f"{s.name} {s.range}" for s in chosen)
+    if not confirm_drop(f"{drop_text(len(chosen), size)} of model {m.alias}: {names}", yes, dry_run):
+        return
     for segment in delete_segments(cli.store(), project, model, targets, cli.writer):
-        console.print(
-            f"deleted segment [bold]{segment.name}[/] ({segment.id}), "
-            f"[{when(segment.range.start)}, {when(segment.range.end)})"
-        )
+        console.print(f"deleted segment [bold]{segment.name}[/] ({segment.id}), {segment.range}")
 
 
 @segment_app.command("rolling")

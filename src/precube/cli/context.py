@@ -104,6 +104,21 @@ def print_records(
 MODEL = typer.Option(..., "--model", "-m", help="Model alias.")
 
 
+YES = typer.Option(False, "--yes", "-y", help="Do not ask before dropping anything.")
+DRY_RUN = typer.Option(False, "--dry-run", help="Show what would be dropped; change nothing.")
+
+
+def confirm_drop(what: str, yes: bool, dry_run: bool) -> bool:
+    """Tell what a command drops (`what`), then whether to go on: not on --dry-run, without asking on
+    --yes, else as the user answers (no: aborted)."""
+    console.print(f"{'would drop' if dry_run else 'drops'} {what}", markup=False)
+    if dry_run:
+        return False
+    if not yes:
+        typer.confirm("go on?", abort=True)
+    return True
+
+
 def state(ctx: typer.Context) -> CliContext:
     obj = ctx.find_root().obj
     assert isinstance(obj, CliContext), "the root callback sets the context"

@@ -10,7 +10,19 @@ import typer
 import yaml
 
 from precube.cli import segment_settings as seg
-from precube.cli.context import FORMAT, MODEL, PROJECT, Columns, OutputFormat, console, print_records, project_state
+from precube.cli.context import (
+    DRY_RUN,
+    FORMAT,
+    MODEL,
+    PROJECT,
+    YES,
+    Columns,
+    OutputFormat,
+    confirm_drop,
+    console,
+    print_records,
+    project_state,
+)
 from precube.errors import InvalidInputError
 from precube.jobs import lifecycle
 from precube.jobs.lifecycle import segment_config
@@ -23,6 +35,7 @@ from precube.modeling.model_store import (
     create_model,
     delete_model,
     editable_spec,
+    preview_update,
     require_model,
     update_model,
 )
@@ -55,12 +68,30 @@ def create(
 
 @app.command("update")
 def update(
-    ctx: typer.Context, file: Path = typer.Argument(..., help="Edited model spec."), project: str = PROJECT
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="Edited model spec."),
+    project: str = PROJECT,
+    yes: bool = YES,
+    dry_run: bool = DRY_RUN,
 ) -> None:
     """Apply an edited spec to the model of the same alias. A significant change (partition column,
-    fact table, joins, filter, precompute flag) drops the built segments."""
+    fact table, joins, filter, precompute flag) drops the built segments: what it drops is shown first, and
+    asked for."""
+    from precube.jobs.removal import drop_text, segment_bytes
+
     cli = project_state(ctx, project)
-    saved = update_model(cli.store(), project, load_spec(file), writer=cli.writer)
+    spec = load_spec(file)
+    found = preview_update(cli.store(), project, spec)
+    if found.dropped_segments or found.dropped_layouts:
+        size = segment_bytes(cli.settings.warehouse_root, project, found.model.uuid, list(found.dropped_segments))
+        why = f" (significant change: {'; '.join(found.significant_changes)})" if found.significant_changes else ""
+        what = drop_text(len(found.dropped_segments), size, len(found.dropped_layouts))
+        if not confirm_drop(f"{what} of model {found.model.alias}{why}", yes, dry_run):
+            return
+    elif dry_run:
+        console.print(f"would update model {found.model.alias}: nothing is dropped")
+        return
+    saved = update_model(cli.store(), project, spec, writer=cli.writer)
     _summary(saved, "updated")
     if saved.significant_changes:
         console.print(f"[yellow]significant change ({'; '.join(saved.significant_changes)}): built segments dropped")
@@ -130,13 +161,21 @@ def delete(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Model alias."),
     project: str = PROJECT,
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    yes: bool = YES,
+    dry_run: bool = DRY_RUN,
 ) -> None:
-    """Delete a model with its index plan and segments."""
+    """Delete a model with its index plan and segments (what it drops is shown first, and asked for)."""
+    from precube.jobs.removal import drop_text, segment_bytes
+
     cli = project_state(ctx, project)
-    if not yes:
-        typer.confirm(f"delete model {name} and all of its segments?", abort=True)
-    model = delete_model(cli.store(), project, name, writer=cli.writer)
+    with cli.store().read(project) as tx:
+        model = require_model(tx, name)
+        segments = [s.id for s in tx.require(Dataflow, model.uuid).segments]
+        layouts = len(tx.require(IndexPlan, model.uuid).all_layouts())
+    size = segment_bytes(cli.settings.warehouse_root, project, model.uuid, segments)
+    if not confirm_drop(f"model {model.alias}: {drop_text(len(segments), size, layouts)}", yes, dry_run):
+        return
+    delete_model(cli.store(), project, name, writer=cli.writer)
     console.print(f"deleted model [bold]{model.alias}[/]")
 
 

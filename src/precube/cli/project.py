@@ -52,7 +52,7 @@ def delete(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be dropped; drop nothing."),
 ) -> None:
     """Delete a project: its metadata and its built data (shown first)."""
-    from precube.jobs.project_removal import preview_project_removal, remove_project
+    from precube.jobs.removal import preview_project_removal, remove_project
 
     cli = state(ctx)
     store = cli.store()

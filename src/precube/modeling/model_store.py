@@ -172,33 +172,63 @@ def create_model(store: MetadataStore, project: str, spec: ModelSpec, writer: st
         return SavedModel(tx.create(model), tx.create(plan), tx.create(dataflow))
 
 
+@dataclass(frozen=True)
+class ModelUpdate:
+    """What applying a spec would do: the model and plan to save, and what they drop."""
+
+    model: Model
+    plan: IndexPlan
+    dataflow: Dataflow
+    significant_changes: tuple[str, ...]  # non-empty: every built segment is dropped (seed 002)
+    dropped_segments: tuple[str, ...]  # their ids
+    dropped_layouts: tuple[int, ...]  # built layouts of the old plan the new one no longer has
+
+
+def _updated(tx: Transaction, spec: ModelSpec) -> ModelUpdate:
+    old = require_model(tx, spec.alias)
+    tables = {t.identity: t for t in tx.list(Table)}
+    model = build_model(spec, tables, old)
+    reasons = tuple(significant_changes(old, model))
+    before = plan = tx.require(IndexPlan, model.uuid)
+    kinds = _base_kinds(spec, plan)
+    dataflow = tx.require(Dataflow, model.uuid)
+    built = was_built = built_layouts(tx, model)
+    dropped_segments: tuple[str, ...] = ()
+    if reasons:
+        dropped_segments = tuple(s.id for s in dataflow.segments)
+        built = set()
+        plan = IndexPlan(uuid=model.uuid)  # ids start over: the old layouts describe data that is gone
+    # an aggregate layout holds dimensions and measures; a table index any live column (measures read some)
+    live = set(model_dims(model)) | set(model_measures(model))
+    readable = {c.id for c in model.live_columns()}
+    stale = [
+        lay.id for lay in plan.all_layouts() if not set(lay.col_order) <= (readable if lay.is_table_index else live)
+    ]
+    if stale:
+        plan = plans.remove_layouts(plan, stale, built)
+    plan = _plan_for(model, plan, spec, built, kinds)
+    kept = {lay.id for lay in plan.all_layouts()} if not reasons else set()
+    dropped_layouts = tuple(sorted(lay.id for lay in before.all_layouts() if lay.id in was_built - kept))
+    return ModelUpdate(model, plan, dataflow, reasons, dropped_segments, dropped_layouts)
+
+
+def preview_update(store: MetadataStore, project: str, spec: ModelSpec) -> ModelUpdate:
+    """What `update_model` would do with `spec`, saving nothing."""
+    with store.read(project) as tx:
+        return _updated(tx, spec)
+
+
 def update_model(store: MetadataStore, project: str, spec: ModelSpec, writer: str = "precube") -> SavedModel:
     """Apply an edited spec. A significant change bumps `semantic_version`, drops every built segment
     and rebuilds the index plan from scratch (seed 002); other edits keep segments and layout ids."""
     with store.transaction(project, writer) as tx:
-        old = require_model(tx, spec.alias)
-        tables = {t.identity: t for t in tx.list(Table)}
-        model = build_model(spec, tables, old)
-        reasons = tuple(significant_changes(old, model))
-        plan = tx.require(IndexPlan, model.uuid)
-        kinds = _base_kinds(spec, plan)
-        dataflow = tx.require(Dataflow, model.uuid)
-        built = built_layouts(tx, model)
-        if reasons:
-            _drop_segments(tx, dataflow)
-            built = set()
-            plan = IndexPlan(uuid=model.uuid)  # ids start over: the old layouts describe data that is gone
-        # an aggregate layout holds dimensions and measures; a table index any live column (measures read some)
-        live = set(model_dims(model)) | set(model_measures(model))
-        readable = {c.id for c in model.live_columns()}
-        stale = [
-            lay.id for lay in plan.all_layouts() if not set(lay.col_order) <= (readable if lay.is_table_index else live)
-        ]
-        if stale:
-            plan = plans.remove_layouts(plan, stale, built)
-        plan = _plan_for(model, plan, spec, built, kinds)
+        update = _updated(tx, spec)
+        if update.significant_changes:
+            _drop_segments(tx, update.dataflow)
         # replace: the documents were read in this same transaction, so nothing can slip in between
-        return SavedModel(tx.replace(model), tx.replace(plan), tx.update(dataflow), reasons)
+        return SavedModel(
+            tx.replace(update.model), tx.replace(update.plan), tx.update(update.dataflow), update.significant_changes
+        )
 
 
 def built_layouts(tx: Transaction, model: Model) -> set[int]:

@@ -1,5 +1,6 @@
-"""Deleting a project: what it would drop (documents, models, segments, built bytes) shown first, then its
-metadata and its warehouse directory removed — nothing of it left for `gc`, which knows only live projects."""
+"""What a destructive command drops, told before it drops it: the built bytes of segments (a model update or
+delete, a segment delete), and a whole project — whose metadata and warehouse directory are then removed,
+nothing of it left for `gc`, which knows only live projects."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from precube.jobs.errors import JobError
 from precube.metadata import Dataflow, Job, JobState, MetadataStore, Model
-from precube.storage.paths import local_path
+from precube.storage.paths import local_path, segment_path
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,24 @@ def remove_project(store: MetadataStore, warehouse_root: str, project: str, writ
                 f"deleted project {project}'s metadata but not its data in {found.directory}: {err}"
             ) from err
     return found
+
+
+def segment_bytes(warehouse_root: str, project: str, model_uuid: str, segment_ids: list[str]) -> int | None:
+    """The bytes the segments' files hold (None for a remote warehouse, which is not measured)."""
+    total = 0
+    for segment_id in segment_ids:
+        directory = local_path(segment_path(warehouse_root, project, model_uuid, segment_id))
+        if directory is None:
+            return None
+        total += _bytes(directory)
+    return total
+
+
+def drop_text(segments: int, data_bytes: int | None, layouts: int | None = None) -> str:
+    """`3 segments (12.5 MB of built data)`, with `, 4 layouts` when layouts are dropped too."""
+    data = "" if data_bytes is None else f" ({data_bytes / 1e6:,.1f} MB of built data)"
+    held = "" if layouts is None else f", {layouts} layout{'s' if layouts != 1 else ''}"
+    return f"{segments} segment{'s' if segments != 1 else ''}{data}{held}"
 
 
 def _bytes(directory: Path | None) -> int:
