@@ -204,3 +204,36 @@ def test_a_significant_update_shows_what_it_drops_and_asks(
     assert kept() == 0
     assert run([*home, "model", "delete", "-p", "ssb", "ssb", "--dry-run"]) == 0
     assert "would drop model ssb: 0 segments" in capsys.readouterr().out
+
+
+def test_a_reload_that_breaks_a_model_shows_it_first(
+    tmp_path: Path, ssb_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A reload that drops a column a model uses would break the model and drop its segments: --dry-run
+    shows it and saves nothing; --yes saves the schema and the model is BROKEN, its segments gone."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from tests.jobs.test_plans import _ready
+
+    data = tmp_path / "data"
+    shutil.copytree(ssb_dir, data)
+    home = ssb_home(tmp_path / "home", data, ssb_spec_data())
+    with open_store(f"sqlite:///{home[1]}/metadata.db") as store:
+        _ready(store, [(0, 1)], [{1}])
+    for part in (data / "DATES").rglob("*.parquet"):
+        pq.write_table(pq.read_table(part).drop_columns(["D_YEAR"]), part)
+    capsys.readouterr()
+    assert run([*home, "table", "reload", "-p", "ssb", "ssb.dates", "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "D_YEAR" in out.split("model ssb would break")[0]  # the schema change, then what it breaks
+    assert "model ssb would break (" in out and "D_YEAR" in out and "1 segment" in out
+    assert "would drop the segments of the models above" in out
+    assert run([*home, "model", "list", "-p", "ssb", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["status"] != "BROKEN"
+    assert run([*home, "table", "reload", "-p", "ssb", "ssb.dates", "--yes"]) == 0
+    capsys.readouterr()
+    assert run([*home, "model", "list", "-p", "ssb", "--format", "json"]) == 0
+    [model] = json.loads(capsys.readouterr().out)
+    assert model["status"] == "BROKEN" and model["segments"] == 0

@@ -9,10 +9,13 @@ import typer
 from rich.table import Table as RichTable
 
 from precube.cli.context import (
+    DRY_RUN,
     FORMAT,
     PROJECT,
+    YES,
     CliContext,
     OutputFormat,
+    confirm_drop,
     console,
     err_console,
     print_records,
@@ -25,7 +28,7 @@ from precube.metadata import SourceType, Table, TableExt
 from precube.modeling.model_store import check_models
 from precube.sources.sampling import sample_and_store
 from precube.sources.source import detect_file_type
-from precube.sources.tables import load_catalog_table, load_file_table, reload_table, unload_table
+from precube.sources.tables import load_catalog_table, load_file_table, unload_table
 
 app = typer.Typer(help="Register source tables, reload their schema, sample them.", no_args_is_help=True)
 
@@ -107,17 +110,39 @@ def list_(ctx: typer.Context, project: str = PROJECT, fmt: OutputFormat = FORMAT
 
 @app.command("reload")
 def reload(
-    ctx: typer.Context, tables: list[str] = typer.Argument(..., help="DB.TABLE"), project: str = PROJECT
+    ctx: typer.Context,
+    tables: list[str] = typer.Argument(..., help="DB.TABLE"),
+    project: str = PROJECT,
+    yes: bool = YES,
+    dry_run: bool = DRY_RUN,
 ) -> None:
-    """Re-read tables' schemas from their sources and report what changed."""
+    """Re-read tables' schemas from their sources and report what changed. A change that breaks a model
+    (a column it uses dropped or retyped) drops its segments: shown first, and asked for."""
+    from precube.jobs.removal import drop_text, segment_bytes
+    from precube.modeling.model_store import models_broken_by
+    from precube.sources.tables import reread_table
+
     cli = project_state(ctx, project)
-    changed = False
-    for identity in tables:
-        table, change = reload_table(cli.store(), project, identity, cli.spark, writer=cli.writer)
+    reread = [reread_table(cli.store(), project, identity, cli.spark) for identity in tables]
+    for table, change in reread:
         console.print(f"{table.identity}: {change.describe()}")
-        changed = changed or change.changed
-    if changed:  # a dropped or retyped column may break models (seed 002 "Broken Model")
-        report_checks(check_models(cli.store(), project, writer=cli.writer))
+    changed = [table for table, change in reread if change.changed]
+    if not changed:
+        return
+    broken = models_broken_by(cli.store(), project, changed)
+    for model, reason, segments in broken:
+        size = segment_bytes(cli.settings.warehouse_root, project, model.uuid, segments)
+        console.print(f"model {model.alias} would break ({reason}): {drop_text(len(segments), size)}", markup=False)
+    if broken and not confirm_drop("the segments of the models above", yes, dry_run):
+        return
+    if dry_run:
+        console.print("would save the new schemas")
+        return
+    with cli.store().transaction(project, cli.writer) as tx:
+        for table in changed:
+            tx.update(table)
+    # a dropped or retyped column may break models (seed 002 "Broken Model")
+    report_checks(check_models(cli.store(), project, writer=cli.writer))
 
 
 @app.command("sample")

@@ -311,6 +311,22 @@ class BrokenCheck:
     changed: bool  # whether this check changed its status
 
 
+def models_broken_by(
+    store: MetadataStore, project: str, changed: Sequence[Table]
+) -> list[tuple[Model, str, list[str]]]:
+    """The models that `changed` tables (not saved yet) would break, each with the reason and the ids of the
+    segments `check_models` would then drop: what a reload must show before it happens."""
+    found = []
+    with store.read(project) as tx:
+        tables = {t.identity: t for t in tx.list(Table)} | {t.identity: t for t in changed}
+        for model in tx.list(Model):
+            dataflow = tx.require(Dataflow, model.uuid)
+            reason = broken_reason(model, tables)
+            if reason is not None and dataflow.broken_detail != reason:
+                found.append((model, reason, [s.id for s in dataflow.segments]))
+    return found
+
+
 def check_models(store: MetadataStore, project: str, writer: str = "precube") -> list[BrokenCheck]:
     """Re-check every model against the project's tables (after a reload). A model that no longer
     fits becomes BROKEN (reason SCHEMA) and loses its segments, whose data no longer match the

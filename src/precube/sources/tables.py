@@ -140,16 +140,23 @@ def _no_spark() -> SparkSession:
     raise AssertionError("file sources read their schema without Spark")
 
 
-def reload_table(
-    store: MetadataStore, project: str, identity: str, spark: SparkProvider, writer: str = "precube"
-) -> tuple[Table, SchemaChange]:
-    """Re-read a table's schema from its source; record and return what changed."""
+def reread_table(store: MetadataStore, project: str, identity: str, spark: SparkProvider) -> tuple[Table, SchemaChange]:
+    """A table as its source now describes it (not saved), and what changed."""
     with store.read(project) as tx:
         table = tx.require(Table, identity.upper())
     schema = source_for(table).schema(spark)
     change = diff_columns(table.columns, schema)
     if change.changed:
         table.columns = _columns(schema, table.columns)
+    return table, change
+
+
+def reload_table(
+    store: MetadataStore, project: str, identity: str, spark: SparkProvider, writer: str = "precube"
+) -> tuple[Table, SchemaChange]:
+    """Re-read a table's schema from its source; record and return what changed."""
+    table, change = reread_table(store, project, identity, spark)
+    if change.changed:
         with store.transaction(project, writer) as tx:
             tx.update(table)
     return table, change
