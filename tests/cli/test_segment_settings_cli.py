@@ -59,6 +59,7 @@ def test_show_defaults(home: list[str], capsys: pytest.CaptureFixture[str]) -> N
     assert _rows(out) == {
         "auto-merge": ["off"],
         "merge levels": ["WEEK, MONTH, QUARTER, YEAR"],
+        "merge thresholds": ["(none)"],
         "volatile range": ["off"],
         "retention": ["off"],
         "first day of week": ["monday"],
@@ -243,3 +244,20 @@ def test_pushdown_on_and_off(home: list[str], capsys: pytest.CaptureFixture[str]
     answer = json.loads(capsys.readouterr().out)
     assert answer["pushdown"] is True and answer["pushdown_reason"] and answer["rows"][0][0] > 0
     assert run([*home, "project", "config", "-p", "ssb", "--pushdown", "maybe"]) == 2
+
+
+def test_merge_thresholds_replace_the_levels(home: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """`--merge-thresholds 7d,28d` (seed 001) is stored in ms, largest first, and `--merge-levels` brings the
+    calendar levels back; the two in one command are refused."""
+    assert run([*home, "project", "config", "-p", "ssb", "--merge-thresholds", "7d, 28d,7D"]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert rows["merge thresholds"] == ["28d, 7d"] and rows["merge levels"] == ["(thresholds instead)"]
+    project, _, _, _ = _stored(home)
+    assert project.segment_config.auto_merge_thresholds_ms == [28 * 86_400_000, 7 * 86_400_000]
+    assert run([*home, "model", "config", "-p", "ssb", "-m", "ssb", "--merge-levels", "month"]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert rows["merge levels"] == ["MONTH", "model"] and rows["merge thresholds"] == ["(none)", "model"]
+    assert run([*home, "project", "config", "-p", "ssb", "--merge-thresholds", "7 days"]) == 1
+    assert '"7 days" is not a duration like 7d' in capsys.readouterr().err
+    assert run([*home, "project", "config", "-p", "ssb", "--merge-thresholds", "7d", "--merge-levels", "WEEK"]) == 1
+    assert "not both" in capsys.readouterr().err

@@ -157,3 +157,28 @@ def test_kylin_a2_empty_daily_segments_auto_merge(ctx: BuildContext) -> None:
     with ctx.store.read("ssb") as tx:
         model = require_model(tx, "light")
         assert all(s.source_count == 0 for s in tx.require(Dataflow, model.uuid).segments)
+
+
+def test_seed_001_thresholds_merge_c_to_i_through_real_builds(ctx: BuildContext) -> None:
+    """Seed 001 §4.4's example with thresholds 7 and 28 days, built for real (2010: empty segments, so quick):
+    A (28 days), B (7 days), then C…H one day each merge nothing; I completes a 7-day run and C…I merge once."""
+    with ctx.store.transaction("ssb") as tx:
+        project = tx.project()
+        project.segment_config.auto_merge_enabled = True
+        project.segment_config.auto_merge_thresholds_ms = [7 * 86_400_000, 28 * 86_400_000]
+        tx.update(project)
+    _light(ctx, "seed")
+    scheduler = Scheduler(ctx, poll_s=0.05)
+    ends = ["2010-01-01", "2010-01-29", "2010-02-05", *(f"2010-02-{d:02d}" for d in range(6, 13))]
+    merged_after = []
+    for start, end in itertools.pairwise(ends):  # A, B, C … H, I
+        submit(ctx.store, "ssb", build_job(ctx.store, "ssb", "seed", TimeRange.of(day(start), day(end))))
+        assert scheduler.run_until_idle(timeout_s=300)
+        if any(j.job_type is JobType.INDEX_MERGE for j in jobs_of(ctx.store, "ssb") if j.model_alias == "seed"):
+            merged_after.append(end)
+    scheduler.stop()
+    assert merged_after[0] == "2010-02-12"  # no merge before I was built
+    expected = [("2010-01-01", "2010-01-29"), ("2010-01-29", "2010-02-05"), ("2010-02-05", "2010-02-12")]
+    assert _segments(ctx, "seed") == [(day(a), day(b), SegmentStatus.READY) for a, b in expected]
+    merges = [j for j in jobs_of(ctx.store, "ssb") if j.job_type is JobType.INDEX_MERGE and j.model_alias == "seed"]
+    assert [(m.submitter, m.state) for m in merges] == [(AUTO_MERGE, JobState.SUCCEED)]

@@ -201,6 +201,7 @@ def config(
     model: str = MODEL,
     auto_merge: bool | None = seg.AUTO_MERGE,
     merge_levels: str | None = seg.MERGE_LEVELS,
+    merge_thresholds: str | None = seg.MERGE_THRESHOLDS,
     volatile: str | None = seg.VOLATILE,
     no_volatile: bool = seg.NO_VOLATILE,
     retention: str | None = seg.RETENTION,
@@ -218,7 +219,9 @@ def config(
             f"use precube project config -p {project} --first-day-of-week {first_day_of_week}"
         )
     cli = project_state(ctx, project)
-    edits = seg.SegmentEdits.parse(auto_merge, merge_levels, volatile, no_volatile, retention, no_retention)
+    edits = seg.SegmentEdits.parse(
+        auto_merge, merge_levels, volatile, no_volatile, retention, no_retention, merge_thresholds
+    )
     store = cli.store()
     if edits or inherit:
         # Not update_model: that rebuilds the model from a spec and may drop segments; a settings change only

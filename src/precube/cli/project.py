@@ -73,6 +73,7 @@ def config(
     project: str = PROJECT,
     auto_merge: bool | None = seg.AUTO_MERGE,
     merge_levels: str | None = seg.MERGE_LEVELS,
+    merge_thresholds: str | None = seg.MERGE_THRESHOLDS,
     volatile: str | None = seg.VOLATILE,
     no_volatile: bool = seg.NO_VOLATILE,
     retention: str | None = seg.RETENTION,
@@ -91,7 +92,9 @@ def config(
     pushdown), or change those given; models take the segment settings unless they override them (`precube
     model config`)."""
     cli = project_state(ctx, project)
-    edits = seg.SegmentEdits.parse(auto_merge, merge_levels, volatile, no_volatile, retention, no_retention)
+    edits = seg.SegmentEdits.parse(
+        auto_merge, merge_levels, volatile, no_volatile, retention, no_retention, merge_thresholds
+    )
     first_day = None if first_day_of_week is None else seg.parse_first_day(first_day_of_week)
     allowed = None if pushdown is None else _on_off(pushdown)
     store = cli.store()

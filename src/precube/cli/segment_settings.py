@@ -43,6 +43,12 @@ MERGE_LEVELS = typer.Option(
     help="Comma-separated auto-merge levels: HOUR, SIX_HOUR, HALF_DAY, DAY, WEEK, MONTH, QUARTER, YEAR.",
     show_default=False,
 )
+MERGE_THRESHOLDS = typer.Option(
+    None,
+    "--merge-thresholds",
+    help="Comma-separated auto-merge durations, e.g. 7d,28d (units h, d, w): seed 001's rule instead of the levels.",
+    show_default=False,
+)
 VOLATILE = typer.Option(
     None,
     "--volatile",
@@ -110,6 +116,30 @@ def parse_levels(text: str) -> list[AutoMergeTimeRange]:
     return sorted(levels, key=_LEVEL_ORDER.index)
 
 
+_DURATION_MS = {"h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
+
+
+def parse_thresholds(text: str) -> list[int]:
+    """Comma-separated durations (`7d`, `28d`, `12h`, `2w`) as milliseconds, deduplicated, largest first."""
+    found: set[int] = set()
+    for part in (p.strip() for p in text.split(",")):
+        m = re.fullmatch(r"([0-9]+)\s*([hdw])", part.lower())
+        if m is None or int(m.group(1)) < 1:
+            raise InvalidInputError(f'--merge-thresholds: "{part}" is not a duration like 7d, 28d, 12h or 2w')
+        found.add(int(m.group(1)) * _DURATION_MS[m.group(2)])
+    return sorted(found, reverse=True)
+
+
+def thresholds_text(thresholds_ms: list[int]) -> str:
+    """`28d, 7d`: durations as `--merge-thresholds` takes them, largest first."""
+
+    def one(ms: int) -> str:
+        unit = next((u for u in ("d", "h") if ms % _DURATION_MS[u] == 0), None)
+        return f"{ms // _DURATION_MS[unit]}{unit}" if unit else f"{ms} ms"
+
+    return ", ".join(one(ms) for ms in sorted(thresholds_ms, reverse=True))
+
+
 def parse_first_day(text: str) -> str:
     day = text.strip().lower()
     if day not in WEEK_DAYS:
@@ -123,6 +153,7 @@ class SegmentEdits:
 
     auto_merge: bool | None = None
     levels: list[AutoMergeTimeRange] | None = None
+    thresholds: list[int] | None = None
     volatile: tuple[int, AutoMergeTimeRange] | None = None
     volatile_off: bool = False
     retention: tuple[int, AutoMergeTimeRange] | None = None
@@ -137,14 +168,18 @@ class SegmentEdits:
         no_volatile: bool,
         retention: str | None,
         no_retention: bool,
+        merge_thresholds: str | None = None,
     ) -> SegmentEdits:
         if volatile is not None and no_volatile:
             raise InvalidInputError("give --volatile or --no-volatile, not both")
         if retention is not None and no_retention:
             raise InvalidInputError("give --retention or --no-retention, not both")
+        if merge_levels is not None and merge_thresholds is not None:
+            raise InvalidInputError("give --merge-levels or --merge-thresholds, not both: auto-merge uses one rule")
         return cls(
             auto_merge=auto_merge,
             levels=None if merge_levels is None else parse_levels(merge_levels),
+            thresholds=None if merge_thresholds is None else parse_thresholds(merge_thresholds),
             volatile=None if volatile is None else parse_range(volatile, "--volatile"),
             volatile_off=no_volatile,
             retention=None if retention is None else parse_range(retention, "--retention"),
@@ -160,8 +195,11 @@ class SegmentEdits:
         update: dict[str, Any] = {}
         if self.auto_merge is not None:
             update["auto_merge_enabled"] = self.auto_merge
-        if self.levels is not None:
+        if self.levels is not None:  # the calendar levels: no thresholds
             update["auto_merge_time_ranges"] = list(self.levels)
+            update["auto_merge_thresholds_ms"] = []
+        if self.thresholds is not None:
+            update["auto_merge_thresholds_ms"] = list(self.thresholds)
         if self.volatile is not None:
             number, unit = self.volatile
             update["volatile_range"] = VolatileRange(
@@ -193,9 +231,13 @@ def settings_table(
     """The settings as a table; for a model (`model=True`) a third column says whether each comes from the
     model's own override or from the project."""
     levels = ", ".join(lv.value for lv in config.auto_merge_time_ranges) or "(none)"
+    if config.auto_merge_thresholds_ms:
+        levels = "(thresholds instead)"
+    thresholds = thresholds_text(config.auto_merge_thresholds_ms) or "(none)"
     rows = [
         ("auto-merge", "on" if config.auto_merge_enabled else "off", "auto_merge_enabled"),
         ("merge levels", levels, "auto_merge_time_ranges"),
+        ("merge thresholds", thresholds, "auto_merge_thresholds_ms"),
         ("volatile range", _volatile_text(config.volatile_range), "volatile_range"),
         ("retention", _retention_text(config.retention_range), "retention_range"),
         ("first day of week", first_day, ""),  # a project property in Kylin, never per model

@@ -48,6 +48,8 @@ class SegmentConfig(BaseModel):
             AutoMergeTimeRange.YEAR,
         ]
     )
+    # seed 001 §4.4 (Kylin 3/4): merge by durations (e.g. 7 and 28 days, in ms) instead of calendar levels
+    auto_merge_thresholds_ms: list[int] = Field(default_factory=list)
     volatile_range: VolatileRange = Field(default_factory=VolatileRange)
     retention_range: RetentionRange = Field(default_factory=RetentionRange)
     create_empty_segment_enabled: bool = False
@@ -59,6 +61,7 @@ class SegmentConfigOverride(BaseModel):
 
     auto_merge_enabled: bool | None = None
     auto_merge_time_ranges: list[AutoMergeTimeRange] | None = None
+    auto_merge_thresholds_ms: list[int] | None = None
     volatile_range: VolatileRange | None = None
     retention_range: RetentionRange | None = None
     create_empty_segment_enabled: bool | None = None

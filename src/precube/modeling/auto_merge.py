@@ -133,8 +133,9 @@ def plan_auto_merge(
 
     Candidates are READY/WARNING segments, minus those overlapping the retention range (§1.5; overlap, not
     containment, as Kylin), minus the volatile tail when enabled, minus those overlapping any NEW segment (being
-    built, refreshed or merged). Levels are tried largest first; the first level with a range wins. None when
-    auto-merge is disabled or fewer than two candidates remain.
+    built, refreshed or merged). Levels are tried largest first; the first level with a range wins — or, when
+    the config gives duration thresholds (seed 001), `plan_threshold_merge` decides. None when auto-merge is
+    disabled or fewer than two candidates remain.
     """
     if not config.auto_merge_enabled:
         return None
@@ -149,6 +150,8 @@ def plan_auto_merge(
     ready = [r for r in ready if not any(b.seg_range.overlaps(r.seg_range) for b in building)]
     if len(ready) < 2:
         return None
+    if config.auto_merge_thresholds_ms:  # seed 001's durations chosen instead of Kylin 5's calendar levels
+        return plan_threshold_merge(ready, config.auto_merge_thresholds_ms)
     for level in sorted(set(config.auto_merge_time_ranges), key=_LEVEL_ORDER.index, reverse=True):
         found = find_merge_range(ready, level, first_day_of_week)
         if found is not None:
