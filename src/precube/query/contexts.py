@@ -96,7 +96,7 @@ def _context(scope: Scope, tables: dict[str, exp.Table]) -> QueryContext:
     assert isinstance(select, exp.Select)
     names = {alias: f"{t.db}.{t.name}".upper() for alias, t in tables.items()}
     ctx = QueryContext(select, names, [], [], [], select.args["where"].this if select.args.get("where") else None)
-    if len(tables) != len(scope.sources):
+    if len(tables) != len(scope.selected_sources):  # `sources` also holds the CTEs it could read but does not
         ctx.problem = "it joins tables with a subquery"
     nodes = list(own_nodes(select))
     ctx.aggregates = [n for n in nodes if isinstance(n, exp.AggFunc) and is_group_aggregate(n)]
