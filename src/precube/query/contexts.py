@@ -14,6 +14,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 INNER = "INNER"
+REFUSED = "precube_split_refused"  # meta key of a block `split_blocks` left whole: why
 LEFT = "LEFT"
 
 
@@ -97,7 +98,10 @@ def _context(scope: Scope, tables: dict[str, exp.Table]) -> QueryContext:
     names = {alias: f"{t.db}.{t.name}".upper() for alias, t in tables.items()}
     ctx = QueryContext(select, names, [], [], [], select.args["where"].this if select.args.get("where") else None)
     if len(tables) != len(scope.selected_sources):  # `sources` also holds the CTEs it could read but does not
+        refused = select.meta_get(REFUSED)
         ctx.problem = "it joins tables with a subquery"
+        if refused:
+            ctx.problem += f" and its model part cannot be split off: {refused}"
     nodes = list(own_nodes(select))
     ctx.aggregates = [n for n in nodes if isinstance(n, exp.AggFunc) and is_group_aggregate(n)]
     if any(is_group_aggregate(inner) for a in ctx.aggregates for inner in list(a.walk())[1:]):
