@@ -303,36 +303,84 @@ def _merge(call: exp.AggFunc, part: _Part, model: set[str], catalog: Catalog, se
     condition = _keyed(wrapper.expression.this, part, model) if wrapper is not None else None
     arg = call.this
     shown = call.sql(dialect="spark")
-    if {c.table for c in call.find_all(exp.Column)} - model:
-        raise _RefusedError(f"{shown} reads a subquery's columns")
-    if isinstance(arg, exp.Distinct) or isinstance(call, exp.ApproxDistinct):
-        # over the distinct values: the model part groups by the columns of its argument
+    read = {c.table for c in call.find_all(exp.Column)}
+    extreme = isinstance(call, (exp.Min, exp.Max)) and bool(read - model)
+    if isinstance(arg, exp.Distinct) or isinstance(call, exp.ApproxDistinct) or extreme:
+        # over the distinct values (the model part groups by the columns of the argument), or the extremes of
+        # a subquery's columns: a row of the model part stands for at least one row of the block
         return _keyed(wrapper or call, part, model)
+    if read & model and read - model:
+        raise _RefusedError(f"{shown} reads both the model's tables and a subquery's columns")
+    if read - model:
+        return _weighted(call, part, condition, catalog, select)
     if isinstance(call, exp.Count):
         counted = part.partial(exp.Count(this=arg.copy() if arg is not None else exp.Star()))
-        counts = exp.cast(_call_over(exp.Sum, counted, condition), exp.DataType.build("bigint"))
-        return exp.func("coalesce", counts, exp.Literal.number(0))
+        return _zero_if_null(exp.cast(_call_over(exp.Sum, counted, condition), exp.DataType.build("bigint")))
     if isinstance(call, (exp.Min, exp.Max)):
         return _call_over(type(call), part.partial(type(call)(this=arg.copy())), condition)
     if isinstance(call, exp.Sum):
         summed = _call_over(exp.Sum, part.partial(exp.Sum(this=arg.copy())), condition)
-        spark_type = _sum_type(arg, select, model, catalog)
-        return exp.cast(summed, exp.DataType.build(spark_type, dialect="spark")) if spark_type else summed
+        return _typed_sum(summed, arg, select, catalog)
     if isinstance(call, exp.Avg):
         total = _call_over(exp.Sum, part.partial(exp.Sum(this=arg.copy())), condition)
         count = _call_over(exp.Sum, part.partial(exp.Count(this=arg.copy())), condition)
-        return exp.Div(
-            this=exp.cast(total, exp.DataType.build("double")),
-            expression=exp.func("nullif", count, exp.Literal.number(0)),
-        )
+        return _ratio(total, count)
     raise _RefusedError(f"{shown} cannot be re-aggregated from partial aggregates after a join with a subquery")
 
 
-def _sum_type(arg: exp.Expr, select: exp.Select, model: set[str], catalog: Catalog) -> str | None:
-    """The type Spark gives SUM(`arg`) over the block's model tables (`frontend.spark_sum_types`)."""
-    tables = [n.copy() for n, _ in _sources(select) if n.alias_or_name in model]
-    probe = exp.Select(expressions=[exp.Sum(this=arg.copy())]).from_(tables[0])
-    for t in tables[1:]:
-        probe = probe.join(t)
+def _weighted(
+    call: exp.AggFunc, part: _Part, condition: exp.Expr | None, catalog: Catalog, select: exp.Select
+) -> exp.Expr:
+    """SUM, COUNT or AVG of a subquery's columns: each joined row of the model part counts for the fact rows
+    it stands for (its COUNT(*))."""
+    arg = call.this
+    rows = part.partial(exp.Count(this=exp.Star()))
+    present = exp.If(this=exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())), true=rows.copy())
+    counted = _call_over(exp.Sum, exp.Case(ifs=[present]), condition)
+    if isinstance(call, exp.Count):
+        return _zero_if_null(exp.cast(counted, exp.DataType.build("bigint")))
+    summed = _call_over(exp.Sum, exp.Mul(this=exp.Paren(this=arg.copy()), expression=rows.copy()), condition)
+    if isinstance(call, exp.Sum):
+        return _typed_sum(summed, arg, select, catalog)
+    if isinstance(call, exp.Avg):
+        return _ratio(summed, counted)
+    raise _RefusedError(f"{call.sql(dialect='spark')} reads a subquery's columns and cannot be weighted by rows")
+
+
+def _zero_if_null(e: exp.Expr) -> exp.Expr:
+    return exp.func("coalesce", e, exp.Literal.number(0))
+
+
+def _ratio(total: exp.Expr, count: exp.Expr) -> exp.Expr:
+    """AVG from its SUM and COUNT, as a DOUBLE (as a layout's AVG is)."""
+    return exp.Div(
+        this=exp.cast(total, exp.DataType.build("double")),
+        expression=exp.func("nullif", count, exp.Literal.number(0)),
+    )
+
+
+def _typed_sum(summed: exp.Expr, arg: exp.Expr, select: exp.Select, catalog: Catalog) -> exp.Expr:
+    """`summed` cast to the type Spark gives SUM(`arg`) over the block's sources (`frontend.spark_sum_types`)."""
+    sources = [n.copy() for n, _ in _sources(select)]
+    probe = exp.Select(expressions=[exp.Sum(this=arg.copy())]).from_(sources[0])
+    for source in sources[1:]:
+        probe = probe.join(source)
+    scopes = [select, *_ancestors(select, exp.Query)]  # the CTEs it may read
+    ctes = [cte.copy() for q in scopes[::-1] if q.args.get("with_") for cte in q.args["with_"].expressions]
+    if ctes:
+        probe.set("with_", exp.With(expressions=ctes))
     typed = spark_sum_types(probe, catalog).expressions[0]
-    return typed.to.sql(dialect="spark") if isinstance(typed, exp.Cast) else None
+    if not isinstance(typed, exp.Cast):
+        return summed
+    return exp.cast(summed, exp.DataType.build(typed.to.sql(dialect="spark"), dialect="spark"))
+
+
+def _ancestors(node: exp.Expr, kind: type[exp.Expr]) -> list[exp.Expr]:
+    """The nodes of `kind` above `node`, nearest first."""
+    found = []
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, kind):
+            found.append(parent)
+        parent = parent.parent
+    return found
