@@ -39,6 +39,7 @@ class QueryContext:
     filter: exp.Expr | None  # WHERE, without the join conditions of comma joins
     filter_columns: list[exp.Column] = field(default_factory=list)
     problem: str | None = None  # why no layout can answer this block, whatever the model
+    correlated: bool = False  # it reads a column of an outer query
 
     @property
     def aggregating(self) -> bool:
@@ -109,8 +110,9 @@ def _context(scope: Scope, tables: dict[str, exp.Table]) -> QueryContext:
     # an unqualified column is a reference to an output alias (ORDER BY revenue), not a table column
     ctx.columns = [n for n in nodes if isinstance(n, exp.Column) and n.table and not _inside_aggregate(n, select)]
     for col in ctx.columns + [c for a in ctx.aggregates for c in a.find_all(exp.Column)]:
-        if col.table and col.table not in tables:
+        if col.table and col.table not in scope.selected_sources:  # (a subquery's column: a problem above)
             ctx.problem = ctx.problem or f"column {col.sql()} refers to an outer query"
+            ctx.correlated = True
     _joins(ctx, select, tables)
     if ctx.filter is not None:
         ctx.filter_columns = list(ctx.filter.find_all(exp.Column))

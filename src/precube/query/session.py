@@ -224,10 +224,11 @@ class Session:
         )
         plans = [self._plan_context(ctx, snapshot, blocks[id(ctx.select)]) for ctx in found]
         # a block over no fact table (a lookup's projection) that no layout answers reads the source tables
-        # when other blocks are answered from layouts: its rows are the source's either way
+        # when other blocks are answered from layouts: its rows are the source's either way (unless it reads
+        # an outer block's columns: that block's tables become a layout's)
         if any(p.match is not None for p in plans):
             for ctx, p in zip(found, plans, strict=True):
-                p.from_source = p.match is None and not facts & set(ctx.tables.values())
+                p.from_source = p.match is None and not facts & set(ctx.tables.values()) and not ctx.correlated
         missing = [p for p in plans if p.match is None and not p.from_source]
         # the reason names the blocks over a fact table, when some are missing: a lookup's alone follows them
         over_facts = [p for c, p in zip(found, plans, strict=True) if p in missing and facts & set(c.tables.values())]
