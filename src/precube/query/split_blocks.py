@@ -215,10 +215,11 @@ def _split(select: exp.Select, scope: Scope, model: set[str], derived: tuple[str
             *(exp.alias_(node.copy(), exp.to_identifier(name)) for name, node in part.partial_nodes.items()),
         ]
     )
-    body.set("from_", exp.From(this=sources[first][0].copy()))
-    body.set("joins", [sources[i][1].copy() for i in sorted(moved)] or None)  # type: ignore[union-attr]
+    # the model's tables, joins and conjuncts move (not copied: a subquery in them may be a split part)
+    body.set("from_", exp.From(this=sources[first][0]))
+    body.set("joins", [sources[i][1] for i in sorted(moved)] or None)
     if inner:
-        body.set("where", exp.Where(this=exp.and_(*(c.copy() for c in inner))))
+        body.set("where", exp.Where(this=exp.and_(*(c.pop() for c in inner), copy=False)))
     if aggregating:
         body.set("group", exp.Group(expressions=[n.copy() for n in part.key_nodes.values()]))
     relation = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(part.alias)))
@@ -241,7 +242,7 @@ def _split(select: exp.Select, scope: Scope, model: set[str], derived: tuple[str
     assert head is not None
     select.set("from_", exp.From(this=head))
     select.set("joins", rebuilt or None)
-    select.set("where", exp.Where(this=exp.and_(*outer)) if outer else None)
+    select.set("where", exp.Where(this=exp.and_(*(c.pop() for c in outer), copy=False)) if outer else None)
     return Split(original, body, part.alias, derived)
 
 
