@@ -231,7 +231,7 @@ class Session:
                 p.from_source = p.match is None and not facts & set(ctx.tables.values()) and not ctx.correlated
         missing = [p for p in plans if p.match is None and not p.from_source]
         # the reason names the blocks over a fact table, when some are missing: a lookup's alone follows them
-        over_facts = [p for c, p in zip(found, plans, strict=True) if p in missing and facts & set(c.tables.values())]
+        over_facts = [p for c, p in zip(found, plans, strict=True) if not p.match and facts & set(c.tables.values())]
         reason = "pushdown was asked for" if force_pushdown else _reasons(over_facts or missing)
         if not missing and not force_pushdown:
             try:
