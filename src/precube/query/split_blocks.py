@@ -13,15 +13,18 @@ conjuncts over them alone; it groups by every column of them the rest of the blo
 aggregate calls (group-by columns, the other conjuncts, the join conditions to the subqueries, FILTER
 conditions, the arguments of DISTINCT calls) and computes each aggregate call as partials that the block
 re-aggregates: SUM → SUM of sums, COUNT → SUM of counts, MIN/MAX of MIN/MAX, AVG → SUM of sums over SUM of
-counts; a DISTINCT call reads the grouped column itself. This is exact: a row of the model part stands
-for fact rows with the same values of every column the rest reads, so a join multiplies it as it
-multiplies those rows. A detail block (no aggregation) reads the model part's columns ungrouped.
+counts; a DISTINCT call reads the grouped column itself. A call over a subquery's columns alone stays
+outside: MIN/MAX/DISTINCT as written, SUM/COUNT/AVG weighted by the part's COUNT(*). This is exact: a row
+of the model part stands for fact rows with the same values of every column the rest reads, so a join
+multiplies it as it multiplies those rows. A detail block (no aggregation) reads the part ungrouped.
 
 It applies only when moving the model's joins together keeps the rows: every join is INNER, LEFT (the
-table it adds optional) or a comma join, no subquery comes before the model part with the model on the
-optional side, and the joins among the model's tables read only them. Otherwise, and for calls that do not
-re-aggregate (a percentile, a call over a subquery's columns), the block is left as it is with the reason
-(`REFUSED`, read by `contexts`).
+table it adds optional) or a comma join, the model is not on the optional side of a LEFT join with a
+subquery before it, and the joins among the model's tables read only them. Otherwise — and for a call
+mixing the model's and a subquery's columns, one that does not re-aggregate (a percentile), a correlated
+subquery over the model's tables outside the part, no model column shared with the subqueries — the
+block is left as it is with the reason (`REFUSED`, read by `contexts`). The statement pushed down is the
+original one, never the split.
 """
 
 from __future__ import annotations
