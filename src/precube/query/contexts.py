@@ -14,6 +14,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 INNER = "INNER"
+REFUSED = "precube_split_refused"  # meta key of a block `split_blocks` left whole: why
 LEFT = "LEFT"
 
 
@@ -38,6 +39,7 @@ class QueryContext:
     filter: exp.Expr | None  # WHERE, without the join conditions of comma joins
     filter_columns: list[exp.Column] = field(default_factory=list)
     problem: str | None = None  # why no layout can answer this block, whatever the model
+    correlated: bool = False  # it reads a column of an outer query
 
     @property
     def aggregating(self) -> bool:
@@ -96,8 +98,11 @@ def _context(scope: Scope, tables: dict[str, exp.Table]) -> QueryContext:
     assert isinstance(select, exp.Select)
     names = {alias: f"{t.db}.{t.name}".upper() for alias, t in tables.items()}
     ctx = QueryContext(select, names, [], [], [], select.args["where"].this if select.args.get("where") else None)
-    if len(tables) != len(scope.sources):
+    if len(tables) != len(scope.selected_sources):  # `sources` also holds the CTEs it could read but does not
+        refused = select.meta_get(REFUSED)
         ctx.problem = "it joins tables with a subquery"
+        if refused:
+            ctx.problem += f" and its model part cannot be split off: {refused}"
     nodes = list(own_nodes(select))
     ctx.aggregates = [n for n in nodes if isinstance(n, exp.AggFunc) and is_group_aggregate(n)]
     if any(is_group_aggregate(inner) for a in ctx.aggregates for inner in list(a.walk())[1:]):
@@ -105,8 +110,9 @@ def _context(scope: Scope, tables: dict[str, exp.Table]) -> QueryContext:
     # an unqualified column is a reference to an output alias (ORDER BY revenue), not a table column
     ctx.columns = [n for n in nodes if isinstance(n, exp.Column) and n.table and not _inside_aggregate(n, select)]
     for col in ctx.columns + [c for a in ctx.aggregates for c in a.find_all(exp.Column)]:
-        if col.table and col.table not in tables:
+        if col.table and col.table not in scope.selected_sources:  # (a subquery's column: a problem above)
             ctx.problem = ctx.problem or f"column {col.sql()} refers to an outer query"
+            ctx.correlated = True
     _joins(ctx, select, tables)
     if ctx.filter is not None:
         ctx.filter_columns = list(ctx.filter.find_all(exp.Column))

@@ -1,17 +1,21 @@
-"""EXPLAIN (DESIGN §6 step 7): for each context the chosen model, layout and its columns, the segments
-scanned and pruned, the rows to scan; the engine and the SQL it runs; every rejected candidate with its
-reason; for a pushdown, why."""
+"""EXPLAIN (DESIGN §6 step 7): for each context how it is answered (a layout, the source tables, or the
+whole statement pushed down), the chosen model, layout and its columns, the segments scanned and pruned,
+the rows to scan; each block whose model part was split off from its subqueries; the engine and the SQL it
+runs; every rejected candidate with its reason; for a pushdown, why."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqlglot import exp
+
 from precube.metadata.model import MEASURE_ID_BASE
+from precube.query.literal_lists import abbreviated
 from precube.query.matching import Match
 
 if TYPE_CHECKING:
-    from precube.query.session import Plan
+    from precube.query.session import ContextPlan, Plan
 
 
 def _layout_columns(m: Match) -> list[str]:
@@ -42,10 +46,20 @@ class Explanation:
         return explain_text(self.plan, self.engine, self.sql)
 
 
+def _answer(plan: Plan, c: ContextPlan) -> str:
+    if plan.pushdown:
+        return "pushdown"
+    if c.match is not None:
+        return "table index" if c.match.table_index else "aggregate index"
+    return "source tables" if c.from_source else "none"
+
+
 def explain_dict(plan: Plan, engine: str, engine_sql: str) -> dict[str, Any]:
     contexts = []
     for c in plan.contexts:
-        entry: dict[str, Any] = {"block": c.sql}
+        entry: dict[str, Any] = {"block": c.sql, "answer": _answer(plan, c)}
+        if c.from_source and not plan.pushdown:
+            entry["source_tables"] = sorted({f"{t.db}.{t.name}".upper() for t in _own_tables(c)})
         if c.match is not None:
             m = c.match
             entry.update(
@@ -66,13 +80,29 @@ def explain_dict(plan: Plan, engine: str, engine_sql: str) -> dict[str, Any]:
             )
         entry["rejected"] = [{"model": r.model, "reason": r.reason} for r in c.rejections]
         contexts.append(entry)
+    ids = {id(c.block): i for i, c in enumerate(plan.contexts, start=1)}
+    splits = [
+        {
+            "block": abbreviated(s.original).sql(dialect="spark"),
+            "model_part_context": ids.get(id(s.part)),
+            "model_part_alias": s.alias,
+            "joined_with": list(s.subqueries),
+        }
+        for s in plan.splits
+    ]
     return {
         "pushdown": plan.pushdown,
         "pushdown_reason": plan.pushdown_reason,
         "engine": engine,
+        "splits": splits,
         "contexts": contexts,
         "sql": engine_sql,
     }
+
+
+def _own_tables(c: ContextPlan) -> list[exp.Table]:
+    """The source tables the block itself reads (not its subqueries')."""
+    return [t for t in c.block.find_all(exp.Table) if t.db and t.find_ancestor(exp.Select) is c.block]
 
 
 def explain_text(plan: Plan, engine: str, engine_sql: str) -> str:
@@ -80,8 +110,16 @@ def explain_text(plan: Plan, engine: str, engine_sql: str) -> str:
     lines = []
     if plan.pushdown:
         lines.append(f"PUSHDOWN to the source tables: {plan.pushdown_reason}")
+    for s in d["splits"]:
+        lines.append(f"block split: {s['block']}")
+        joined = ", ".join(s["joined_with"])
+        lines.append(
+            f"  its model part ({s['model_part_alias']}) is context {s['model_part_context']}, joined with {joined}"
+        )
     for i, c in enumerate(d["contexts"], start=1):
         lines.append(f"context {i}: {c['block']}")
+        if "source_tables" in c:
+            lines.append(f"  answered from the source tables {', '.join(c['source_tables'])} (it reads no fact table)")
         if "model" in c and not plan.pushdown:
             lines.append(f"  model {c['model']}, layout {c['layout_id']} ({c['index']})")
             lines.append(f"  layout columns: {', '.join(c['layout_columns'])}")

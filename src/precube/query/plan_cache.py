@@ -12,8 +12,8 @@ What a plan does with a parameter decides how it is reused:
   again (over the context filters kept from the first plan) and the plan is reused only when every model
   keeps the same segments;
 - *fixed* parameters — literals inside aggregate calls (a computed column may match), projections (they
-  name the outputs), GROUP BY, ORDER BY, join conditions, window specifications, or any literal the
-  front end consumed — are part of the key: another value plans afresh.
+  name the outputs), GROUP BY, ORDER BY, join conditions (not the subqueries joined), window specifications,
+  or any literal the front end consumed — are part of the key: another value plans afresh.
 A template is only used for an engine after it reproduced, with the first statement's literals, exactly
 the SQL that statement ran.
 """
@@ -107,7 +107,11 @@ def _structural(lit: exp.Literal, known: dict[int, bool]) -> bool:
             break
         path.append(node)
         parent = node.parent
-        if isinstance(parent, _STRUCTURAL) or (isinstance(parent, exp.Select) and node.arg_key == "expressions"):
+        # a JOIN's condition is structural, not the subquery it joins (whose filter is a context's, or runs as is)
+        joined = isinstance(parent, exp.Join) and node.arg_key == "this"
+        if (isinstance(parent, _STRUCTURAL) and not joined) or (
+            isinstance(parent, exp.Select) and node.arg_key == "expressions"
+        ):
             found = True
             break
         node = parent

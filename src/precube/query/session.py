@@ -39,6 +39,7 @@ from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
 from precube.query.rewrite import LayoutScan, rewrite
 from precube.query.snapshot import ProjectSnapshot, Snapshots
+from precube.query.split_blocks import Split, split_tree
 from precube.settings import QuerySettings
 from precube.storage.paths import layout_path, local_path
 
@@ -56,6 +57,7 @@ class ContextPlan:
     block: exp.Select  # the block as the user wrote it (qualified), in a tree no later stage changes
     match: Match | None
     rejections: list[Rejection]
+    from_source: bool = False  # no layout answers it, but it reads no fact table: the source tables do
 
     @property
     def sql(self) -> str:
@@ -75,6 +77,7 @@ class Plan:
     # each context's filter with its literals tagged, and the models that fit it: kept when the statement
     # had a shape, so the plan serves other literals (plan cache) and their filters (result cache)
     probes: list[ContextProbe] = field(default_factory=list)
+    splits: list[Split] = field(default_factory=list)  # blocks whose model part became a block (`split_blocks`)
 
 
 @dataclass(frozen=True)
@@ -208,18 +211,28 @@ class Session:
         parsed = parse(sql, shape.starts, depth, shape.tokens) if shape else parse(sql, None, depth)
         guard.check(parsed, snapshot.catalog)  # before anything is resolved or reaches an engine
         tree = normalise(parsed, snapshot.catalog)
-        work = tree.copy()
+        facts = frozenset(m.model.fact_table.upper() for m in snapshot.models)
+        split, splits = split_tree(tree, facts, snapshot.catalog)  # model parts apart from subqueries
+        work = split.copy()
         found = contexts(work)
-        # each block of `work` → the same block of `tree` (the copy walks in the same order), for explain
-        blocks = {id(w): t for w, t in zip(work.walk(), tree.walk(), strict=True) if isinstance(w, exp.Select)}
+        # each block of `work` → the same block of `split` (the copy walks in the same order), for explain
+        blocks = {id(w): t for w, t in zip(work.walk(), split.walk(), strict=True) if isinstance(w, exp.Select)}
         kept = (
             [ContextProbe(c.filter.copy() if c.filter else None, probes(c, snapshot.models)) for c in found]
             if shape is not None
             else []
         )
         plans = [self._plan_context(ctx, snapshot, blocks[id(ctx.select)]) for ctx in found]
-        missing = [p for p in plans if p.match is None]
-        reason = "pushdown was asked for" if force_pushdown else _reasons(missing)
+        # a block over no fact table (a lookup's projection) that no layout answers reads the source tables
+        # when other blocks are answered from layouts: its rows are the source's either way (unless it reads
+        # an outer block's columns: that block's tables become a layout's)
+        if any(p.match is not None for p in plans):
+            for ctx, p in zip(found, plans, strict=True):
+                p.from_source = p.match is None and not facts & set(ctx.tables.values()) and not ctx.correlated
+        missing = [p for p in plans if p.match is None and not p.from_source]
+        # the reason names the blocks over a fact table, when some are missing: a lookup's alone follows them
+        over_facts = [p for c, p in zip(found, plans, strict=True) if not p.match and facts & set(c.tables.values())]
+        reason = "pushdown was asked for" if force_pushdown else _reasons(over_facts or missing)
         if not missing and not force_pushdown:
             try:
                 scans = [
@@ -227,9 +240,16 @@ class Session:
                     for ctx, p in zip(found, plans, strict=True)
                     if p.match is not None
                 ]
-                lookups = sorted({d.table for p in plans if p.match is not None for d in p.match.derived})
-                sources = [snapshot.tables[t] for t in lookups]
-                return Plan(work, False, plans, scans=scans, sources=sources, probes=kept), tree
+                lookups = {d.table for p in plans if p.match is not None for d in p.match.derived}
+                read = [ctx for ctx, p in zip(found, plans, strict=True) if p.from_source]
+                lookups |= {t for ctx in read for t in ctx.tables.values()}
+                for ctx in read:  # as a pushdown would run them
+                    spark_sum_types(ctx.select, snapshot.catalog)
+                if read:
+                    inline_computed(work, snapshot.computed, snapshot.real_columns)
+                sources = [snapshot.tables[t] for t in sorted(lookups) if t in snapshot.tables]
+                plan = Plan(work, False, plans, scans=scans, sources=sources, probes=kept, splits=splits)
+                return plan, tree
             except Exception as err:  # noqa: BLE001 (a rewrite that fails leaves the source tables to answer)
                 reason = f"the rewrite onto layouts failed: {err}"
         allowed = pushdown if pushdown is not None else _enabled(snapshot)
@@ -244,6 +264,7 @@ class Session:
             sources=[snapshot.tables[t] for t in sorted(tables) if t in snapshot.tables],
             pushdown_reason=reason,
             probes=kept,
+            splits=splits,
         )
         return plan, tree
 
