@@ -64,6 +64,8 @@ def explain_dict(plan: Plan, engine: str, engine_sql: str) -> dict[str, Any]:
                     for d in m.derived
                 ],
             )
+        if c.snapshot is not None:
+            entry.update(model=c.snapshot.model.model.alias, snapshots=c.snapshot.describe())
         entry["rejected"] = [{"model": r.model, "reason": r.reason} for r in c.rejections]
         contexts.append(entry)
     return {
@@ -82,7 +84,9 @@ def explain_text(plan: Plan, engine: str, engine_sql: str) -> str:
         lines.append(f"PUSHDOWN to the source tables: {plan.pushdown_reason}")
     for i, c in enumerate(d["contexts"], start=1):
         lines.append(f"context {i}: {c['block']}")
-        if "model" in c and not plan.pushdown:
+        if "snapshots" in c and not plan.pushdown:
+            lines.append(f"  lookup snapshots (model {c['model']}): {'; '.join(c['snapshots'])}")
+        elif "model" in c and not plan.pushdown:
             lines.append(f"  model {c['model']}, layout {c['layout_id']} ({c['index']})")
             lines.append(f"  layout columns: {', '.join(c['layout_columns'])}")
             scanned, pruned = c["segments_scanned"], c["segments_pruned"]
