@@ -24,6 +24,7 @@ from duckdb import sqltypes
 from sqlglot import exp
 
 from precube.metadata import SourceType, Table, datatypes
+from precube.metadata.csv_options import CsvOptions
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryError, QueryTimeoutError
 from precube.query.literal_lists import run_lifted
@@ -439,13 +440,9 @@ def _source_sql(table: Table) -> str:
     )
     if table.source_type is SourceType.PARQUET:
         return f"SELECT {columns} FROM read_parquet({_sql_list([pattern])})"
-    header = table.source_properties.get("header", "true").lower() == "true"
-    delim = table.source_properties.get("delimiter", ",")
     names = _sql_list([c.case_sensitive_name or c.name for c in table.columns])
-    return (
-        f"SELECT {columns} FROM read_csv({_sql_list([pattern])}, header={str(header).lower()}, "
-        f"delim='{delim}', names={names}, all_varchar=true)"
-    )
+    options = CsvOptions.of(table.source_properties).duckdb_arguments()  # as the build's Spark reads it
+    return f"SELECT {columns} FROM read_csv({_sql_list([pattern])}, {options}, names={names}, all_varchar=true)"
 
 
 def _duck_type(datatype: str) -> str:
