@@ -108,6 +108,16 @@ def test_load_checks_the_file_against_the_schema(store: MetadataStore, project: 
         )
     assert store.scan(f"/{project}/table/") == []  # nothing registered by a refused load
 
+    later = tmp_path / "later" / "a.csv"  # inferred columns: the encoding is checked before inference
+    later.parent.mkdir()
+    later.write_bytes("1;ab\n2;cd\n3;caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(UnreadableSourceError, match=r"a.csv is not valid utf-8 at byte 15 \(line 3\)"):
+        load_file_table(store, project, later.parent, SourceType.CSV, options={"header": "false", "delimiter": ";"})
+    inferred = {"header": "false", "delimiter": ";", "encoding": "latin-1"}
+    assert [
+        c.datatype for c in load_file_table(store, project, later.parent, SourceType.CSV, options=inferred).columns
+    ] == ["bigint", "varchar(4096)"]
+
     table = load_file_table(store, project, path, SourceType.CSV, options=_options())
     assert [(c.name, c.datatype) for c in table.columns] == parse_columns(COLUMNS)
     assert reload_table(store, project, table.identity, lambda: None)[1].changed is False  # type: ignore[arg-type,return-value]
@@ -138,3 +148,56 @@ def test_cli_loads_a_declared_csv(tmp_path: Path, capsys: pytest.CaptureFixture[
     )
     assert run([*home, "table", "load", "-p", "p", str(path), "--name", "X", "--encoding", "ebcdic"]) == 1
     assert "not one both engines read" in capsys.readouterr().err
+
+
+SPEC: dict[str, Any] = {
+    "alias": "csv_sales",
+    "fact_table": "C.SALES",
+    "simplified_dimensions": ["SALES.NAME", "SALES.QTY"],
+    "simplified_measures": [
+        {"name": "ROWS", "expression": "COUNT"},
+        {"name": "PRICE_SUM", "expression": "SUM", "column": "SALES.PRICE"},
+    ],
+    "aggregation_groups": [{"includes": ["NAME", "QTY"]}],
+}
+
+
+@pytest.mark.spark
+def test_declared_decimals_are_exact_on_build_and_pushdown(tmp_path: Path, spark: SparkSession) -> None:
+    from precube.build.context import BuildContext
+    from precube.build.operations import build_segment
+    from precube.modeling.model_spec import parse_spec
+    from precube.modeling.model_store import create_model
+    from precube.query.session import Session
+
+    rows = _rows(3000)
+    path = _csv(tmp_path / "sales" / "part-0.csv", rows[:1500])
+    _csv(tmp_path / "sales" / "part-1.csv", rows[1500:])
+    expected: dict[str | None, Decimal] = {}
+    for _, name, price, _ in rows:
+        if price is not None:
+            expected[name] = expected.get(name, Decimal(0)) + price
+    with open_store(f"sqlite:///{tmp_path / 'meta.db'}") as store:
+        store.create_project(Project(name="p", default_database="C"))
+        load_file_table(store, "p", path, SourceType.CSV, options=_options())
+        create_model(store, "p", parse_spec(SPEC))
+        warehouse = str(tmp_path / "warehouse")
+        build_segment(BuildContext(spark, store, "p", warehouse, writer="test"), "csv_sales")
+        sql = "select name, sum(price) as total, count(*) as n, count(qty) as qtys from c.sales group by name"
+        counts = {
+            n: (sum(1 for r in rows if r[1] == n), sum(1 for r in rows if r[1] == n and r[3] is not None))
+            for n in expected
+        }
+        with Session(store, "p", warehouse, spark=lambda: spark) as session:
+            answers = {
+                "layout": session.sql(sql),
+                "duckdb pushdown": session.sql(sql, force_pushdown=True),
+                "spark pushdown": session.sql(sql, engine="spark", force_pushdown=True),
+            }
+            assert not answers["layout"].pushdown and answers["duckdb pushdown"].pushdown
+            for how, result in answers.items():
+                assert str(result.table.schema.field("total").type) == "decimal128(29, 4)", how
+                got = {r[0]: (r[1], r[2], r[3]) for r in result.rows}
+                assert got == {n: (total, *counts[n]) for n, total in expected.items()}, how
+            latin = session.sql("select count(*) from c.sales where name in ('Zoë', 'café')", force_pushdown=True)
+            assert latin.rows == [(sum(1 for r in rows if r[1] in ("Zoë", "café")),)]

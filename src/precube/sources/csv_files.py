@@ -97,10 +97,17 @@ def check_encoding(text: str) -> str:
     return found
 
 
-def check_files(files: list[Path], options: CsvOptions, columns: list[tuple[str, str]]) -> None:
-    """The load-time checks (module docstring); the first failure is an UnreadableSourceError of one line."""
+def check_decodes(files: list[Path], options: CsvOptions) -> None:
+    """Every byte of the files decodes in their encoding, else an UnreadableSourceError of one line (checked
+    before anything parses them, which would fail with a less telling message)."""
     for path in files:
         _check_decodes(path, options.encoding)
+
+
+def check_rows(files: list[Path], options: CsvOptions, columns: list[tuple[str, str]]) -> None:
+    """The first rows have as many fields as `columns`, and a sample casts to their types; the first failure
+    is an UnreadableSourceError of one line."""
+    for path in files:
         _check_field_count(path, options, len(columns))
     _check_types(files, options, columns)
 

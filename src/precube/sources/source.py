@@ -83,15 +83,15 @@ class FileSource:
     def schema(self, spark: SparkProvider) -> list[tuple[str, str]]:
         """The declared columns of a CSV source, else those its files give; a CSV's files are checked
         against them first (`csv_files.check_files`), so what the engines cannot read fails now."""
-        csv = self.csv
-        if self.source_type is SourceType.CSV and csv.columns is not None:
-            files, columns = self._csv_files(), list(csv.columns)  # nothing inferred: no dataset to open
+        if self.source_type is not SourceType.CSV:
+            return [(f.name.upper(), types.from_arrow(f.type)) for f in self._dataset().schema]
+        csv, files = self.csv, self._csv_files()
+        csv_files.check_decodes(files, csv)
+        if csv.columns is not None:
+            columns = list(csv.columns)  # declared: nothing to infer
         else:
-            dataset = self._dataset()
-            files = [Path(f) for f in dataset.files]
-            columns = [(f.name.upper(), types.from_arrow(f.type)) for f in dataset.schema]
-        if self.source_type is SourceType.CSV:
-            csv_files.check_files(files, csv, columns)
+            columns = [(f.name.upper(), types.from_arrow(f.type)) for f in self._dataset().schema]
+        csv_files.check_rows(files, csv, columns)
         return columns
 
     def _csv_files(self) -> list[Path]:

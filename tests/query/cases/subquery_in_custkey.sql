@@ -1,5 +1,5 @@
--- an IN subquery over CUSTOMER alone (a lookup table without the fact table): the statement is pushed down
--- answer: pushdown
+-- an IN subquery over CUSTOMER alone: the subquery reads the CUSTOMER snapshot, the outer block a layout
+-- answer: layout
 select d_year, sum(lo_revenue) as revenue
 from ssb.lineorder
 left join ssb.dates on lo_orderdate = d_datekey
