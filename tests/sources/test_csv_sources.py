@@ -180,6 +180,8 @@ def test_declared_decimals_are_exact_on_build_and_pushdown(tmp_path: Path, spark
     with open_store(f"sqlite:///{tmp_path / 'meta.db'}") as store:
         store.create_project(Project(name="p", default_database="C"))
         load_file_table(store, "p", path, SourceType.CSV, options=_options())
+        utf16 = _csv(tmp_path / "sales16" / "part-0.csv", rows, encoding="utf-16")
+        load_file_table(store, "p", utf16, SourceType.CSV, options=_options(encoding="utf-16"))
         create_model(store, "p", parse_spec(SPEC))
         warehouse = str(tmp_path / "warehouse")
         build_segment(BuildContext(spark, store, "p", warehouse, writer="test"), "csv_sales")
@@ -201,3 +203,8 @@ def test_declared_decimals_are_exact_on_build_and_pushdown(tmp_path: Path, spark
                 assert got == {n: (total, *counts[n]) for n, total in expected.items()}, how
             latin = session.sql("select count(*) from c.sales where name in ('Zoë', 'café')", force_pushdown=True)
             assert latin.rows == [(sum(1 for r in rows if r[1] in ("Zoë", "café")),)]
+            for engine in ("duckdb", "spark"):  # UTF-16: Spark reads it only as multi-line CSV
+                result = session.sql(sql.replace("c.sales", "c.sales16"), engine=engine)
+                assert {r[0]: (r[1], r[2], r[3]) for r in result.rows} == {
+                    n: (total, *counts[n]) for n, total in expected.items()
+                }, engine

@@ -86,6 +86,8 @@ class CsvOptions:
             found["escape"] = self.escape
         if self.null is not None:
             found["nullValue"] = self.null
+        if self.encoding == "utf-16":  # Spark splits lines of UTF-16 wrongly (rows lost or shifted) otherwise
+            found["multiLine"] = "true"
         return found
 
     def duckdb_arguments(self) -> str:
