@@ -105,7 +105,7 @@ def match_snapshots(ctx: QueryContext, project: ProjectSnapshot) -> SnapshotMatc
             return []
         wanted = _read_columns(ctx, alias)
         reasons: list[str] = []
-        current = source_fingerprint(source)
+        current: list[str | None] = []  # the source's fingerprint, taken when a snapshot asks for it
         for m in project.models:
             if not m.online:
                 continue
@@ -114,7 +114,8 @@ def match_snapshots(ctx: QueryContext, project: ProjectSnapshot) -> SnapshotMatc
                 continue
             segment, snap = newest
             lacking = sorted(wanted - set(snap.columns))
-            if current is None or current != snap.fingerprint:
+            current = current or [source_fingerprint(source)]
+            if current[0] is None or current[0] != snap.fingerprint:
                 reasons.append(f"the snapshot of {identity} in model {m.model.alias} is older than its source")
             elif lacking:
                 reasons.append(f"the snapshot of {identity} in model {m.model.alias} lacks {', '.join(lacking)}")
