@@ -27,7 +27,7 @@ from precube.ssb.generate import TABLES
 DEFAULT_TOLERANCE = 1e-9
 SHOWN_ROWS = 5  # differing rows shown in a failure message
 
-Answer = Literal["layout", "pushdown"]
+Answer = Literal["layout", "snapshot", "pushdown"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Case:
     """One case file, `cases/NAME.sql`: comment headers, then one query.
 
     -- what the case checks, one line
-    -- answer: layout | pushdown   how precube must answer it
+    -- answer: layout | snapshot | pushdown   how precube must answer it (snapshot: lookup snapshots only)
     -- order: exact                optional: the ORDER BY (on unique keys) fixes the row order
     -- tolerance: 0.05             optional: relative tolerance for numbers (approximate measures)
     -- types: loose                optional: DECIMAL and DOUBLE columns may differ
@@ -76,8 +76,8 @@ def load_case(path: Path) -> Case:
             raise ValueError(f"{path.name}: unknown header {stripped!r}")
     sql = "\n".join(body).strip().rstrip(";")
     answer = headers.get("answer")
-    if answer not in ("layout", "pushdown") or not description or not sql:
-        raise ValueError(f"{path.name}: needs a description line, `-- answer: layout|pushdown` and a query")
+    if answer not in ("layout", "snapshot", "pushdown") or not description or not sql:
+        raise ValueError(f"{path.name}: needs a description line, `-- answer: layout|snapshot|pushdown` and a query")
     for key, allowed in {"order": "exact", "types": "loose", "rows": "none"}.items():
         if key in headers and headers[key] != allowed:
             raise ValueError(f"{path.name}: `-- {key}:` takes only {allowed}")

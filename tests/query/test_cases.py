@@ -26,7 +26,7 @@ def test_case_files_are_well_formed() -> None:
     """Every case file has its headers (a malformed one raises), and the cases are all there."""
     cases = [load_case(path) for path in CASES]
     assert len(cases) >= 40, f"expected the query cases in {Path(__file__).parent / 'cases'}"
-    assert {c.answer for c in cases} == {"layout", "pushdown"}
+    assert {c.answer for c in cases} == {"layout", "snapshot", "pushdown"}
 
 
 @pytest.mark.spark
@@ -42,9 +42,13 @@ def test_case(path: Path, query_model: QueryModel, session: Session, oracle: Ora
     assert result.engine in ("duckdb", "spark")
     built = {s.id for s in query_model.segments}
     assert set(result.segments) <= built, f"{case.name}: unknown segments {set(result.segments) - built}"
-    if case.answer == "layout":
-        assert result.pushdown is False, f"{case.name} was pushed down; the model can answer it\n{case.sql}"
-        assert result.layout_ids or not result.segments, f"{case.name}: segments scanned without a layout"
+    if case.answer in ("layout", "snapshot"):
+        assert result.pushdown is False, f"{case.name} was pushed down: {result.pushdown_reason}\n{case.sql}"
+        if case.answer == "layout":
+            assert result.layout_ids or not result.segments, f"{case.name}: segments scanned without a layout"
+        else:  # lookup snapshots alone: no layout, the segment that recorded them
+            assert result.snapshots and not result.layout_ids, f"{case.name}: not from snapshots alone"
+            assert result.segments, f"{case.name}: no segment recorded the snapshots it read"
         strict = session.sql(case.sql, pushdown=False)
         assert strict.pushdown is False
         assert_same(case, expected, strict.table)

@@ -16,6 +16,7 @@ from precube.build.errors import BuildConflictError
 from precube.build.flat_table import Codes, encodable, flat_table
 from precube.build.layers import build_into_segment, write_layout
 from precube.build.layout_build import compute_layout, measure_inputs, needs_dictionary
+from precube.build.lookup_snapshot import newest_snapshots, take_snapshots
 from precube.build.segment_stats import segment_stats
 from precube.metadata import (
     Dataflow,
@@ -30,6 +31,7 @@ from precube.metadata import (
 from precube.metadata import datatypes as dt
 from precube.metadata.dataflow import DimensionRange
 from precube.metadata.entity import now_ms
+from precube.metadata.lookup_snapshot import LookupSnapshot
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.segments import new_segment, promote, validate_build, validate_merge, validate_refresh
 from precube.storage import columns as names
@@ -146,7 +148,8 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
         info = {**segment.additional_info, **flat.dictionaries}
         path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
         stats = segment_stats(ctx.spark, state.model, built, path, flat.count)
-        return _commit(ctx, state, segment.id, stats.source_rows, stats.ranges, info)
+        snapshots = take_snapshots(ctx, state)
+        return _commit(ctx, state, segment.id, stats.source_rows, stats.ranges, info, snapshots)
     finally:
         flat.close()
 
@@ -200,7 +203,8 @@ def merge_segments(ctx: BuildContext, model_alias: str, targets: Sequence[str]) 
         record_layout(ctx, model, segment.id, instance)
         ctx.progress("merge", n, len(todo))
     ranges = _merge_ranges(state, [s.dimension_range_info_map for s in sources])
-    return _commit(ctx, state, segment.id, sum(s.source_count for s in sources), ranges, segment.additional_info)
+    rows = sum(s.source_count for s in sources)
+    return _commit(ctx, state, segment.id, rows, ranges, segment.additional_info, newest_snapshots(sources))
 
 
 def build_layouts(
@@ -255,8 +259,9 @@ def _commit(
     source_count: int,
     ranges: dict[str, DimensionRange],
     info: dict[str, str],
+    snapshots: dict[str, LookupSnapshot],
 ) -> Segment:
-    """Make the segment READY and drop the segments it replaces, in one transaction."""
+    """Make the segment READY, with its lookup snapshots, and drop the segments it replaces, in one transaction."""
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
         dataflow = tx.require(Dataflow, state.model.uuid)
         segment = dataflow.segment(segment_id)
@@ -268,6 +273,7 @@ def _commit(
         segment.dimension_range_info_map = ranges
         segment.last_build_time = now_ms()
         segment.additional_info = info
+        segment.lookup_snapshots = snapshots
         details = tx.require(SegmentDetails, state.model.uuid, segment_id)
         for li in details.layout_instances:  # a build learns its source rows only with its first job
             li.source_rows = li.source_rows or source_count

@@ -131,7 +131,7 @@ class ResultCache:
         plan = result.plan
         uses = None
         if why is None and plan is not None:
-            matched = [(i, c.match) for i, c in enumerate(plan.contexts) if c.match is not None]
+            matched = [(i, m) for i, c in enumerate(plan.contexts) if (m := c.match or c.snapshot) is not None]
             uses = model_uses(sql, [] if result.pushdown else matched, snapshot, plan.probes, result.params)
             why = "a model it used is not in the metadata snapshot" if uses is None else None
         if why is not None or uses is None:

@@ -20,6 +20,7 @@ from sqlglot import exp
 from precube.cache.entry import Entry, ModelUse
 from precube.query.contexts import QueryContext, contexts
 from precube.query.frontend import DIALECT, normalise, parse
+from precube.query.lookup_snapshot import SnapshotMatch
 from precube.query.matching import Match, Probe
 from precube.query.matching import probes as probes_of
 from precube.query.plan_cache import ContextProbe, Param
@@ -87,13 +88,14 @@ def _covers(condition: exp.Expr | None, partition: int | None, m: ModelSnapshot,
 
 def model_uses(
     sql: str,
-    matches: Iterable[tuple[int, Match]],
+    matches: Iterable[tuple[int, Match | SnapshotMatch]],
     snapshot: ProjectSnapshot,
     probes: Sequence[ContextProbe] = (),
     params: tuple[Param, ...] | None = None,
 ) -> tuple[ModelUse, ...] | None:
     """What validity needs of each model that answered `sql`'s contexts (context index, match), as of
-    `snapshot`; None when a model is not in it (the answer cannot be dated: not cached). The contexts'
+    `snapshot` (a block answered from lookup snapshots depends on every segment of their models: a build may
+    take new ones); None when a model is not in it (the answer cannot be dated: not cached). The contexts'
     filters come from the plan's `probes` bound to the statement's `params` when given (no parsing: the
     hot path), else from `sql` parsed again."""
     found = list(matches)
@@ -102,8 +104,7 @@ def model_uses(
     models = {m.model.uuid: m for m in snapshot.models}
     filters: dict[str, list[exp.Expr | None]] = {}
     blocks = None if params is not None and probes else _blocks(sql, snapshot)
-    for i, match in found:
-        uuid = match.model.model.uuid
+    for i, uuid in [(i, m.model.uuid) for i, match in found for m in _models_of(match)]:
         if uuid not in models:
             return None
         if blocks is None:
@@ -132,6 +133,10 @@ def model_uses(
             )
         )
     return tuple(uses)
+
+
+def _models_of(match: Match | SnapshotMatch) -> list[ModelSnapshot]:
+    return match.models if isinstance(match, SnapshotMatch) else [match.model]
 
 
 def _blocks(sql: str, snapshot: ProjectSnapshot) -> list[QueryContext]:

@@ -57,6 +57,7 @@ def result_json(result: QueryResult) -> dict[str, Any]:
         "model": result.model,
         "layout_id": result.layout_ids[0] if len(result.layout_ids) == 1 else (result.layout_ids or None),
         "segments": result.segments,
+        "snapshots": sorted({t.source.identity for found in result.snapshots for t in found.tables}),
         "engine": result.engine,
         "duration_ms": round(result.duration_ms, 3),
         "cached": result.from_cache,
@@ -80,6 +81,10 @@ def _print(result: QueryResult, output: str) -> None:
             if result.pushdown
             else f"model {result.model}, layout {', '.join(map(str, result.layout_ids)) or '-'}"
         )
+        if result.snapshots and not result.pushdown:
+            tables = sorted({t.source.identity for found in result.snapshots for t in found.tables})
+            where += f", snapshots of {', '.join(tables)}"
+
         cached = " · from the result cache" if result.from_cache else ""
         console.print(
             f"{result.table.num_rows:,} rows in {result.duration_ms:.1f} ms · {where} · {result.engine}{cached}"

@@ -25,7 +25,9 @@ from precube.cli.context import (
 from precube.cli.model import report_checks
 from precube.errors import InvalidInputError
 from precube.metadata import SourceType, Table, TableExt
+from precube.metadata.csv_options import CsvOptions
 from precube.modeling.model_store import check_models
+from precube.sources.csv_files import check_encoding, parse_columns, read_schema_file
 from precube.sources.sampling import sample_and_store
 from precube.sources.source import detect_file_type
 from precube.sources.tables import load_catalog_table, load_file_table, unload_table
@@ -49,6 +51,18 @@ def load(
     name: str | None = typer.Option(None, "--name", help="Table name (one path only); default: directory name."),
     header: bool = typer.Option(True, "--header/--no-header", help="CSV files start with a header row."),
     delimiter: str = typer.Option(",", "--delimiter", help="CSV field delimiter."),
+    quote: str = typer.Option('"', "--quote", help="CSV quote character."),
+    escape: str | None = typer.Option(
+        None, "--escape", help='CSV escape character inside quotes; default: a doubled quote ("").'
+    ),
+    null: str | None = typer.Option(None, "--null", help="CSV null marker (an empty field is always NULL)."),
+    encoding: str = typer.Option("utf-8", "--encoding", help="CSV encoding: utf-8, latin-1 or utf-16."),
+    columns: str | None = typer.Option(
+        None, "--columns", help='CSV columns by position: "ID bigint, PRICE decimal(19,4), …" (default: inferred).'
+    ),
+    schema: Path | None = typer.Option(
+        None, "--schema", help="CSV columns from a JSON or YAML file: a list of {name, type}.", exists=True
+    ),
     sample: bool = typer.Option(False, "--sample", help="Sample each table after loading."),
 ) -> None:
     """Register tables from files or the Spark catalog (schema read from the source)."""
@@ -58,11 +72,26 @@ def load(
         raise InvalidInputError("give at least one PATH or --catalog DB.TABLE")
     if name and len(paths) + len(catalog) != 1:
         raise InvalidInputError("--name needs exactly one table to load")
+    if columns is not None and schema is not None:
+        raise InvalidInputError("give the CSV columns once: --columns or --schema")
+    declared = parse_columns(columns) if columns is not None else read_schema_file(schema) if schema else None
+    csv = CsvOptions(
+        header=header,
+        delimiter=_character(delimiter, "--delimiter"),
+        quote=_character(quote, "--quote"),
+        escape=_character(escape, "--escape") if escape is not None else _character(quote, "--quote"),
+        null=null,
+        encoding=check_encoding(encoding),
+        columns=tuple(declared) if declared is not None else None,
+    )
+    given = [o for o, v in (("--columns", columns), ("--schema", schema), ("--null", null), ("--escape", escape)) if v]
     store, loaded = cli.store(), []
     store.require_project(project)
     for path in paths:
         source_type = SourceType[fmt.name.upper()] if fmt else detect_file_type(path)
-        options = {"header": str(header).lower(), "delimiter": delimiter} if source_type is SourceType.CSV else {}
+        if source_type is not SourceType.CSV and given:
+            raise InvalidInputError(f"{', '.join(given)} apply to CSV files; {path} holds {source_type.name} files")
+        options = csv.properties() if source_type is SourceType.CSV else {}
         table = load_file_table(
             store,
             project,
@@ -81,6 +110,13 @@ def load(
         console.print(f"loaded [bold]{table.identity}[/] ({len(table.columns)} columns) from the Spark catalog")
     if sample:
         _sample(cli, project, [t.identity for t in loaded])
+
+
+def _character(text: str, option: str) -> str:
+    text = {"\\t": "\t", "tab": "\t"}.get(text, text)  # a tab is hard to type in a shell
+    if len(text) != 1:
+        raise InvalidInputError(f"{option} takes one character, not {text!r}")
+    return text
 
 
 @app.command("list")

@@ -10,6 +10,9 @@ a replacement leaves unreferenced directories behind. Under `{root}/{project}/` 
   `SegmentDetails` does not record (dropped from the segment, or half written by an INDEX_BUILD job,
   which rewrites it from scratch if it runs again). A NEW segment keeps all of its layout directories:
   its build writes each one before recording it, and may be paused or resumable for days;
+- a lookup snapshot (`snapshot/{DB.TABLE}/{key}/`) that no segment of the model's dataflow records (a
+  segment replaced or deleted, a source changed since): snapshots are shared by the segments that record
+  them, so one goes only when the last of them does;
 - an unfinished dictionary version (`dict/{column}/_tmp-v{n}-{hex}/`, left by a crashed build). The
   committed versions are kept: they are append-only and any segment may have encoded with them.
 
@@ -42,6 +45,7 @@ from precube.jobs.errors import JobError
 from precube.metadata import Dataflow, MetadataStore, Model, SegmentDetails, SegmentStatus
 from precube.metadata import paths as keys
 from precube.storage.paths import local_path
+from precube.storage.snapshots import SNAPSHOT_DIR
 
 DEFAULT_GRACE_S = 24 * 3600.0
 DICT_DIR = "dict"  # as `build.dictionary.dictionary_path` names it
@@ -95,6 +99,13 @@ class _SegmentRefs:
 
 
 @dataclass(frozen=True)
+class _ModelRefs:
+    segments: dict[str, _SegmentRefs]
+    snapshots: frozenset[tuple[str, str]]  # (DB.TABLE, key) of every snapshot a segment records
+    changed_s: float  # when the dataflow last changed: a snapshot it let go of then may still be read
+
+
+@dataclass(frozen=True)
 class _Candidate:
     path: Path
     reason: str
@@ -139,10 +150,11 @@ def collect_garbage(
     return GcReport(tuple(removed), tuple(pending), tuple(skipped), dry_run)
 
 
-def _references(store: MetadataStore, project: str) -> dict[str, dict[str, _SegmentRefs] | None]:
-    """Model uuid → its segments (None: a model without a dataflow, whose directory is kept whole)."""
+def _references(store: MetadataStore, project: str) -> dict[str, _ModelRefs | None]:
+    """Model uuid → its segments and snapshots (None: a model without a dataflow, whose directory is kept
+    whole)."""
     with store.read(project) as tx:
-        models: dict[str, dict[str, _SegmentRefs] | None] = {m.uuid: None for m in tx.list(Model)}
+        models: dict[str, _ModelRefs | None] = {m.uuid: None for m in tx.list(Model)}
         for dataflow in tx.list(Dataflow):
             details = {d.uuid: d for d in tx.list(SegmentDetails, dataflow.uuid)}
             segments = {}
@@ -154,7 +166,8 @@ def _references(store: MetadataStore, project: str) -> dict[str, dict[str, _Segm
                 else:
                     recorded = frozenset(li.layout_id for li in found.layout_instances)
                     segments[segment.id] = _SegmentRefs(recorded, found.last_modified / 1000)
-            models[dataflow.uuid] = segments
+            snapshots = frozenset((t, snap.key) for s in dataflow.segments for t, snap in s.lookup_snapshots.items())
+            models[dataflow.uuid] = _ModelRefs(segments, snapshots, dataflow.last_modified / 1000)
         return models
 
 
@@ -162,7 +175,7 @@ def _candidates(
     store: MetadataStore,
     project: str,
     project_dir: Path,
-    models: dict[str, dict[str, _SegmentRefs] | None],
+    models: dict[str, _ModelRefs | None],
     skipped: list[Path],
 ) -> Iterator[_Candidate]:
     """The unreferenced directories under `project_dir`; unrecognised entries go to `skipped`."""
@@ -171,12 +184,15 @@ def _candidates(
             deleted = _last_change(store, project, (Model.kind, model_dir.name), (Dataflow.kind, model_dir.name))
             yield _Candidate(model_dir, "model does not exist", deleted)
             continue
-        segments = models[model_dir.name]
-        if segments is None:
+        refs = models[model_dir.name]
+        if refs is None:
             continue
+        segments = refs.segments
         for entry in _children(model_dir, skipped, None):
             if entry.name == DICT_DIR:
                 yield from _dictionary_leftovers(entry)
+            elif entry.name == SNAPSHOT_DIR:
+                yield from _unrecorded_snapshots(entry, refs, skipped)
             elif not _UUID.fullmatch(entry.name):
                 skipped.append(entry)
             elif entry.name not in segments:
@@ -192,6 +208,13 @@ def _unrecorded_layouts(segment_dir: Path, refs: _SegmentRefs, skipped: list[Pat
     for layout_dir in _children(segment_dir, skipped, _LAYOUT):
         if int(layout_dir.name) not in refs.layouts:
             yield _Candidate(layout_dir, "layout not recorded in its segment", refs.changed_s)
+
+
+def _unrecorded_snapshots(snapshot_dir: Path, refs: _ModelRefs, skipped: list[Path]) -> Iterator[_Candidate]:
+    for table_dir in _children(snapshot_dir, skipped, None):
+        for key_dir in _children(table_dir, skipped, None):
+            if (table_dir.name, key_dir.name) not in refs.snapshots:
+                yield _Candidate(key_dir, "snapshot no segment records", refs.changed_s)
 
 
 def _dictionary_leftovers(dict_dir: Path) -> Iterator[_Candidate]:

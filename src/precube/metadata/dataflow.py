@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from precube.metadata import paths
 from precube.metadata.entity import Entity, new_uuid, now_ms
+from precube.metadata.lookup_snapshot import LookupSnapshot
 
 MAX_TIME = 2**63 - 1  # Java's Long.MAX_VALUE: the open end of a full build
 
@@ -103,6 +104,7 @@ class Segment(BaseModel):
     source_count: int = -1
     source_bytes_size: int = -1
     additional_info: dict[str, str] = Field(default_factory=dict)
+    lookup_snapshots: dict[str, LookupSnapshot] = Field(default_factory=dict)  # DB.TABLE → its snapshot
 
     @property
     def range(self) -> TimeRange:

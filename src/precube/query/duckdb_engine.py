@@ -24,9 +24,11 @@ from duckdb import sqltypes
 from sqlglot import exp
 
 from precube.metadata import SourceType, Table, datatypes
+from precube.metadata.csv_options import CsvOptions
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryError, QueryTimeoutError
 from precube.query.literal_lists import run_lifted
+from precube.query.lookup_snapshot import SnapshotScan
 from precube.query.rewrite import LayoutScan
 from precube.query.watchdog import Watchdog
 from precube.storage import cells
@@ -179,11 +181,13 @@ class DuckDBEngine:
         path = layout_path(self.root, self.project, model_uuid, segment_id, layout_id)
         return f"{path}/*.parquet"
 
-    def _register_layout(self, scan: LayoutScan) -> None:
+    def _register_layout(self, scan: LayoutScan | SnapshotScan) -> None:
         if scan.name in self._layouts:
             self._layouts.move_to_end(scan.name)
             return
-        if scan.segment_ids:
+        if isinstance(scan, SnapshotScan):  # immutable as a layout's files, registered the same way
+            source = f"read_parquet({_sql_list([scan.path + '/*.parquet'])})"
+        elif scan.segment_ids:
             files = [self._files(scan.model_uuid, s, scan.layout_id) for s in scan.segment_ids]
             source = f"read_parquet({_sql_list(files)})"
         else:
@@ -197,7 +201,7 @@ class DuckDBEngine:
             self.con.execute(f'CREATE OR REPLACE VIEW "{scan.name}" AS SELECT * FROM {source}')
             self._layouts[scan.name] = 0
 
-    def _load(self, scan: LayoutScan, source: str) -> None:
+    def _load(self, scan: LayoutScan | SnapshotScan, source: str) -> None:
         """Hold the layout's rows in memory, sorted by its dimensions (each file is sorted, the files are
         not), so min/max per row group skip most rows under a filter on leading dimensions; strings with
         few distinct values become ENUMs (in sorted order, so comparisons, ORDER BY, MIN/MAX and string
@@ -262,10 +266,10 @@ class DuckDBEngine:
         """The SQL text `execute` takes for a tree."""
         return _duckdb_tree(tree).sql(dialect=self.dialect)
 
-    def run(self, tree: exp.Query, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
+    def run(self, tree: exp.Query, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
         return self.execute(self.render(tree), scans, sources)
 
-    def execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
+    def execute(self, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
         """Run `sql` over the layouts and sources it reads; past `timeout_s` it is interrupted (a
         QueryTimeoutError); any other failure is a one-line QueryError."""
         with self._lock, mapped_errors(self.name):
@@ -292,7 +296,7 @@ class DuckDBEngine:
         with contextlib.suppress(duckdb.Error):
             self.con.interrupt()
 
-    def _execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
+    def _execute(self, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
         with self._lock:
             if [t for t in sources if self._allow(t)]:  # before any registration: reopening drops them
                 self._reopen()
@@ -441,13 +445,9 @@ def _source_sql(table: Table) -> str:
     )
     if table.source_type is SourceType.PARQUET:
         return f"SELECT {columns} FROM read_parquet({_sql_list([pattern])})"
-    header = table.source_properties.get("header", "true").lower() == "true"
-    delim = table.source_properties.get("delimiter", ",")
     names = _sql_list([c.case_sensitive_name or c.name for c in table.columns])
-    return (
-        f"SELECT {columns} FROM read_csv({_sql_list([pattern])}, header={str(header).lower()}, "
-        f"delim='{delim}', names={names}, all_varchar=true)"
-    )
+    options = CsvOptions.of(table.source_properties).duckdb_arguments()  # as the build's Spark reads it
+    return f"SELECT {columns} FROM read_csv({_sql_list([pattern])}, {options}, names={names}, all_varchar=true)"
 
 
 def _duck_type(datatype: str) -> str:

@@ -78,6 +78,8 @@ def explain_dict(plan: Plan, engine: str, engine_sql: str) -> dict[str, Any]:
                     for d in m.derived
                 ],
             )
+        if c.snapshot is not None:
+            entry.update(model=c.snapshot.model.model.alias, snapshots=c.snapshot.describe())
         entry["rejected"] = [{"model": r.model, "reason": r.reason} for r in c.rejections]
         contexts.append(entry)
     ids = {id(c.block): i for i, c in enumerate(plan.contexts, start=1)}
@@ -120,7 +122,9 @@ def explain_text(plan: Plan, engine: str, engine_sql: str) -> str:
         lines.append(f"context {i}: {c['block']}")
         if "source_tables" in c:
             lines.append(f"  answered from the source tables {', '.join(c['source_tables'])} (it reads no fact table)")
-        if "model" in c and not plan.pushdown:
+        if "snapshots" in c and not plan.pushdown:
+            lines.append(f"  lookup snapshots (model {c['model']}): {'; '.join(c['snapshots'])}")
+        elif "model" in c and not plan.pushdown:
             lines.append(f"  model {c['model']}, layout {c['layout_id']} ({c['index']})")
             lines.append(f"  layout columns: {', '.join(c['layout_columns'])}")
             scanned, pruned = c["segments_scanned"], c["segments_pruned"]

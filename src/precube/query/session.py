@@ -35,6 +35,7 @@ from precube.query.frontend import normalise, parse, spark_sum_types
 from precube.query.history import QueryHistory, QueryRecord
 from precube.query.limits import check_text
 from precube.query.literal_lists import abbreviated
+from precube.query.lookup_snapshot import SnapshotMatch, SnapshotScan, match_snapshots, rewrite_snapshots, stale_scans
 from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
 from precube.query.rewrite import LayoutScan, rewrite
@@ -58,6 +59,7 @@ class ContextPlan:
     match: Match | None
     rejections: list[Rejection]
     from_source: bool = False  # no layout answers it, but it reads no fact table: the source tables do
+    snapshot: SnapshotMatch | None = None  # no layout: the lookup snapshots that answer it instead
 
     @property
     def sql(self) -> str:
@@ -71,7 +73,7 @@ class Plan:
     tree: exp.Query  # what runs
     pushdown: bool
     contexts: list[ContextPlan]
-    scans: list[LayoutScan] = field(default_factory=list)
+    scans: list[LayoutScan | SnapshotScan] = field(default_factory=list)
     sources: list[Table] = field(default_factory=list)
     pushdown_reason: str | None = None
     # each context's filter with its literals tagged, and the models that fit it: kept when the statement
@@ -121,10 +123,19 @@ class QueryResult:
         return [c.match for c in self.plan.contexts if c.match is not None]
 
     @property
+    def snapshots(self) -> list[SnapshotMatch]:
+        """The blocks answered from lookup snapshots (`lookup_snapshot`)."""
+        if self.plan is None or self.pushdown:
+            return []
+        return [c.snapshot for c in self.plan.contexts if c.snapshot is not None]
+
+    @property
     def model(self) -> str | None:
         if self.answered is not None:
             return self.answered.model
-        return self.matches[0].model.model.alias if self.matches else None
+        if self.matches:
+            return self.matches[0].model.model.alias
+        return self.snapshots[0].model.model.alias if self.snapshots else None
 
     @property
     def layout_ids(self) -> list[int]:
@@ -134,7 +145,8 @@ class QueryResult:
     def segments(self) -> list[str]:
         if self.answered is not None:
             return list(self.answered.segments)
-        return sorted({s.segment.id for m in self.matches for s in m.scanned})
+        snapshotted = {t.segment.id for found in self.snapshots for t in found.tables}
+        return sorted({s.segment.id for m in self.matches for s in m.scanned} | snapshotted)
 
     @property
     def columns(self) -> list[tuple[str, str]]:
@@ -223,23 +235,31 @@ class Session:
             else []
         )
         plans = [self._plan_context(ctx, snapshot, blocks[id(ctx.select)]) for ctx in found]
-        # a block over no fact table (a lookup's projection) that no layout answers reads the source tables
-        # when other blocks are answered from layouts: its rows are the source's either way (unless it reads
-        # an outer block's columns: that block's tables become a layout's)
+        # a block over no fact table (a lookup's projection) that neither a layout nor a lookup snapshot answers
+        # reads the source tables when other blocks are answered from layouts: its rows are the source's either
+        # way (unless it reads an outer block's columns: that block's tables become a layout's)
         if any(p.match is not None for p in plans):
             for ctx, p in zip(found, plans, strict=True):
-                p.from_source = p.match is None and not facts & set(ctx.tables.values()) and not ctx.correlated
-        missing = [p for p in plans if p.match is None and not p.from_source]
+                p.from_source = (
+                    p.match is None
+                    and p.snapshot is None
+                    and not facts & set(ctx.tables.values())
+                    and not ctx.correlated
+                )
+        missing = [p for p in plans if p.match is None and p.snapshot is None and not p.from_source]
         # the reason names the blocks over a fact table, when some are missing: a lookup's alone follows them
         over_facts = [p for c, p in zip(found, plans, strict=True) if not p.match and facts & set(c.tables.values())]
         reason = "pushdown was asked for" if force_pushdown else _reasons(over_facts or missing)
         if not missing and not force_pushdown:
             try:
-                scans = [
+                scans: list[LayoutScan | SnapshotScan] = [
                     rewrite(ctx, p.match, snapshot.catalog)
                     for ctx, p in zip(found, plans, strict=True)
                     if p.match is not None
                 ]
+                for ctx, p in zip(found, plans, strict=True):
+                    if p.snapshot is not None:
+                        scans += rewrite_snapshots(ctx, p.snapshot, self.duckdb.root, self.project, snapshot.catalog)
                 lookups = {d.table for p in plans if p.match is not None for d in p.match.derived}
                 read = [ctx for ctx, p in zip(found, plans, strict=True) if p.from_source]
                 lookups |= {t for ctx in read for t in ctx.tables.values()}
@@ -283,7 +303,7 @@ class Session:
             return plan, engine.render(plan.tree), False
         key = (shape.key, pushdown, force_pushdown)
         found = self.plans.find(key, shape, snapshot, engine)
-        if found is not None:
+        if found is not None and not stale_scans(found[0].scans):  # a lookup's source changed: plan again
             return found[0], found[1], True
         plan, qualified = self._plan(sql, snapshot, shape, pushdown, force_pushdown)
         self.plans.store(key, shape, snapshot, plan, qualified)
@@ -297,7 +317,11 @@ class Session:
             return ContextPlan(block, None, [Rejection("*", f"matching failed: {err}")])
         if isinstance(found, Match):
             return ContextPlan(block, found, found.rejected)
-        return ContextPlan(block, None, found or [Rejection("*", "the project has no model")])
+        rejected = found or [Rejection("*", "the project has no model")]
+        lookups = match_snapshots(ctx, snapshot)
+        if isinstance(lookups, SnapshotMatch):
+            return ContextPlan(block, None, rejected, snapshot=lookups)
+        return ContextPlan(block, None, [Rejection("*", why) for why in lookups] + rejected)
 
     def sql(
         self,
@@ -430,6 +454,11 @@ def _layout_failure(plan: Plan, root: str, project: str, failed: Exception) -> L
     parts: list[str] = []
     missing = False
     for scan in plan.scans:
+        if isinstance(scan, SnapshotScan):
+            gone_snapshot = _no_files(scan.path)
+            missing = missing or gone_snapshot
+            parts.append(f"the snapshot of {scan.table} recorded by segment {scan.segment_id}")
+            continue
         ids = scan.segment_ids or (scan.schema_segment,)
         gone = [s for s in ids if _no_files(layout_path(root, project, scan.model_uuid, s, scan.layout_id))]
         missing = missing or bool(gone)

@@ -17,6 +17,7 @@ from sqlglot import exp
 from precube.metadata import Table
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import QueryTimeoutError
+from precube.query.lookup_snapshot import SnapshotScan
 from precube.query.rewrite import LayoutScan
 from precube.storage import cells
 from precube.storage.paths import layout_path
@@ -81,16 +82,18 @@ class SparkEngine:
         """The SQL text `execute` takes for a tree."""
         return self._spark_tree(tree).sql(dialect=self.dialect)
 
-    def run(self, tree: exp.Query, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
+    def run(self, tree: exp.Query, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
         return self.execute(self.render(tree), scans, sources)
 
-    def execute(self, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
+    def execute(self, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
         """Run `sql` over the layouts and sources it reads; past `timeout_s` its Spark jobs (tagged with the
         statement's own tag) are cancelled, a QueryTimeoutError. Any failure is a one-line QueryError."""
         with mapped_errors(self.name):
             return self._timed(self._session(), sql, scans, sources)
 
-    def _timed(self, spark: SparkSession, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
+    def _timed(
+        self, spark: SparkSession, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table]
+    ) -> pa.Table:
         if self.timeout_s is None:
             return self._execute(spark, sql, scans, sources)
         context = spark.sparkContext
@@ -121,10 +124,15 @@ class SparkEngine:
             timer.cancel()
             context.removeJobTag(tag)
 
-    def _execute(self, spark: SparkSession, sql: str, scans: list[LayoutScan], sources: list[Table]) -> pa.Table:
+    def _execute(
+        self, spark: SparkSession, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table]
+    ) -> pa.Table:
         from precube.sources.source import source_for
 
         for scan in scans:
+            if isinstance(scan, SnapshotScan):
+                spark.read.parquet(scan.path).createOrReplaceTempView(scan.name)
+                continue
             paths = [layout_path(self.root, self.project, scan.model_uuid, s, scan.layout_id) for s in scan.segment_ids]
             if paths:
                 df = spark.read.parquet(*paths)

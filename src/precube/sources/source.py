@@ -16,7 +16,8 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
 
 from precube.metadata import Column, SourceType, Table
-from precube.sources import types
+from precube.metadata.csv_options import ENCODINGS, CsvOptions
+from precube.sources import csv_files, types
 from precube.sources.errors import UnreadableSourceError
 
 if TYPE_CHECKING:
@@ -50,12 +51,8 @@ class FileSource:
         self.options = options
 
     @property
-    def header(self) -> bool:
-        return self.options.get("header", "true").lower() == "true"
-
-    @property
-    def delimiter(self) -> str:
-        return self.options.get("delimiter", ",")
+    def csv(self) -> CsvOptions:
+        return CsvOptions.of(self.options)
 
     def describe(self) -> str:
         return f"{self.source_type.name.lower()} files at {self.location}"
@@ -66,9 +63,13 @@ class FileSource:
             raise UnreadableSourceError(f"cannot read {self.describe()}: no such file or directory")
         fmt: str | pads.FileFormat = "parquet"
         if self.source_type is SourceType.CSV:
+            csv = self.csv
+            escape = csv.escape if csv.escape not in (None, csv.quote) else False
             fmt = pads.CsvFileFormat(
-                parse_options=pacsv.ParseOptions(delimiter=self.delimiter),
-                read_options=pacsv.ReadOptions(autogenerate_column_names=not self.header),
+                parse_options=pacsv.ParseOptions(delimiter=csv.delimiter, quote_char=csv.quote, escape_char=escape),
+                read_options=pacsv.ReadOptions(
+                    autogenerate_column_names=not csv.header, encoding=ENCODINGS[csv.encoding][2]
+                ),
             )
         try:
             dataset = pads.dataset(str(path), format=fmt)
@@ -80,15 +81,43 @@ class FileSource:
             raise UnreadableSourceError(f"cannot read {self.describe()}: {reason}") from err
 
     def schema(self, spark: SparkProvider) -> list[tuple[str, str]]:
-        return [(f.name.upper(), types.from_arrow(f.type)) for f in self._dataset().schema]
+        """The declared columns of a CSV source, else those its files give; a CSV's files are checked
+        against them first (`csv_files.check_files`), so what the engines cannot read fails now."""
+        if self.source_type is not SourceType.CSV:
+            return [(f.name.upper(), types.from_arrow(f.type)) for f in self._dataset().schema]
+        csv, files = self.csv, self._csv_files()
+        csv_files.check_decodes(files, csv)
+        if csv.columns is not None:
+            columns = list(csv.columns)  # declared: nothing to infer
+        else:
+            columns = [(f.name.upper(), types.from_arrow(f.type)) for f in self._dataset().schema]
+        csv_files.check_rows(files, csv, columns)
+        return columns
+
+    def _csv_files(self) -> list[Path]:
+        """The data files under the location (as a dataset finds them: names starting with `.` or `_` are
+        not data)."""
+        path = Path(self.location)
+        if path.is_file():
+            return [path]
+        if not path.exists():
+            raise UnreadableSourceError(f"cannot read {self.describe()}: no such file or directory")
+        found = sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file() and not any(part.startswith((".", "_")) for part in p.relative_to(path).parts)
+        )
+        if not found:
+            raise UnreadableSourceError(f"cannot read {self.describe()}: the directory holds no data files")
+        return found
 
     def read(self, spark: SparkSession, columns: list[Column]) -> DataFrame:
-        files = [str(Path(f).resolve()) for f in self._dataset().files]
         if self.source_type is SourceType.PARQUET:
-            df = spark.read.parquet(*files)
+            df = spark.read.parquet(*[str(Path(f).resolve()) for f in self._dataset().files])
         else:
+            files = [str(f.resolve()) for f in self._csv_files()]
             ddl = ", ".join(f"`{c.case_sensitive_name or c.name}` {types.to_spark(c.datatype)}" for c in columns)
-            df = spark.read.csv(files, schema=ddl, header=self.header, sep=self.delimiter)
+            df = spark.read.options(**self.csv.spark_options()).csv(files, schema=ddl)
         return _rename_upper(df)
 
 

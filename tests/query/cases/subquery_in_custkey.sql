@@ -1,4 +1,4 @@
--- an IN subquery over CUSTOMER alone (no fact table): read from the source table, the outer block from a layout
+-- an IN subquery over CUSTOMER alone: the subquery reads the CUSTOMER snapshot, the outer block a layout
 -- answer: layout
 select d_year, sum(lo_revenue) as revenue
 from ssb.lineorder
