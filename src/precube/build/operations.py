@@ -54,6 +54,7 @@ class _Flat:
         )
         inputs = {c for m in model.measures() if m.id in measures for c in measure_inputs(model, m)}
         layout_cols = {i for lay in layouts for i in lay.col_order if i < MEASURE_ID_BASE}
+        self.inputs = sorted(inputs)
         self.columns = sorted(inputs | layout_cols)
         self._df: DataFrame | None = None
         self._cached: DataFrame | None = None
@@ -92,6 +93,21 @@ class _Flat:
         """The flat rows, counted by a job of their own (when no built layout counts them)."""
         df, _ = flat_table(self.ctx.spark, self.state.model, self.state.tables, self.columns, self.segment.range)
         return df.count()
+
+    def null_counts(self) -> dict[str, int]:
+        """NULLs of each measure input column among the flat rows, in one job (over the cached frame when
+        the build cached it; measure inputs are never coded, so their NULLs are the source's)."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        if not self.inputs:
+            return {}
+        df = self._df
+        if df is None:
+            df, _ = flat_table(self.ctx.spark, self.state.model, self.state.tables, self.columns, self.segment.range)
+        counts = [F.count(F.col(names.column(c))).alias(f"c{c}") for c in self.inputs]
+        row = df.agg(F.count(F.lit(1)).alias("rows"), *counts).first()
+        assert row is not None  # a global aggregate has one row
+        return {str(c): int(row["rows"]) - int(row[f"c{c}"]) for c in self.inputs}
 
     def close(self) -> None:
         if self._cached is not None:
@@ -145,8 +161,8 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
         build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None)
         info = {**segment.additional_info, **flat.dictionaries}
         path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
-        stats = segment_stats(ctx.spark, state.model, built, path, flat.count)
-        return _commit(ctx, state, segment.id, stats.source_rows, stats.ranges, info)
+        stats = segment_stats(ctx.spark, state.model, built, path, flat.count, flat.null_counts)
+        return _commit(ctx, state, segment.id, stats.source_rows, stats.ranges, info, stats.null_counts)
     finally:
         flat.close()
 
@@ -200,7 +216,9 @@ def merge_segments(ctx: BuildContext, model_alias: str, targets: Sequence[str]) 
         record_layout(ctx, model, segment.id, instance)
         ctx.progress("merge", n, len(todo))
     ranges = _merge_ranges(state, [s.dimension_range_info_map for s in sources])
-    return _commit(ctx, state, segment.id, sum(s.source_count for s in sources), ranges, segment.additional_info)
+    nulls = _merge_null_counts([s.column_null_counts for s in sources])
+    rows = sum(s.source_count for s in sources)
+    return _commit(ctx, state, segment.id, rows, ranges, segment.additional_info, nulls)
 
 
 def build_layouts(
@@ -248,6 +266,12 @@ def _merge_ranges(state: ModelState, maps: list[dict[str, DimensionRange]]) -> d
     return merged
 
 
+def _merge_null_counts(maps: list[dict[str, int]]) -> dict[str, int]:
+    """The merged segment's NULL counts: the sum, for the columns every source recorded."""
+    common = set.intersection(*(set(m) for m in maps)) if maps else set()
+    return {key: sum(m[key] for m in maps) for key in sorted(common)}
+
+
 def _commit(
     ctx: BuildContext,
     state: ModelState,
@@ -255,6 +279,7 @@ def _commit(
     source_count: int,
     ranges: dict[str, DimensionRange],
     info: dict[str, str],
+    null_counts: dict[str, int],
 ) -> Segment:
     """Make the segment READY and drop the segments it replaces, in one transaction."""
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
@@ -266,6 +291,7 @@ def _commit(
             )
         segment.source_count = source_count
         segment.dimension_range_info_map = ranges
+        segment.column_null_counts = null_counts
         segment.last_build_time = now_ms()
         segment.additional_info = info
         details = tx.require(SegmentDetails, state.model.uuid, segment_id)

@@ -259,7 +259,10 @@ def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
         and all(isinstance(g, exp.Column) and (g.table, g.name.lower()) in columns for g in group_cols)
         else None
     )
-    calls = [agg_call(a, m.measure_index, cols.argument, m.column_types, group_dims) for a in ctx.aggregates]
+    calls = [
+        agg_call(a, m.measure_index, cols.argument, m.column_types, group_dims, m.non_null_columns)
+        for a in ctx.aggregates
+    ]
     return _Needs(cols, columns, inner, calls)
 
 

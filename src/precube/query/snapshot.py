@@ -98,6 +98,12 @@ class ModelSnapshot:
         return MeasureIndex.of(self.model)
 
     @cached_property
+    def non_null_columns(self) -> frozenset[int]:
+        """Columns whose recorded NULL count (the build's segment stats) is 0 in every queryable segment."""
+        found = [{int(k) for k, n in s.segment.column_null_counts.items() if n == 0} for s in self.segments]
+        return frozenset(set.intersection(*found)) if found else frozenset()
+
+    @cached_property
     def segment_ranges(self) -> dict[str, dict[int, ValueRange]]:
         """Each segment's partition and dimension ranges, for pruning."""
         return {s.segment.id: segment_ranges(s.segment, self.model, self.column_types) for s in self.segments}
