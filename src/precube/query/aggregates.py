@@ -23,11 +23,23 @@ Scan = Callable[[str], exp.Expr]  # layout file column name → column of the sc
 
 
 @dataclass(frozen=True)
+class Unnest:
+    """A way that reads a TOP_N measure's cells unnested (`query.topn`): one row per (cell, entry), with
+    the entry's key as the model column `key` (of type `key_type`)."""
+
+    measure: int
+    key: int
+    key_type: str
+    approximate: bool  # a cell may have dropped keys beyond its capacity
+
+
+@dataclass(frozen=True)
 class AggWay:
     dims: frozenset[int]
     measures: frozenset[int]
     describe: str
     build: Callable[[Scan, frozenset[int]], exp.Expr]  # (scan, layout dims) → replacement
+    unnest: Unnest | None = None  # the scan unnests this TOP_N measure; the key column comes from it
 
 
 @dataclass(frozen=True)
