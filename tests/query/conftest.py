@@ -37,10 +37,10 @@ SEGMENT_BOUNDS = ("1992-01-01", "1995-01-01", "1999-01-01")
 # sketch, in group 3 only: PERCENTILE_APPROX from a layout); hierarchies of group 2 and
 # the discount/quantity pair of group 1 are joint dimensions, to keep the plan (and the build) small.
 # Group 3 holds the foreign key LO_SUPPKEY as a dimension: SUPPLIER's other columns are derived from it.
-# Group 4 (issue 18 §3) holds measures a query uses without their columns as dimensions: TOP_N by a key no
-# layout holds (LO_PARTKEY: 2000 parts, under topn(50)'s 2500 entries a cell, so the answers are exact) and
-# by a lookup column, COUNT DISTINCT of a pair, and SUM / COUNT of a computed column that is NULL on some
-# rows (LARGE_DISCOUNT_*), next to one that has no COUNT measure (SMALL_QUANTITY_COST).
+# Group 4 (issue 18 §3) holds measures a query uses without their columns as dimensions: TOP_N by a key
+# no layout holds (LO_PARTKEY: 2000 parts, under topn(50)'s 2500 entries a cell, so answers are exact)
+# and by a lookup column, COUNT DISTINCT of a pair (HLL) and of another pair (bitmap), and SUM / COUNT of
+# a computed column NULL on some rows (LARGE_DISCOUNT_*), next to one without COUNT (SMALL_QUANTITY_COST).
 SPEC: dict[str, Any] = yaml.safe_load(resources.files("precube").joinpath("resources/ssb_model.yaml").read_text())
 SPEC["simplified_dimensions"] += ["LINEORDER.LO_SUPPKEY"]
 SPEC["computed_columns"] += [
@@ -94,6 +94,15 @@ SPEC["simplified_measures"] += [
             {"type": "column", "value": "LINEORDER.LO_SUPPKEY"},
         ],
         "return_type": "hllc(14)",
+    },
+    {
+        "name": "CUSTOMER_PARTS",
+        "expression": "COUNT_DISTINCT",
+        "parameter_value": [
+            {"type": "column", "value": "LINEORDER.LO_PARTKEY"},
+            {"type": "column", "value": "LINEORDER.LO_CUSTKEY"},
+        ],
+        "return_type": "bitmap",
     },
     {"name": "LARGE_DISCOUNT_REVENUE", "expression": "SUM", "column": "LINEORDER.V_LARGE_DISCOUNT_REVENUE"},
     {"name": "LARGE_DISCOUNT_ROWS", "expression": "COUNT", "column": "LINEORDER.V_LARGE_DISCOUNT_REVENUE"},
@@ -153,6 +162,7 @@ SPEC.update(
                 "TOP_PARTS",
                 "TOP_CITIES",
                 "PART_SUPPLIERS",
+                "CUSTOMER_PARTS",
                 "LARGE_DISCOUNT_REVENUE",
                 "LARGE_DISCOUNT_ROWS",
                 "SMALL_QUANTITY_COST",

@@ -6,6 +6,7 @@ oracle's; the cases in `cases/` check the same forms against pushdown."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from precube.metadata import Dataflow
 from precube.query.session import Session
 from tests.query.conftest import QueryModel
-from tests.query.oracle import Case, Oracle, assert_same
+from tests.query.oracle import Case, Oracle, assert_same, load_case
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -82,3 +83,24 @@ def test_count_distinct_of_a_pair_uses_its_measure(session: Session, query_model
     result = session.sql(sql, pushdown=False)
     [match] = result.matches
     assert _measure(query_model, "PART_SUPPLIERS") in match.layout.col_order
+
+
+def test_a_plan_from_top_n_is_not_reused_for_a_limit_beyond_its_capacity(session: Session, oracle: Oracle) -> None:
+    """The plan cache reuses a plan for other LIMIT values; not one that read a TOP_N measure."""
+    first = session.sql(TOP_PARTS)
+    assert not first.matches[0].table_index
+    more = TOP_PARTS.replace("limit 12", "limit 60")
+    again = session.sql(more)
+    assert again.plan_cached is False
+    assert again.matches[0].table_index, "topn(50) cannot answer 60 rows: the base table index's raw rows do"
+    assert_same(Case("more", "", "layout", True, 1e-9, False, False, more), oracle.run(more), again.table)
+
+
+@pytest.mark.parametrize(
+    "name", ["topn_over_capacity", "count_distinct_triple", "count_nullable_without_count_measure"]
+)
+def test_what_no_measure_answers_reads_raw_rows(name: str, session: Session) -> None:
+    """The cases of these names are answered by the base table index, never by a measure that would be wrong."""
+    case = load_case(Path(__file__).parent / "cases" / f"{name}.sql")
+    [match] = session.sql(case.sql, pushdown=False).matches
+    assert match.table_index, f"{name}: answered from aggregate layout {match.layout.id}"

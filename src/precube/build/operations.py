@@ -15,7 +15,8 @@ from precube.build.dictionary import build_dictionary, dictionary_path, encode
 from precube.build.errors import BuildConflictError
 from precube.build.flat_table import Codes, encodable, flat_table
 from precube.build.layers import build_into_segment, write_layout
-from precube.build.layout_build import compute_layout, measure_inputs, needs_dictionary
+from precube.build.layout_build import compute_layout, dictionary_key, measure_inputs, needs_dictionary
+from precube.build.measures import tuple_key
 from precube.build.segment_stats import segment_stats
 from precube.metadata import (
     Dataflow,
@@ -49,9 +50,13 @@ class _Flat:
         self.ctx, self.state, self.segment = ctx, state, segment
         model = state.model
         measures = {i for lay in layouts for i in lay.col_order if i >= MEASURE_ID_BASE}
-        self.bitmap_inputs = sorted(
-            {c for m in model.measures() if m.id in measures and needs_dictionary(m) for c in measure_inputs(model, m)}
-        )
+        # global dictionaries: one per precise COUNT DISTINCT input column, or per measure of several
+        # columns (the dictionary of its tuples, named by the measure id)
+        self.bitmap_inputs = {
+            dictionary_key(m, cols): cols
+            for m in model.measures()
+            if m.id in measures and needs_dictionary(m) and (cols := measure_inputs(model, m))
+        }
         inputs = {c for m in model.measures() if m.id in measures for c in measure_inputs(model, m)}
         layout_cols = {i for lay in layouts for i in lay.col_order if i < MEASURE_ID_BASE}
         self.inputs = sorted(inputs)
@@ -79,12 +84,17 @@ class _Flat:
         df, self.codes = flat_table(ctx.spark, model, self.state.tables, self.columns, self.segment.range, self.encoded)
         if cache:
             df = self._cached = df.persist(StorageLevel.MEMORY_AND_DISK)
-        for cid in self.bitmap_inputs:  # global dictionaries: append this segment's new values
+        for cid, cols in sorted(self.bitmap_inputs.items()):  # global dictionaries: append new values
             path = dictionary_path(ctx.warehouse_root, ctx.project, model.uuid, cid)
             ctx.progress(f"dictionary {cid}", 0, 1)
-            version = build_dictionary(ctx.spark, df.select(F.col(names.column(cid)).alias("value")), path)
+            value = names.column(cid) if len(cols) == 1 else f"{cid}_tuple"
+            if len(cols) > 1:
+                df = df.withColumn(value, tuple_key([F.col(names.column(c)) for c in cols]))
+            version = build_dictionary(ctx.spark, df.select(F.col(value).alias("value")), path)
             # no eager check: the dictionary has just taken every value of this frame
-            df = encode(ctx.spark, df, names.column(cid), version, names.dict_column(cid), check=False)
+            df = encode(ctx.spark, df, value, version, names.dict_column(cid), check=False)
+            if len(cols) > 1:
+                df = df.drop(value)
             self.dictionaries[f"dict.{cid}"] = str(version.version)
             ctx.progress(f"dictionary {cid}", 1, 1)
         return df

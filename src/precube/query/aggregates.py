@@ -127,7 +127,7 @@ def agg_call(
     if distinct:
         args = arg_node.expressions
         if len(args) != 1:
-            return _distinct_tuples(node, args, column_of, index)
+            return _distinct_tuples(node, args, column_of, index, group_dims)
         arg_node = args[0]
     count_all = isinstance(node, exp.Count) and (arg_node is None or isinstance(arg_node, (exp.Star, exp.Literal)))
     if count_all and distinct:
@@ -221,13 +221,7 @@ def agg_call(
                 measure_way(m, lambda c: _fn("precube_hll_count", exp.ArrayAgg(this=c)))
                 continue
 
-            def bitmap(s: Scan, dims: frozenset[int], mid: int = m.id) -> exp.Expr:
-                if group_dims is not None and dims <= group_dims:
-                    # one cell per group: its stored cardinality needs no bitmap
-                    return _cast(exp.func("max", s(f"{mid}_count")), "bigint")
-                return _fn("precube_bitmap_count", exp.ArrayAgg(this=s(str(mid))))
-
-            ways.append(AggWay(frozenset(), frozenset({m.id}), f"measure {m.name}", bitmap))
+            ways.append(AggWay(frozenset(), frozenset({m.id}), f"measure {m.name}", _bitmap_count(m.id, group_dims)))
     elif isinstance(node, exp.Avg) and col is not None and sum_type(types[col]) is not None:
         avg_type = _avg_type(types[col])
         sums = index.find(FunctionExpression.SUM, col)
@@ -261,7 +255,11 @@ def agg_call(
 
 
 def _distinct_tuples(
-    node: exp.AggFunc, args: list[exp.Expr], column_of: Callable[[exp.Expr], int | None], index: MeasureIndex
+    node: exp.AggFunc,
+    args: list[exp.Expr],
+    column_of: Callable[[exp.Expr], int | None],
+    index: MeasureIndex,
+    group_dims: frozenset[int] | None,
 ) -> AggCall:
     """COUNT(DISTINCT a, b, …) of dimensions: the distinct tuples of a layout's values are the raw rows'
     (each engine's SQL counts only tuples without a NULL, as Spark does); or a COUNT DISTINCT measure of
@@ -277,16 +275,10 @@ def _distinct_tuples(
         lambda s, d: exp.Count(this=exp.Distinct(expressions=[s(str(c)) for c in ids])),
     )
     ways = [way]
-    for m in index.by_tuple.get(frozenset(ids), []) if len(set(ids)) == len(ids) else []:
-        if _is_hll(m):  # a precise measure takes one column (measure_rules)
-            ways.append(
-                AggWay(
-                    frozenset(),
-                    frozenset({m.id}),
-                    f"measure {m.name}",
-                    _hll_count(m.id),
-                )
-            )
+    measures = index.by_tuple.get(frozenset(ids), []) if len(set(ids)) == len(ids) else []
+    for m in sorted(measures, key=_is_hll):  # a bitmap first: exact
+        count = _hll_count(m.id) if _is_hll(m) else _bitmap_count(m.id, group_dims)
+        ways.append(AggWay(frozenset(), frozenset({m.id}), f"measure {m.name}", count))
     return AggCall(node, ways)
 
 
@@ -314,6 +306,16 @@ def filtered(replacement: exp.Expr, condition: exp.Expr, counting: bool) -> exp.
 
 def _sum_over_count(sum_id: int, count_id: int, avg_type: str) -> Callable[[Scan, frozenset[int]], exp.Expr]:
     return lambda s, d: _average(exp.func("sum", s(str(sum_id))), exp.func("sum", s(str(count_id))), avg_type)
+
+
+def _bitmap_count(measure_id: int, group_dims: frozenset[int] | None) -> Callable[[Scan, frozenset[int]], exp.Expr]:
+    def count(s: Scan, dims: frozenset[int]) -> exp.Expr:
+        if group_dims is not None and dims <= group_dims:
+            # one cell per group: its stored cardinality needs no bitmap
+            return _cast(exp.func("max", s(f"{measure_id}_count")), "bigint")
+        return _fn("precube_bitmap_count", exp.ArrayAgg(this=s(str(measure_id))))
+
+    return count
 
 
 def _hll_count(measure_id: int) -> Callable[[Scan, frozenset[int]], exp.Expr]:

@@ -17,7 +17,7 @@ from precube.query.contexts import LEFT, QueryContext, own_nodes
 from precube.query.frontend import Catalog, spark_sum_types
 from precube.query.matching import DerivedJoin, Match
 from precube.query.pruning import pinned_columns
-from precube.query.topn import unnested
+from precube.query.topn import fix_limit, unnested
 from precube.storage import columns
 
 SCAN_ALIAS = "layout"
@@ -94,6 +94,7 @@ def rewrite(ctx: QueryContext, match: Match, catalog: Catalog | None = None) -> 
     unnest = next((w.unnest for w in match.ways if w.unnest is not None), None)
     if unnest is not None:  # a TOP_N measure's cells, one row per entry (`topn`)
         relation = unnested(relation, SCAN_ALIAS, match.layout.dimensions, unnest)
+        fix_limit(select)
     select.set("from_", exp.From(this=relation))
     select.set("joins", [_join_back(d, tables[d.alias].copy()) for d in match.derived] or None)
     if catalog is not None and not match.table_index and any(w.find(exp.Sum) for w in select.find_all(exp.Window)):

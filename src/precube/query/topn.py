@@ -183,3 +183,11 @@ def unnested(table: exp.Expr, alias: str, dims: list[int], unnest: Unnest) -> ex
     )
     inner = exp.select(*outputs).from_(table).join(exp.Join(this=lateral, kind="CROSS"))
     return inner.subquery(alias)
+
+
+def fix_limit(select: exp.Select) -> None:
+    """Make the block's LIMIT and OFFSET literals new nodes: the plan cache then keys plans on their values
+    (a literal the final tree lost counts as consumed), since a larger LIMIT may exceed the TOP_N capacity."""
+    for clause in (select.args.get("limit"), select.args.get("offset")):
+        if clause is not None and isinstance(clause.expression, exp.Literal):
+            clause.set("expression", exp.Literal.number(clause.expression.name))

@@ -1,5 +1,5 @@
--- TOP_N asked for more rows (60) than the TOP_PARTS measure keeps (topn(50)): the source tables answer
--- answer: pushdown
+-- TOP_N asked for more rows (60) than TOP_PARTS keeps (topn(50)): raw rows answer (the base table index)
+-- answer: layout
 -- order: exact
 select lo_partkey, sum(lo_revenue) as revenue
 from ssb.lineorder
