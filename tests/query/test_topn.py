@@ -56,7 +56,7 @@ def _answers(
 
     group = ctx.select.args.get("group")
     group_dims = frozenset(c for g in group.expressions if (c := column_of(g)) is not None) if group else None
-    found = topn_answers(ctx, MEASURES, column_of, IDS, TYPES, group_dims, non_null, ranges or [])
+    found = topn_answers(ctx, MEASURES, column_of, IDS.get, TYPES, group_dims, non_null, lambda: ranges or [])
     return [a.unnest.measure for a in found]
 
 
@@ -108,7 +108,9 @@ def test_exact_only_when_every_segment_has_fewer_keys_than_a_cell_holds() -> Non
     def approximate(high: int) -> bool:
         ranges = [{1: ValueRange(1, 400)}, {1: ValueRange(1, high)}]
         column_of = lambda n: IDS.get(f"{n.table}.{n.name}".upper())  # noqa: E731
-        [found] = topn_answers(ctx, MEASURES[:1], column_of, IDS, TYPES, frozenset({1}), frozenset({2}), ranges)
+        [found] = topn_answers(
+            ctx, MEASURES[:1], column_of, IDS.get, TYPES, frozenset({1}), frozenset({2}), lambda: ranges
+        )
         return found.unnest.approximate
 
     assert not approximate(cells.topn_capacity(10))

@@ -266,10 +266,19 @@ def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
         agg_call(a, m.measure_index, cols.argument, m.column_types, group_dims, m.non_null_columns)
         for a in ctx.aggregates
     ]
-    refs = {ref: c.id for ref, c in m.columns_by_ref.items()}
-    ranges = [m.segment_ranges[s.segment.id] for s in m.segments]
-    topn = topn_answers(
-        ctx, m.model.measures(), cols.argument, refs, m.column_types, group_dims, m.non_null_columns, ranges
+    topn = (
+        topn_answers(
+            ctx,
+            m.topn_measures,
+            cols.argument,
+            lambda ref: c.id if (c := m.columns_by_ref.get(ref)) is not None else None,
+            m.column_types,
+            group_dims,
+            m.non_null_columns,
+            lambda: [m.segment_ranges[s.segment.id] for s in m.segments],
+        )
+        if m.topn_measures
+        else []
     )
     return _Needs(cols, columns, inner, calls, topn)
 

@@ -50,14 +50,15 @@ def topn_answers(
     ctx: QueryContext,
     measures: list[Measure],
     column_of: Callable[[exp.Expr], int | None],
-    columns_by_ref: Mapping[str, int],
+    column_id: Callable[[str], int | None],
     types: Mapping[int, str],
     group_dims: frozenset[int] | None,
     non_null: frozenset[int],
-    ranges: list[dict[int, ValueRange]],
+    ranges: Callable[[], list[dict[int, ValueRange]]],
 ) -> list[TopNAnswer]:
-    """The TOP_N measures (`measures`: the model's) that answer the block, with one way per aggregate call;
-    `ranges`: the recorded ranges of every queryable segment (for the exactness proof)."""
+    """The TOP_N measures among `measures` that answer the block, with one way per aggregate call;
+    `column_id`: a model column's id by `ALIAS.COLUMN`; `ranges`: the recorded ranges of every queryable
+    segment (for the exactness proof, read only when a measure answers)."""
     select = ctx.select
     if not measures or not group_dims or not ctx.aggregates or not _ordered_by_sum(select, ctx.aggregates):
         return []
@@ -83,13 +84,13 @@ def topn_answers(
             continue
         if any(p.type is not ParameterType.COLUMN for p in params):
             continue
-        v, k = (columns_by_ref.get(p.value.upper()) for p in params)
+        v, k = (column_id(p.value.upper()) for p in params)
         if v != value or k is None or k not in group_dims:
             continue
         n = cells.return_parameter(m.function.returntype, "topn")
         if rows is None or rows > n:
             continue
-        unnest = Unnest(m.id, k, types.get(k, "string"), not _exact(k, types, ranges, cells.topn_capacity(n)))
+        unnest = Unnest(m.id, k, types.get(k, "string"), not _exact(k, types, ranges(), cells.topn_capacity(n)))
         exactness = "approximate TOP_N" if unnest.approximate else "TOP_N, every key kept"
         way = AggWay(frozenset(), frozenset({m.id}), f"measure {m.name} ({exactness})", _summed(unnest, out), unnest)
         found.append(TopNAnswer(unnest, [way] * len(ctx.aggregates)))
