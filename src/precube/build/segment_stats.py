@@ -13,7 +13,7 @@ answered from COUNT(*) and SUM(col) where they are 0 in every segment it reads.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,7 @@ Built = Mapping[int, tuple[Layout, LayoutInstance]]
 class SegmentStats:
     source_rows: int
     ranges: dict[str, DimensionRange]  # model column id (text) → min/max; absent: no built layout has it
-    null_counts: dict[str, int]  # measure input column id (text) → NULLs among the flat rows
+    null_counts: dict[str, int] = field(default_factory=dict)  # measure input column id (text) → NULLs
 
 
 def _counts_rows(m: Measure) -> bool:
