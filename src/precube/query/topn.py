@@ -180,7 +180,7 @@ def unnested(table: exp.Expr, alias: str, dims: list[int], unnest: Unnest) -> ex
     outputs.append(exp.alias_(field("value"), exp.to_identifier(value_column(unnest), quoted=True)))
     lateral = exp.Unnest(
         expressions=[scan_column(names.measure_column(unnest.measure))],
-        alias=exp.TableAlias(this=exp.to_identifier(f"{ELEMENT}s"), columns=[entry.copy()]),
+        alias=exp.TableAlias(this=exp.to_identifier("topn_entries"), columns=[entry.copy()]),
     )
     inner = exp.select(*outputs).from_(table).join(exp.Join(this=lateral, kind="CROSS"))
     return inner.subquery(alias)
