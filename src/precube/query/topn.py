@@ -159,12 +159,14 @@ def unnested(table: exp.Expr, alias: str, dims: list[int], unnest: Unnest) -> ex
         return exp.column(name, table=entry)
 
     key = field("key")
-    unescaped = exp.func(
-        "replace",
-        exp.func("replace", key, exp.Literal.string(cells.KEY_ESCAPE + cells.KEY_SEPARATOR), exp.Literal.string("|")),
-        exp.Literal.string(cells.KEY_ESCAPE * 2),
-        exp.Literal.string(cells.KEY_ESCAPE),
-    )
+    unescaped: exp.Expr = key.copy()
+    if dt.family(unnest.key_type) in (dt.TypeFamily.STRING, dt.TypeFamily.OTHER):  # numbers, dates: neither `\` nor `|`
+        separator = exp.func(
+            "replace", key.copy(), exp.Literal.string(cells.KEY_ESCAPE + cells.KEY_SEPARATOR), exp.Literal.string("|")
+        )
+        unescaped = exp.func(
+            "replace", separator, exp.Literal.string(cells.KEY_ESCAPE * 2), exp.Literal.string(cells.KEY_ESCAPE)
+        )
     text = exp.Case(
         ifs=[exp.If(this=exp.EQ(this=key.copy(), expression=exp.Literal.string(cells.KEY_NULL)), true=exp.Null())],
         default=unescaped,
