@@ -328,3 +328,18 @@ def test_topn_merge_resums_and_orders() -> None:
 def test_import_starts_no_jvm() -> None:
     code = "import sys, precube.build.measures, precube.storage.cells; assert 'pyspark' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_tuple_keys_count_distinct_tuples_as_sql_does(spark: SparkSession) -> None:
+    """A precise COUNT DISTINCT of several columns counts the distinct keys of their tuples: NULL when one
+    value is NULL (SQL skips such rows), and distinct tuples never share a key (values are escaped)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from precube.build.measures import tuple_key
+
+    rows = [("x|", "y"), ("x", "|y"), ("x", "|y"), ("a\\", "b"), ("a", "\\b"), (None, "b"), ("a", None), ("\\N", "b")]
+    df = spark.createDataFrame(rows, "a string, b string")
+    keys = [r[0] for r in df.select(tuple_key([F.col("a"), F.col("b")])).collect()]
+    expected = {t for t in rows if None not in t}
+    assert len({k for k in keys if k is not None}) == len(expected)
+    assert [k is None for k in keys] == [None in t for t in rows]

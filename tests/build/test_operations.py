@@ -207,6 +207,8 @@ def test_daily_segments_merged_equal_one_full_build(ctx: BuildContext) -> None:
     # the same range built at once gives the same cells (HLL unions of disjoint days are exact)
     create_model(ctx.store, "ssb", parse_spec({**SPEC, "alias": "sales_once"}))
     once = build_segment(ctx, "sales_once", merged.range)
+    # the NULLs of measure inputs: summed over the merged segments, as counted at once
+    assert merged.column_null_counts and merged.column_null_counts == once.column_null_counts
     with ctx.store.read("ssb") as tx:
         a, b = require_model(tx, "sales"), require_model(tx, "sales_once")
         plan = tx.require(IndexPlan, a.uuid)

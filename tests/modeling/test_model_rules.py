@@ -267,3 +267,19 @@ def test_spec_of_round_trips(ssb_spec: ModelSpec, ssb_tables: dict[str, Table]) 
         exclude={"last_modified", "create_time"}
     )
     assert isinstance(again, Model) and again.measures()[0].function.expression is FunctionExpression.COUNT
+
+
+def test_count_distinct_of_several_columns_and_count_of_a_column(ssb_tables: dict[str, Table]) -> None:
+    """COUNT_DISTINCT takes several columns, precise (a dictionary of their tuples) or HLL; COUNT a column."""
+    pair = [{"type": "column", "value": f"LINEORDER.{c}"} for c in ("LO_PARTKEY", "LO_SUPPKEY")]
+    data = ssb_spec_data()
+    data["simplified_measures"] += [
+        {"name": "PAIRS", "expression": "COUNT_DISTINCT", "parameter_value": pair, "return_type": "bitmap"},
+        {"name": "PAIRS_APPROX", "expression": "COUNT_DISTINCT", "parameter_value": pair, "return_type": "hllc(12)"},
+        {"name": "REVENUE_ROWS", "expression": "COUNT", "column": "LINEORDER.LO_REVENUE"},
+    ]
+    measures = {m.name: m.function for m in build_model(parse_spec(data), ssb_tables).measures()}
+    assert [p.value for p in measures["PAIRS"].parameters] == ["LINEORDER.LO_PARTKEY", "LINEORDER.LO_SUPPKEY"]
+    assert (measures["PAIRS"].returntype, measures["PAIRS_APPROX"].returntype) == ("bitmap", "hllc(12)")
+    assert measures["REVENUE_ROWS"].expression is FunctionExpression.COUNT
+    assert measures["REVENUE_ROWS"].parameters[0].value == "LINEORDER.LO_REVENUE"

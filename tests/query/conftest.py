@@ -37,8 +37,22 @@ SEGMENT_BOUNDS = ("1992-01-01", "1995-01-01", "1999-01-01")
 # sketch, in group 3 only: PERCENTILE_APPROX from a layout); hierarchies of group 2 and
 # the discount/quantity pair of group 1 are joint dimensions, to keep the plan (and the build) small.
 # Group 3 holds the foreign key LO_SUPPKEY as a dimension: SUPPLIER's other columns are derived from it.
+# Group 4 (issue 18 §3) holds measures a query uses without their columns as dimensions: TOP_N by a key
+# no layout holds (LO_PARTKEY: 2000 parts, under topn(50)'s 2500 entries a cell, so answers are exact)
+# and by a lookup column, COUNT DISTINCT of a pair (HLL) and of another pair (bitmap), and SUM / COUNT of
+# a computed column NULL on some rows (LARGE_DISCOUNT_*), next to one without COUNT (SMALL_QUANTITY_COST).
 SPEC: dict[str, Any] = yaml.safe_load(resources.files("precube").joinpath("resources/ssb_model.yaml").read_text())
 SPEC["simplified_dimensions"] += ["LINEORDER.LO_SUPPKEY"]
+SPEC["computed_columns"] += [
+    {
+        "column_name": "V_LARGE_DISCOUNT_REVENUE",
+        "expression": "CASE WHEN LINEORDER.LO_DISCOUNT > 5 THEN LINEORDER.LO_REVENUE END",
+    },
+    {
+        "column_name": "V_SMALL_QUANTITY_COST",
+        "expression": "CASE WHEN LINEORDER.LO_QUANTITY < 10 THEN LINEORDER.LO_SUPPLYCOST END",
+    },
+]
 SPEC["simplified_measures"] += [
     {
         "name": "SUPPLIERS_APPROX",
@@ -54,6 +68,45 @@ SPEC["simplified_measures"] += [
         "column": "LINEORDER.LO_REVENUE",
         "return_type": "percentile(100)",
     },
+    {
+        "name": "TOP_PARTS",
+        "expression": "TOP_N",
+        "parameter_value": [
+            {"type": "column", "value": "LINEORDER.LO_REVENUE"},
+            {"type": "column", "value": "LINEORDER.LO_PARTKEY"},
+        ],
+        "return_type": "topn(50)",
+    },
+    {
+        "name": "TOP_CITIES",
+        "expression": "TOP_N",
+        "parameter_value": [
+            {"type": "column", "value": "LINEORDER.LO_SUPPLYCOST"},
+            {"type": "column", "value": "CUSTOMER.C_CITY"},
+        ],
+        "return_type": "topn(100)",
+    },
+    {
+        "name": "PART_SUPPLIERS",
+        "expression": "COUNT_DISTINCT",
+        "parameter_value": [
+            {"type": "column", "value": "LINEORDER.LO_PARTKEY"},
+            {"type": "column", "value": "LINEORDER.LO_SUPPKEY"},
+        ],
+        "return_type": "hllc(14)",
+    },
+    {
+        "name": "CUSTOMER_PARTS",
+        "expression": "COUNT_DISTINCT",
+        "parameter_value": [
+            {"type": "column", "value": "LINEORDER.LO_PARTKEY"},
+            {"type": "column", "value": "LINEORDER.LO_CUSTKEY"},
+        ],
+        "return_type": "bitmap",
+    },
+    {"name": "LARGE_DISCOUNT_REVENUE", "expression": "SUM", "column": "LINEORDER.V_LARGE_DISCOUNT_REVENUE"},
+    {"name": "LARGE_DISCOUNT_ROWS", "expression": "COUNT", "column": "LINEORDER.V_LARGE_DISCOUNT_REVENUE"},
+    {"name": "SMALL_QUANTITY_COST", "expression": "SUM", "column": "LINEORDER.V_SMALL_QUANTITY_COST"},
 ]
 SPEC.update(
     aggregation_groups=[
@@ -102,6 +155,20 @@ SPEC.update(
             "includes": ["D_YEAR", "LO_SUPPKEY"],
             "measures": ["REVENUE", "COUNT_ALL", "REVENUE_PERCENTILE"],
             "select_rule": {"mandatory_dims": ["D_YEAR", "LO_SUPPKEY"]},
+        },
+        {
+            "includes": ["D_YEAR", "C_REGION"],
+            "measures": [
+                "TOP_PARTS",
+                "TOP_CITIES",
+                "PART_SUPPLIERS",
+                "CUSTOMER_PARTS",
+                "LARGE_DISCOUNT_REVENUE",
+                "LARGE_DISCOUNT_ROWS",
+                "SMALL_QUANTITY_COST",
+                "COUNT_ALL",
+            ],
+            "select_rule": {"mandatory_dims": ["D_YEAR"]},
         },
     ],
 )

@@ -52,10 +52,18 @@ def needs_dictionary(measure: Measure) -> bool:
     return measure.function.returntype == "bitmap"
 
 
+def dictionary_key(measure: Measure, inputs: Sequence[int]) -> int:
+    """Whose global dictionary a precise COUNT DISTINCT measure encodes: its column's, or for several
+    columns the dictionary of their tuples (`measures.tuple_key`), named by the measure id."""
+    return inputs[0] if len(inputs) == 1 else measure.id
+
+
 def _args(model: Model, measure: Measure) -> list[Column]:
     from pyspark.sql import functions as F  # noqa: N812
 
     args: list[Column] = []
+    if needs_dictionary(measure) and len(measure.function.parameters) > 1:
+        return [F.col(names.dict_column(measure.id))]  # the ids of the tuples (`dictionary_key`)
     for p in measure.function.parameters:
         if p.type is ParameterType.CONSTANT:
             args.append(F.lit(int(p.value)) if p.value.lstrip("-").isdigit() else F.lit(p.value))

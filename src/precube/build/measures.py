@@ -270,6 +270,15 @@ def _capacity(m: Measure) -> int:
     return cells.topn_capacity(cells.return_parameter(m.function.returntype, "topn"))
 
 
+def tuple_key(cols: Sequence[Column]) -> Column:
+    """One string per tuple of values (`cells.encode_key`), NULL when one of them is NULL: SQL's
+    COUNT(DISTINCT a, b) skips those rows (the precise multi-column COUNT DISTINCT's dictionary values)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    present = functools.reduce(lambda a, b: a & b, [c.isNotNull() for c in cols])
+    return F.when(present, _topn_key(cols))
+
+
 def _topn_key(cols: Sequence[Column]) -> Column:
     """`cells.encode_key` in Spark: escaped string forms joined by `|`, NULL as `\\N`."""
     from pyspark.sql import functions as F  # noqa: N812

@@ -15,8 +15,9 @@ from precube.build.dictionary import build_dictionary, dictionary_path, encode
 from precube.build.errors import BuildConflictError
 from precube.build.flat_table import Codes, encodable, flat_table
 from precube.build.layers import build_into_segment, write_layout
-from precube.build.layout_build import compute_layout, measure_inputs, needs_dictionary
+from precube.build.layout_build import compute_layout, dictionary_key, measure_inputs, needs_dictionary
 from precube.build.lookup_snapshot import newest_snapshots, take_snapshots
+from precube.build.measures import tuple_key
 from precube.build.segment_stats import segment_stats
 from precube.metadata import (
     Dataflow,
@@ -51,11 +52,16 @@ class _Flat:
         self.ctx, self.state, self.segment = ctx, state, segment
         model = state.model
         measures = {i for lay in layouts for i in lay.col_order if i >= MEASURE_ID_BASE}
-        self.bitmap_inputs = sorted(
-            {c for m in model.measures() if m.id in measures and needs_dictionary(m) for c in measure_inputs(model, m)}
-        )
+        # global dictionaries: one per precise COUNT DISTINCT input column, or per measure of several
+        # columns (the dictionary of its tuples, named by the measure id)
+        self.bitmap_inputs = {
+            dictionary_key(m, cols): cols
+            for m in model.measures()
+            if m.id in measures and needs_dictionary(m) and (cols := measure_inputs(model, m))
+        }
         inputs = {c for m in model.measures() if m.id in measures for c in measure_inputs(model, m)}
         layout_cols = {i for lay in layouts for i in lay.col_order if i < MEASURE_ID_BASE}
+        self.inputs = sorted(inputs)
         self.columns = sorted(inputs | layout_cols)
         self._df: DataFrame | None = None
         self._cached: DataFrame | None = None
@@ -80,12 +86,17 @@ class _Flat:
         df, self.codes = flat_table(ctx.spark, model, self.state.tables, self.columns, self.segment.range, self.encoded)
         if cache:
             df = self._cached = df.persist(StorageLevel.MEMORY_AND_DISK)
-        for cid in self.bitmap_inputs:  # global dictionaries: append this segment's new values
+        for cid, cols in sorted(self.bitmap_inputs.items()):  # global dictionaries: append new values
             path = dictionary_path(ctx.warehouse_root, ctx.project, model.uuid, cid)
             ctx.progress(f"dictionary {cid}", 0, 1)
-            version = build_dictionary(ctx.spark, df.select(F.col(names.column(cid)).alias("value")), path)
+            value = names.column(cid) if len(cols) == 1 else f"{cid}_tuple"
+            if len(cols) > 1:
+                df = df.withColumn(value, tuple_key([F.col(names.column(c)) for c in cols]))
+            version = build_dictionary(ctx.spark, df.select(F.col(value).alias("value")), path)
             # no eager check: the dictionary has just taken every value of this frame
-            df = encode(ctx.spark, df, names.column(cid), version, names.dict_column(cid), check=False)
+            df = encode(ctx.spark, df, value, version, names.dict_column(cid), check=False)
+            if len(cols) > 1:
+                df = df.drop(value)
             self.dictionaries[f"dict.{cid}"] = str(version.version)
             ctx.progress(f"dictionary {cid}", 1, 1)
         return df
@@ -94,6 +105,21 @@ class _Flat:
         """The flat rows, counted by a job of their own (when no built layout counts them)."""
         df, _ = flat_table(self.ctx.spark, self.state.model, self.state.tables, self.columns, self.segment.range)
         return df.count()
+
+    def null_counts(self) -> dict[str, int]:
+        """NULLs of each measure input column among the flat rows, in one job (over the cached frame when
+        the build cached it; measure inputs are never coded, so their NULLs are the source's)."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        if not self.inputs:
+            return {}
+        df = self._df
+        if df is None:
+            df, _ = flat_table(self.ctx.spark, self.state.model, self.state.tables, self.columns, self.segment.range)
+        counts = [F.count(F.col(names.column(c))).alias(f"c{c}") for c in self.inputs]
+        row = df.agg(F.count(F.lit(1)).alias("rows"), *counts).first()
+        assert row is not None  # a global aggregate has one row
+        return {str(c): int(row["rows"]) - int(row[f"c{c}"]) for c in self.inputs}
 
     def close(self) -> None:
         if self._cached is not None:
@@ -147,9 +173,9 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
         build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None)
         info = {**segment.additional_info, **flat.dictionaries}
         path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
-        stats = segment_stats(ctx.spark, state.model, built, path, flat.count)
+        stats = segment_stats(ctx.spark, state.model, built, path, flat.count, flat.null_counts)
         snapshots = take_snapshots(ctx, state)
-        return _commit(ctx, state, segment.id, stats.source_rows, stats.ranges, info, snapshots)
+        return _commit(ctx, state, segment.id, stats.source_rows, stats.ranges, info, snapshots, stats.null_counts)
     finally:
         flat.close()
 
@@ -203,8 +229,9 @@ def merge_segments(ctx: BuildContext, model_alias: str, targets: Sequence[str]) 
         record_layout(ctx, model, segment.id, instance)
         ctx.progress("merge", n, len(todo))
     ranges = _merge_ranges(state, [s.dimension_range_info_map for s in sources])
+    nulls = _merge_null_counts([s.column_null_counts for s in sources])
     rows = sum(s.source_count for s in sources)
-    return _commit(ctx, state, segment.id, rows, ranges, segment.additional_info, newest_snapshots(sources))
+    return _commit(ctx, state, segment.id, rows, ranges, segment.additional_info, newest_snapshots(sources), nulls)
 
 
 def build_layouts(
@@ -252,6 +279,12 @@ def _merge_ranges(state: ModelState, maps: list[dict[str, DimensionRange]]) -> d
     return merged
 
 
+def _merge_null_counts(maps: list[dict[str, int]]) -> dict[str, int]:
+    """The merged segment's NULL counts: the sum, for the columns every source recorded."""
+    common = set.intersection(*(set(m) for m in maps)) if maps else set()
+    return {key: sum(m[key] for m in maps) for key in sorted(common)}
+
+
 def _commit(
     ctx: BuildContext,
     state: ModelState,
@@ -260,6 +293,7 @@ def _commit(
     ranges: dict[str, DimensionRange],
     info: dict[str, str],
     snapshots: dict[str, LookupSnapshot],
+    null_counts: dict[str, int],
 ) -> Segment:
     """Make the segment READY, with its lookup snapshots, and drop the segments it replaces, in one transaction."""
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
@@ -271,6 +305,7 @@ def _commit(
             )
         segment.source_count = source_count
         segment.dimension_range_info_map = ranges
+        segment.column_null_counts = null_counts
         segment.last_build_time = now_ms()
         segment.additional_info = info
         segment.lookup_snapshots = snapshots

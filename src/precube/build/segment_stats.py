@@ -5,13 +5,15 @@ dimension's extremes are those of the smallest built layout that has it, read fr
 footers of local files (no data read); the source rows are the total of a COUNT(*) measure, or the
 rows of a table index. What the layouts cannot tell comes from Spark: a column without usable footer
 statistics, or remote files, from the chosen layouts in one job; the source rows, when no built
-layout counts them, from the flat table (`count_flat`).
+layout counts them, from the flat table (`count_flat`). The NULLs of each measure input column come
+from the flat table too (one aggregate over the cached frame): a query's COUNT(col) and AVG(col) are
+answered from COUNT(*) and SUM(col) where they are 0 in every segment it reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +38,7 @@ Built = Mapping[int, tuple[Layout, LayoutInstance]]
 class SegmentStats:
     source_rows: int
     ranges: dict[str, DimensionRange]  # model column id (text) → min/max; absent: no built layout has it
+    null_counts: dict[str, int] = field(default_factory=dict)  # measure input column id (text) → NULLs
 
 
 def _counts_rows(m: Measure) -> bool:
@@ -48,11 +51,13 @@ def segment_stats(
     built: Built,
     path: Callable[[int], str],
     count_flat: Callable[[], int],
+    null_counts: Callable[[], dict[str, int]] = dict,
 ) -> SegmentStats:
-    """Stats of a segment from its `built` layouts (`path`: a layout's directory)."""
+    """Stats of a segment from its `built` layouts (`path`: a layout's directory); `null_counts` counts
+    the NULLs of the measure input columns on the flat table (no layout tells them)."""
     smallest = sorted(built.values(), key=lambda b: (b[1].rows, len(b[0].col_order), b[0].id))
     rows = _source_rows(spark, model, smallest, path)
-    return SegmentStats(count_flat() if rows is None else rows, _ranges(spark, model, smallest, path))
+    return SegmentStats(count_flat() if rows is None else rows, _ranges(spark, model, smallest, path), null_counts())
 
 
 def _source_rows(

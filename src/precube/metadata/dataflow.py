@@ -100,6 +100,9 @@ class Segment(BaseModel):
     status: SegmentStatus = SegmentStatus.NEW
     seg_range: TimeRange
     dimension_range_info_map: dict[str, DimensionRange] = Field(default_factory=dict)  # column id → range
+    # precube: NULLs of each measure input column among the segment's flat rows (column id → count);
+    # absent: not recorded (a segment built before, or a column no layout of the build read)
+    column_null_counts: dict[str, int] = Field(default_factory=dict)
     last_build_time: int = 0  # when its data last changed (build, refresh, merge)
     source_count: int = -1
     source_bytes_size: int = -1

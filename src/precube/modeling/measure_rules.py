@@ -90,9 +90,7 @@ def _sketch_type(expr: FunctionExpression, types: list[str], given: str, field: 
     kind, arg = (match.group(1), match.group(2)) if match else (None, None)
     if expr is F.COUNT_DISTINCT:
         if kind in (None, "bitmap"):
-            if len(types) > 1:
-                raise InvalidModelError(f"{field}: precise COUNT_DISTINCT (bitmap) takes one column")
-            return "bitmap"
+            return "bitmap"  # of several columns: a dictionary of their tuples (build.layout_build)
         if kind == "hllc" and arg is not None and 10 <= int(arg) <= 16:
             return f"hllc({arg})"
         raise InvalidModelError(f"{field}: COUNT_DISTINCT return_type must be bitmap or hllc(10..16), got {given!r}")

@@ -11,7 +11,7 @@ COUNT(*), which is exact too). Results are cast to the type Spark gives the same
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -23,11 +23,23 @@ Scan = Callable[[str], exp.Expr]  # layout file column name → column of the sc
 
 
 @dataclass(frozen=True)
+class Unnest:
+    """A way that reads a TOP_N measure's cells unnested (`query.topn`): one row per (cell, entry), with
+    the entry's key as the model column `key` (of type `key_type`)."""
+
+    measure: int
+    key: int
+    key_type: str
+    approximate: bool  # a cell may have dropped keys beyond its capacity
+
+
+@dataclass(frozen=True)
 class AggWay:
     dims: frozenset[int]
     measures: frozenset[int]
     describe: str
     build: Callable[[Scan, frozenset[int]], exp.Expr]  # (scan, layout dims) → replacement
+    unnest: Unnest | None = None  # the scan unnests this TOP_N measure; the key column comes from it
 
 
 @dataclass(frozen=True)
@@ -64,30 +76,35 @@ def _present_rows(s: Scan, col: int, count_star: int) -> exp.Expr:
 
 @dataclass(frozen=True)
 class MeasureIndex:
-    """The model's live measures by (function, argument column id or None for a constant)."""
+    """The model's live measures by (function, argument column id or None for a constant); COUNT DISTINCT
+    measures of several columns by their set of column ids."""
 
     model: Model
     by_call: Mapping[tuple[str, int | None], list[Measure]]
     count_star: int | None
+    by_tuple: Mapping[frozenset[int], list[Measure]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, model: Model) -> MeasureIndex:
         found: dict[tuple[str, int | None], list[Measure]] = {}
+        tuples: dict[frozenset[int], list[Measure]] = {}
         count_star = None
+        ids = {c.column: c.id for c in model.live_columns()}
         for m in model.measures():
             params = m.function.parameters
-            arg: int | None = None
-            if params and params[0].type is ParameterType.COLUMN:
-                col = next((c for c in model.live_columns() if c.column == params[0].value), None)
-                if col is None:
-                    continue
-                arg = col.id
-            if len(params) > 1 and m.function.expression is not FunctionExpression.TOP_N:
-                continue  # multi-column COUNT DISTINCT: no query form maps to it yet
+            columns = [ids.get(p.value) for p in params if p.type is ParameterType.COLUMN]
+            if any(c is None for c in columns):
+                continue  # a column that is no longer live
+            arg = columns[0] if params and params[0].type is ParameterType.COLUMN else None
+            if len(params) > 1 and m.function.expression is FunctionExpression.COUNT_DISTINCT:
+                key = frozenset(c for c in columns if c is not None)
+                if len(key) == len(params):  # the distinct tuples of these columns, in any order
+                    tuples.setdefault(key, []).append(m)
+                continue
             found.setdefault((m.function.expression.value, arg), []).append(m)
             if m.function.expression is FunctionExpression.COUNT and arg is None:
                 count_star = m.id
-        return cls(model, found, count_star)
+        return cls(model, found, count_star, tuples)
 
     def find(self, fn: FunctionExpression, arg: int | None) -> list[Measure]:
         return self.by_call.get((fn.value, arg), [])
@@ -99,17 +116,18 @@ def agg_call(
     column_of: Callable[[exp.Expr], int | None],
     types: Mapping[int, str],
     group_dims: frozenset[int] | None,
+    non_null: frozenset[int] = frozenset(),
 ) -> AggCall:
     """The ways to answer `node`; `column_of` maps an argument (a column, or an expression equal to a
     computed column) to a model column id; `group_dims` are the model columns the block groups by (None
-    when it groups by anything else too)."""
+    when it groups by anything else too); `non_null`: columns proven to hold no NULL in the rows read."""
     ways: list[AggWay] = []
     arg_node = node.this
     distinct = isinstance(arg_node, exp.Distinct)
     if distinct:
         args = arg_node.expressions
         if len(args) != 1:
-            return _distinct_tuples(node, args, column_of)
+            return _distinct_tuples(node, args, column_of, index, group_dims)
         arg_node = args[0]
     count_all = isinstance(node, exp.Count) and (arg_node is None or isinstance(arg_node, (exp.Star, exp.Literal)))
     if count_all and distinct:
@@ -161,6 +179,11 @@ def agg_call(
     if isinstance(node, exp.Count) and not distinct:
         for m in index.find(FunctionExpression.COUNT, None if count_all else col):
             measure_way(m, count_of)
+        if not count_all and col in non_null and cs is not None:
+            # no NULL among the rows: COUNT(col) counts them all
+            ways.append(
+                AggWay(frozenset(), star, "COUNT(*), the column has no NULL", lambda s, d: count_of(s(str(cs))))
+            )
         if not count_all:
             weighted_way("COUNT(*) where the dimension is not NULL", lambda s, c, n: count_of(_present_rows(s, c, n)))
     elif isinstance(node, exp.Sum) and col is not None:
@@ -198,33 +221,26 @@ def agg_call(
                 measure_way(m, lambda c: _fn("precube_hll_count", exp.ArrayAgg(this=c)))
                 continue
 
-            def bitmap(s: Scan, dims: frozenset[int], mid: int = m.id) -> exp.Expr:
-                if group_dims is not None and dims <= group_dims:
-                    # one cell per group: its stored cardinality needs no bitmap
-                    return _cast(exp.func("max", s(f"{mid}_count")), "bigint")
-                return _fn("precube_bitmap_count", exp.ArrayAgg(this=s(str(mid))))
-
-            ways.append(AggWay(frozenset(), frozenset({m.id}), f"measure {m.name}", bitmap))
-    elif isinstance(node, exp.Avg) and col is not None:
+            ways.append(AggWay(frozenset(), frozenset({m.id}), f"measure {m.name}", _bitmap_count(m.id, group_dims)))
+    elif isinstance(node, exp.Avg) and col is not None and sum_type(types[col]) is not None:
+        avg_type = _avg_type(types[col])
         sums = index.find(FunctionExpression.SUM, col)
         counts = index.find(FunctionExpression.COUNT, col)
-        if sums and counts:
-            s_id, c_id = sums[0].id, counts[0].id
+        counters = [(c.id, "SUM / COUNT measures") for c in counts[:1]]
+        if col in non_null and cs is not None:  # no NULL among the rows: AVG = SUM / COUNT(*)
+            counters.append((cs, "SUM / COUNT(*) measures, the column has no NULL"))
+        for s_id, c_id, describe in ((sums[0].id, c, d) for c, d in counters if sums):
             ways.append(
                 AggWay(
                     frozenset(),
                     frozenset({s_id, c_id}),
-                    "SUM / COUNT measures",
-                    lambda s, d: exp.Div(
-                        this=_cast(exp.func("sum", s(str(s_id))), "double"), expression=exp.func("sum", s(str(c_id)))
-                    ),
+                    describe,
+                    _sum_over_count(s_id, c_id, avg_type),
                 )
             )
         weighted_way(
             "the dimension weighted by COUNT(*)",
-            lambda s, c, n: exp.Div(
-                this=_cast(_weighted(s, c, n), "double"), expression=exp.func("sum", _present_rows(s, c, n))
-            ),
+            lambda s, c, n: _average(_weighted(s, c, n), exp.func("sum", _present_rows(s, c, n)), avg_type),
         )
     elif isinstance(node, exp.ApproxQuantile) and col is not None:
         q = node.args.get("quantile")
@@ -238,9 +254,16 @@ def agg_call(
     return AggCall(node, ways)
 
 
-def _distinct_tuples(node: exp.AggFunc, args: list[exp.Expr], column_of: Callable[[exp.Expr], int | None]) -> AggCall:
+def _distinct_tuples(
+    node: exp.AggFunc,
+    args: list[exp.Expr],
+    column_of: Callable[[exp.Expr], int | None],
+    index: MeasureIndex,
+    group_dims: frozenset[int] | None,
+) -> AggCall:
     """COUNT(DISTINCT a, b, …) of dimensions: the distinct tuples of a layout's values are the raw rows'
-    (each engine's SQL counts only tuples without a NULL, as Spark does)."""
+    (each engine's SQL counts only tuples without a NULL, as Spark does); or a COUNT DISTINCT measure of
+    exactly these columns, in any order (its sketch skips the rows where one of them is NULL)."""
     cols = [column_of(a) for a in args]
     if not isinstance(node, exp.Count) or any(c is None for c in cols):
         return AggCall(node, [], f"{node.sql(dialect='spark')}: DISTINCT of several arguments that are not all columns")
@@ -251,7 +274,12 @@ def _distinct_tuples(node: exp.AggFunc, args: list[exp.Expr], column_of: Callabl
         "distinct tuples of the dimensions",
         lambda s, d: exp.Count(this=exp.Distinct(expressions=[s(str(c)) for c in ids])),
     )
-    return AggCall(node, [way])
+    ways = [way]
+    measures = index.by_tuple.get(frozenset(ids), []) if len(set(ids)) == len(ids) else []
+    for m in sorted(measures, key=_is_hll):  # a bitmap first: exact
+        count = _hll_count(m.id) if _is_hll(m) else _bitmap_count(m.id, group_dims)
+        ways.append(AggWay(frozenset(), frozenset({m.id}), f"measure {m.name}", count))
+    return AggCall(node, ways)
 
 
 def _distinct_call(node: exp.AggFunc, column: exp.Expr, arg_type: str) -> exp.Expr:
@@ -274,6 +302,42 @@ def filtered(replacement: exp.Expr, condition: exp.Expr, counting: bool) -> exp.
             if isinstance(target, exp.Expr) and not isinstance(target, exp.Star):
                 target.replace(exp.Case(ifs=[exp.If(this=condition.copy(), true=target.copy())]))
     return _zero_if_null(replacement) if counting else replacement
+
+
+def _sum_over_count(sum_id: int, count_id: int, avg_type: str) -> Callable[[Scan, frozenset[int]], exp.Expr]:
+    return lambda s, d: _average(exp.func("sum", s(str(sum_id))), exp.func("sum", s(str(count_id))), avg_type)
+
+
+def _bitmap_count(measure_id: int, group_dims: frozenset[int] | None) -> Callable[[Scan, frozenset[int]], exp.Expr]:
+    def count(s: Scan, dims: frozenset[int]) -> exp.Expr:
+        if group_dims is not None and dims <= group_dims:
+            # one cell per group: its stored cardinality needs no bitmap
+            return _cast(exp.func("max", s(f"{measure_id}_count")), "bigint")
+        return _fn("precube_bitmap_count", exp.ArrayAgg(this=s(str(measure_id))))
+
+    return count
+
+
+def _hll_count(measure_id: int) -> Callable[[Scan, frozenset[int]], exp.Expr]:
+    return lambda s, d: _fn("precube_hll_count", exp.ArrayAgg(this=s(str(measure_id))))
+
+
+def _avg_type(datatype: str) -> str:
+    """Spark's type of AVG over a numeric column: DECIMAL(p+4, s+4) for a decimal, else DOUBLE."""
+    summed = sum_type(datatype)
+    if summed is None or not summed.startswith("decimal"):
+        return "double"
+    precision, scale = (int(x) for x in summed[len("decimal(") : -1].split(","))
+    precision -= 10  # sum_type widened it by 10
+    return f"decimal({min(38, precision + 4)},{min(38, scale + 4)})"
+
+
+def _average(total: exp.Expr, rows: exp.Expr, avg_type: str) -> exp.Expr:
+    """SUM / COUNT typed as Spark's AVG: a DOUBLE division, or for decimals the quotient cast to its type."""
+    if avg_type == "double":
+        return exp.Div(this=_cast(total, "double"), expression=rows)
+    scale = avg_type[avg_type.index(",") + 1 : -1]
+    return _cast(exp.Div(this=_cast(total, f"decimal(38,{scale})"), expression=rows), avg_type)
 
 
 def _is_integer(node: exp.Expr | None) -> bool:

@@ -18,6 +18,7 @@ each measure's merge stays correct. Layouts that need no such join are preferred
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -29,6 +30,7 @@ from precube.query.contexts import INNER, LEFT, QueryContext
 from precube.query.frontend import canonical
 from precube.query.pruning import ValueRange, may_match
 from precube.query.snapshot import ModelSnapshot, SegmentLayouts
+from precube.query.topn import TopNAnswer, topn_answers
 
 ColumnKey = tuple[str, str]  # (query alias, column name), lower case
 
@@ -227,6 +229,7 @@ class _Needs:
     columns: dict[ColumnKey, int]  # columns read outside aggregate calls → model column ids
     inner: dict[ColumnKey, int]  # columns read inside aggregate calls
     calls: list[AggCall]
+    topn: list[TopNAnswer]  # TOP_N measures that answer the block from layouts lacking their key
 
     @property
     def needed(self) -> frozenset[int]:
@@ -259,8 +262,25 @@ def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
         and all(isinstance(g, exp.Column) and (g.table, g.name.lower()) in columns for g in group_cols)
         else None
     )
-    calls = [agg_call(a, m.measure_index, cols.argument, m.column_types, group_dims) for a in ctx.aggregates]
-    return _Needs(cols, columns, inner, calls)
+    calls = [
+        agg_call(a, m.measure_index, cols.argument, m.column_types, group_dims, m.non_null_columns)
+        for a in ctx.aggregates
+    ]
+    topn = (
+        topn_answers(
+            ctx,
+            m.topn_measures,
+            cols.argument,
+            lambda ref: c.id if (c := m.columns_by_ref.get(ref)) is not None else None,
+            m.column_types,
+            group_dims,
+            m.non_null_columns,
+            lambda: [m.segment_ranges[s.segment.id] for s in m.segments],
+        )
+        if m.topn_measures
+        else []
+    )
+    return _Needs(cols, columns, inner, calls, topn)
 
 
 def requirements(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[int, ...], frozenset[int]] | str:
@@ -311,7 +331,7 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
     best: tuple[tuple[object, ...], Match] | None = None
     reasons: list[Misfit] = []
     for layout in candidates:
-        found = _layout_fits(ctx, layout, needed, calls, cols, inner)
+        found = _layout_fits(ctx, layout, needed, calls, cols, inner, needs.topn)
         if not isinstance(found, tuple):
             reasons.append(found)
             continue
@@ -346,8 +366,10 @@ def _layout_fits(
     calls: list[AggCall],
     cols: _ModelColumns,
     inner: dict[ColumnKey, int],
+    topn: Sequence[TopNAnswer] = (),
 ) -> tuple[list[AggWay], frozenset[int]] | Misfit:
-    """The ways the layout answers the block and the columns it lacks (a lookup may give them), or why not."""
+    """The ways the layout answers the block and the columns it lacks (a lookup may give them), or why not;
+    a layout that lacks a TOP_N measure's key and holds the measure answers from its unnested cells."""
     held = cols.m.layout_columns[layout.id]
     if layout.is_table_index:
         wanted = needed | frozenset(inner.values())
@@ -358,6 +380,10 @@ def _layout_fits(
         return [], frozenset(wanted - held)
     if not ctx.aggregating:
         return "a detail query needs a table index"
+    for answer in topn:
+        unnest = answer.unnest
+        if unnest.measure in held and unnest.key not in held and needed - {unnest.key} <= held:
+            return answer.ways, frozenset()
     ways = []
     for call in calls:
         way = next((w for w in call.ways if w.dims <= held and w.measures <= held), None)

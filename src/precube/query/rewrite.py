@@ -17,6 +17,7 @@ from precube.query.contexts import LEFT, QueryContext, own_nodes
 from precube.query.frontend import Catalog, spark_sum_types
 from precube.query.matching import DerivedJoin, Match
 from precube.query.pruning import pinned_columns
+from precube.query.topn import fix_limit, unnested
 from precube.storage import columns
 
 SCAN_ALIAS = "layout"
@@ -87,12 +88,14 @@ def rewrite(ctx: QueryContext, match: Match, catalog: Catalog | None = None) -> 
             node.replace(_scan_column(str(match.columns[(node.table, node.name.lower())])))
     joined = [select.args["from_"].this, *(j.this for j in select.args.get("joins") or [])]
     tables = {t.alias_or_name: t for t in joined if t.alias_or_name in derived}
-    select.set(
-        "from_",
-        exp.From(
-            this=exp.Table(this=exp.to_identifier(scan.name), alias=exp.TableAlias(this=exp.to_identifier(SCAN_ALIAS)))
-        ),
+    relation: exp.Expr = exp.Table(
+        this=exp.to_identifier(scan.name), alias=exp.TableAlias(this=exp.to_identifier(SCAN_ALIAS))
     )
+    unnest = next((w.unnest for w in match.ways if w.unnest is not None), None)
+    if unnest is not None:  # a TOP_N measure's cells, one row per entry (`topn`)
+        relation = unnested(relation, SCAN_ALIAS, match.layout.dimensions, unnest)
+        fix_limit(select)
+    select.set("from_", exp.From(this=relation))
     select.set("joins", [_join_back(d, tables[d.alias].copy()) for d in match.derived] or None)
     if catalog is not None and not match.table_index and any(w.find(exp.Sum) for w in select.find_all(exp.Window)):
         spark_sum_types(select, catalog)  # `SUM(SUM(x)) OVER`: the merge inside is cast, so its type is known

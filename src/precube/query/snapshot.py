@@ -16,8 +16,10 @@ import sqlglot
 from precube.metadata import (
     Dataflow,
     DataflowStatus,
+    FunctionExpression,
     IndexPlan,
     Layout,
+    Measure,
     MetadataStore,
     Model,
     NamedColumn,
@@ -96,6 +98,16 @@ class ModelSnapshot:
     @cached_property
     def measure_index(self) -> MeasureIndex:
         return MeasureIndex.of(self.model)
+
+    @cached_property
+    def topn_measures(self) -> list[Measure]:
+        return [m for m in self.model.measures() if m.function.expression is FunctionExpression.TOP_N]
+
+    @cached_property
+    def non_null_columns(self) -> frozenset[int]:
+        """Columns whose recorded NULL count (the build's segment stats) is 0 in every queryable segment."""
+        found = [{int(k) for k, n in s.segment.column_null_counts.items() if n == 0} for s in self.segments]
+        return frozenset(set.intersection(*found)) if found else frozenset()
 
     @cached_property
     def segment_ranges(self) -> dict[str, dict[int, ValueRange]]:
