@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from precube.cli.app import run
+from precube.jobs.lease import Lease
 from precube.jobs.submission import submit
 from precube.metadata import Job, JobState, JobStep, JobType, TimeRange, open_store
 from precube.settings import load_settings
@@ -30,6 +31,9 @@ def home(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
                 steps=steps,
             )
             submit(store, "ssb", job)
+        # as if a server ran the project's jobs: a resumed job is left to it (no runner is started for these
+        # jobs of models that do not exist)
+        assert Lease(store, "ssb", ttl_s=3600).acquire()
     capsys.readouterr()
     return args
 
@@ -44,7 +48,8 @@ def test_list_show_and_act(home: list[str], capsys: pytest.CaptureFixture[str]) 
     assert run([*home, "jobs", "pause", "job-1", "-p", "ssb"]) != 0
     assert "cannot pause job job-1: it is PAUSED" in capsys.readouterr().err
     assert run([*home, "jobs", "resume", "job-1", "-p", "ssb"]) == 0
-    assert "job job-1: READY" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "job job-1: READY" in out and "will run it" in out  # left to the runner holding the lease
     assert run([*home, "jobs", "discard", "job-2", "-p", "ssb"]) == 0
     capsys.readouterr()
 

@@ -4,6 +4,7 @@ the job dead, resumes it to the right data, and GC leaves no unreferenced direct
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -36,7 +37,9 @@ def _snapshot(root: Path, model: str, segment: str) -> dict[str, list[dict[str, 
     return {d.name: sorted(pq.read_table(d).to_pylist(), key=repr) for d in sorted(path.iterdir())}
 
 
-def test_sigkill_mid_layer_then_resume(spark: SparkSession, tmp_path: Path, ssb_dir: Path) -> None:
+def test_sigkill_mid_layer_then_resume(
+    spark: SparkSession, tmp_path: Path, ssb_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     cli = ssb_home(home, ssb_dir, SPEC)
     model = ["-p", "ssb", "-m", "sales"]
@@ -88,13 +91,13 @@ def test_sigkill_mid_layer_then_resume(spark: SparkSession, tmp_path: Path, ssb_
     with store.read("ssb") as tx:
         [job] = [j for j in tx.list(Job) if j.job_type is JobType.INC_BUILD and j.state is JobState.RUNNING]
 
-    # A new runner takes the dead holder's lease at once and turns its job to ERROR; a resume finishes it.
-    assert run([*cli, "jobs", "run", "-p", "ssb"]) == 0
-    with store.read("ssb") as tx:
-        assert tx.require(Job, job.uuid).state is JobState.ERROR
+    # The dead runner's job shows as such; a resume takes it at once (the lease is free) and finishes it here.
+    assert run([*cli, "jobs", "list", "-p", "ssb", "--format", "json"]) == 0
+    [listed] = [j for j in json.loads(capsys.readouterr().out) if j["job"] == job.uuid]
+    assert listed["state"] == "RUNNING" and listed["runner_gone"] is True
     assert _snapshot(warehouse, model_uuid, old) == before
-    assert run([*cli, "jobs", "resume", job.uuid, "-p", "ssb"]) == 0
-    assert run([*cli, "jobs", "run", "-p", "ssb"]) == 0
+    assert run([*cli, "jobs", "resume", job.uuid[:8], "-p", "ssb", "--wait"]) == 0
+    assert "was left RUNNING by a runner that is gone" in capsys.readouterr().out
     with store.read("ssb") as tx:
         assert tx.require(Job, job.uuid).state is JobState.SUCCEED
     _, segments, layouts = state()

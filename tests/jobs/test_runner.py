@@ -92,3 +92,48 @@ def test_a_pause_stops_the_job_between_layouts(ctx: BuildContext, monkeypatch: p
     act(ctx.store, "ssb", job.uuid, JobAction.RESUME)
     assert run_job(ctx, job.uuid).state is JobState.SUCCEED
     assert _stored(ctx, job.uuid).steps[-1].state is JobState.SUCCEED
+
+
+@pytest.mark.parametrize("kind", [JobType.INDEX_REFRESH, JobType.INDEX_MERGE])
+def test_a_failed_refresh_or_merge_resumes_though_it_locked_its_segments(ctx: BuildContext, kind: JobType) -> None:
+    """A refresh or merge that stopped keeps its NEW segment, which LOCKS the segments it replaces; resumed,
+    it finds that segment again (the segment rules would refuse the LOCKED targets) and ends with no segment
+    left LOCKED or NEW."""
+    from precube.jobs.plans import merge_job, refresh_job
+    from precube.metadata import SegmentStatus
+    from precube.modeling.segments import SegmentDisplayStatus, display_status
+
+    for start, end in (("1995-03-01", "1995-03-02"), ("1995-03-02", "1995-03-03")):
+        assert run_job(ctx, _submit(ctx, start, end).uuid).state is JobState.SUCCEED
+    with ctx.store.read("ssb") as tx:
+        model = require_model(tx, "sales")
+        before = sorted(tx.require(Dataflow, model.uuid).segments, key=lambda s: s.range)
+    if kind is JobType.INDEX_REFRESH:
+        job = submit(ctx.store, "ssb", refresh_job(ctx.store, "ssb", "sales", before[0].id))
+    else:
+        job = submit(ctx.store, "ssb", merge_job(ctx.store, "ssb", "sales", [s.id for s in before]))
+
+    def fail_after_one(stage: str, done: int, total: int) -> None:
+        if stage.split(" ")[0] in ("layer", "merge") and done >= 1:
+            raise OSError("No space left on device")
+
+    failed = run_job(dataclasses.replace(ctx, progress=fail_after_one), job.uuid)
+    assert failed.state is JobState.ERROR
+    with ctx.store.read("ssb") as tx:
+        segments = tx.require(Dataflow, model.uuid).segments
+    assert any(display_status(s, segments) is SegmentDisplayStatus.LOCKED for s in segments)
+    act(ctx.store, "ssb", job.uuid, JobAction.RESUME)
+    done = run_job(ctx, job.uuid)
+    assert done.state is JobState.SUCCEED, done.error
+    with ctx.store.read("ssb") as tx:
+        after = sorted(tx.require(Dataflow, model.uuid).segments, key=lambda s: s.range)
+    assert all(s.status is SegmentStatus.READY for s in after)
+    assert all(display_status(s, after) is SegmentDisplayStatus.ONLINE for s in after)
+    expected = (
+        [s.range for s in before]
+        if kind is JobType.INDEX_REFRESH
+        else [TimeRange.of(before[0].range.start, before[-1].range.end)]
+    )
+    assert [s.range for s in after] == expected
+    assert before[0].id not in {s.id for s in after}  # replaced by the refreshed or merged segment
+    assert sum(s.source_count for s in after) == sum(s.source_count for s in before)

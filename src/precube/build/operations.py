@@ -195,11 +195,23 @@ def build_segment(
     return _build_from_source(ctx, state, segment, _layouts(state, layout_ids))
 
 
+def _own(state: ModelState, operation: str, targets: Sequence[str]) -> Segment | None:
+    """The NEW segment this operation on `targets` (ids or names) left when it stopped (paused, failed,
+    killed), which it resumes: its targets are LOCKED by it, so the segment rules, which refuse a LOCKED
+    target, are not asked again."""
+    chosen = [s for s in state.dataflow.segments if s.status is not SegmentStatus.NEW and {s.id, s.name} & set(targets)]
+    if not chosen:
+        return None
+    return _resume(state, operation, TimeRange.of(min(s.range.start for s in chosen), max(s.range.end for s in chosen)))
+
+
 def refresh_segment(ctx: BuildContext, model_alias: str, target: str) -> Segment:
     """Rebuild a segment's range from source into a new segment that replaces it atomically."""
     state = load_state(ctx, model_alias)
-    [old] = validate_refresh(state.dataflow.segments, [target])
-    segment = _start(ctx, state, "refresh", old.range)
+    segment = _own(state, "refresh", [target])
+    if segment is None:
+        [old] = validate_refresh(state.dataflow.segments, [target])
+        segment = _start(ctx, state, "refresh", old.range)
     return _build_from_source(ctx, state, segment, _layouts(state, None))
 
 
@@ -209,7 +221,8 @@ def merge_segments(ctx: BuildContext, model_alias: str, targets: Sequence[str]) 
     state = load_state(ctx, model_alias)
     model = state.model
     held = {s.id: set(built_layouts(ctx, model, s.id)) for s in state.dataflow.segments}
-    rng = validate_merge(state.dataflow.segments, list(targets), held)
+    own = _own(state, "merge", targets)
+    rng = own.range if own is not None else validate_merge(state.dataflow.segments, list(targets), held)
     sources = sorted(
         (s for s in state.dataflow.segments if s.status is not SegmentStatus.NEW and rng.contains(s.range)),
         key=lambda s: s.range,

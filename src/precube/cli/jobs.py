@@ -10,12 +10,12 @@ import typer
 from rich.table import Table as RichTable
 
 from precube.cli.context import FORMAT, PROJECT, OutputFormat, console, print_records, project_state, when
-from precube.cli.follow import pause_running, result, scheduler, tell
+from precube.cli.follow import hand_off, pause_running, result, scheduler, tell, wait_for
 from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import Aftermath
-from precube.jobs.queue import ready_jobs
+from precube.jobs.queue import ready_jobs, recover
 from precube.jobs.submission import act, get_job, jobs_of
-from precube.metadata import Job, JobAction
+from precube.metadata import Job, JobAction, JobState
 from precube.modeling.model_store import require_model
 
 app = typer.Typer(
@@ -36,12 +36,14 @@ def list_jobs(
     if model is not None:
         with store.read(project) as tx:
             target = require_model(tx, model).uuid
+    runner_gone = Lease(store, project).holder() is None  # a RUNNING job then has nobody running it
     records = [
         {
             "job": job.uuid,
             "type": job.job_type.value,
             "model": job.model_alias or job.target_model or job.target_table,
             "state": job.state.value,
+            "runner_gone": job.state is JobState.RUNNING and runner_gone,
             "progress": round(job.progress, 4),
             "created": job.create_time,
             "duration_s": round(job.duration_ms / 1000, 1),
@@ -52,7 +54,7 @@ def list_jobs(
         "job": lambda r: r["job"],
         "type": lambda r: r["type"],
         "model": lambda r: r["model"] or "",
-        "state": lambda r: r["state"],
+        "state": lambda r: r["state"] + (" (its runner is gone: jobs resume)" if r["runner_gone"] else ""),
         "progress": lambda r: f"{r['progress']:.0%}",
         "created": lambda r: when(r["created"]),
         "duration": lambda r: f"{r['duration_s']:.1f} s",
@@ -94,12 +96,23 @@ def show(
 def _action(action: JobAction) -> Callable[..., None]:
     def command(
         ctx: typer.Context,
-        job_id: str = typer.Argument(..., help="Job id."),
+        job_id: str = typer.Argument(..., help="Job id, or a unique start of it."),
         project: str = PROJECT,
+        wait: bool = typer.Option(False, "--wait", "-w", help="Run it here and block until it ends (resume, restart)."),
     ) -> None:
         cli = project_state(ctx, project)
-        job = act(cli.store(), project, job_id, action, cli.writer)
+        store = cli.store()
+        if action is JobAction.RESUME and Lease(store, project).holder() is None:
+            for orphan in recover(store, project, cli.writer):  # RUNNING with nobody running it: ERROR now
+                console.print(f"job {orphan.uuid} was left RUNNING by a runner that is gone")
+        job = act(store, project, job_id, action, cli.writer)
         console.print(f"job {job.uuid}: {job.state.value}")
+        if job.state is not JobState.READY:
+            return
+        if wait:  # resumed or restarted: run it, as `build` does
+            wait_for(cli, project, [job])
+        else:
+            hand_off(cli, project, [])
 
     command.__doc__ = {
         JobAction.PAUSE: "Pause a job (a running one stops after its current layout).",
