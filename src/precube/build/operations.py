@@ -14,6 +14,7 @@ from precube.build.context import BuildContext, ModelState, add_segment, built_l
 from precube.build.dictionary import build_dictionary, dictionary_path, encode
 from precube.build.errors import BuildConflictError
 from precube.build.flat_table import Codes, encodable, flat_table
+from precube.build.join_stats import join_stats, merged_join_stats
 from precube.build.layers import build_into_segment, write_layout
 from precube.build.layout_build import compute_layout, measure_inputs, needs_dictionary
 from precube.build.segment_stats import segment_stats
@@ -28,7 +29,7 @@ from precube.metadata import (
     TimeRange,
 )
 from precube.metadata import datatypes as dt
-from precube.metadata.dataflow import DimensionRange
+from precube.metadata.dataflow import DimensionRange, JoinStat
 from precube.metadata.entity import now_ms
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.segments import new_segment, promote, validate_build, validate_merge, validate_refresh
@@ -146,7 +147,8 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
         info = {**segment.additional_info, **flat.dictionaries}
         path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
         stats = segment_stats(ctx.spark, state.model, built, path, flat.count)
-        return _commit(ctx, state, segment.id, stats.source_rows, stats.ranges, info)
+        joins = join_stats(ctx.spark, state.model, state.tables, segment.range)
+        return _commit(ctx, state, segment.id, stats.source_rows, stats.ranges, info, joins)
     finally:
         flat.close()
 
@@ -200,7 +202,9 @@ def merge_segments(ctx: BuildContext, model_alias: str, targets: Sequence[str]) 
         record_layout(ctx, model, segment.id, instance)
         ctx.progress("merge", n, len(todo))
     ranges = _merge_ranges(state, [s.dimension_range_info_map for s in sources])
-    return _commit(ctx, state, segment.id, sum(s.source_count for s in sources), ranges, segment.additional_info)
+    joins = merged_join_stats(s.join_stats for s in sources)
+    rows = sum(s.source_count for s in sources)
+    return _commit(ctx, state, segment.id, rows, ranges, segment.additional_info, joins)
 
 
 def build_layouts(
@@ -255,6 +259,7 @@ def _commit(
     source_count: int,
     ranges: dict[str, DimensionRange],
     info: dict[str, str],
+    joins: dict[str, JoinStat] | None,
 ) -> Segment:
     """Make the segment READY and drop the segments it replaces, in one transaction."""
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
@@ -268,6 +273,7 @@ def _commit(
         segment.dimension_range_info_map = ranges
         segment.last_build_time = now_ms()
         segment.additional_info = info
+        segment.join_stats = joins
         details = tx.require(SegmentDetails, state.model.uuid, segment_id)
         for li in details.layout_instances:  # a build learns its source rows only with its first job
             li.source_rows = li.source_rows or source_count
