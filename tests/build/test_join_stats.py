@@ -10,7 +10,7 @@ def test_merge_sums_orphans_and_duplicates() -> None:
     a = {"DATES": JoinStat(orphans=2), "CUSTOMER": JoinStat(duplicate_keys=1)}
     b = {"DATES": JoinStat(orphans=3), "CUSTOMER": JoinStat()}
     assert merged_join_stats([a, b]) == {"DATES": JoinStat(orphans=5), "CUSTOMER": JoinStat(duplicate_keys=1)}
-    assert merged_join_stats([b, b]) == {"DATES": JoinStat(), "CUSTOMER": JoinStat()}
+    assert merged_join_stats([b, b]) == {"DATES": JoinStat(orphans=6), "CUSTOMER": JoinStat()}
 
 
 def test_merge_with_unknown_stats_is_unknown() -> None:
