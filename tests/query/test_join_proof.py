@@ -228,6 +228,10 @@ def test_left_join_and_exact_inner_joins_still_come_from_layouts(orphan_model: B
         result = orphan_model.session.sql(sql, pushdown=False)
         assert not result.pushdown
         assert_same(_case(sql), orphan_model.oracle.run(sql), result.table)
+    assert (
+        "joins proven exact by the scanned segments' join stats: DATES"
+        in orphan_model.session.explain(dates_only).text()
+    )
 
 
 @pytest.mark.spark

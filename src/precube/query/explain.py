@@ -63,6 +63,7 @@ def explain_dict(plan: Plan, engine: str, engine_sql: str) -> dict[str, Any]:
                     + ")"
                     for d in m.derived
                 ],
+                joins_proven=[o.table for o in m.proof.obligations],
             )
         entry["rejected"] = [{"model": r.model, "reason": r.reason} for r in c.rejections]
         contexts.append(entry)
@@ -89,6 +90,9 @@ def explain_text(plan: Plan, engine: str, engine_sql: str) -> str:
             lines.append(f"  segments scanned ({len(scanned)}): {', '.join(scanned) or '-'}")
             lines.append(f"  segments pruned ({len(pruned)}): {', '.join(pruned) or '-'}")
             lines.append(f"  rows to scan: {c['rows_to_scan']:,}")
+            if c["joins_proven"]:
+                proven = ", ".join(c["joins_proven"])
+                lines.append(f"  joins proven exact by the scanned segments' join stats: {proven}")
             if c["derived"]:
                 lines.append(f"  lookups joined back (derived dimensions): {'; '.join(c['derived'])}")
             if c["aggregates"]:

@@ -61,6 +61,7 @@ class Match:
     rows: int
     derived: tuple[DerivedJoin, ...] = ()
     rejected: list[Rejection] = field(default_factory=list)
+    proof: JoinProof = field(default_factory=JoinProof)  # joins the query treats otherwise than the model
 
     @property
     def table_index(self) -> bool:
@@ -358,7 +359,8 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
             layout.id,
         )
         if best is None or key < best[0]:
-            best = (key, Match(m, layout, {**inner, **columns}, ways, scanned, pruned, rows, derived))
+            proof = needs.joins.proof
+            best = (key, Match(m, layout, {**inner, **columns}, ways, scanned, pruned, rows, derived, proof=proof))
     if best is None:
         return _why_not(reasons, calls, needed, candidates, cols)
     return best
