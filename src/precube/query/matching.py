@@ -1,19 +1,22 @@
 """Model and layout matching (DESIGN §6 steps 3-4; reference §5.1-5.3).
 
-A model can answer a context when its join graph holds the context's joins with the same join types and
-keys (the fact table at the root; LEFT lookups may be left out, INNER ones may not, as they filter the
-fact rows). Its queryable segments are pruned by the filter; the layouts built in every remaining
-segment are the candidates. An aggregate layout answers when it holds every column the block reads
-outside aggregate calls and a way for every call (`aggregates`); a table index answers when it holds
-every column the block reads, for detail queries and, failing every aggregate layout, for aggregating
-ones. The cheapest wins: aggregate before table index, fewest rows over the scanned segments, filter
-columns early in the column order, fewest dimensions, fewest measures.
+A model can answer a context when its join graph holds the context's joins with the same keys (the fact
+table at the root; LEFT lookups may be left out). A join of another type than the model's, or a left-out
+INNER join of the model (it filters the fact rows), needs a proof that it was exact in every scanned
+segment (`join_proof`: no orphan fact rows, no duplicate keys), else the model is rejected. Its
+queryable segments are pruned by the filter; the layouts built in every remaining segment are the
+candidates. An aggregate layout answers when it holds every column the block reads outside aggregate
+calls and a way for every call (`aggregates`); a table index answers when it holds every column the
+block reads, for detail queries and, failing every aggregate layout, for aggregating ones. The cheapest
+wins: aggregate before table index, fewest rows over the scanned segments, filter columns early in the
+column order, fewest dimensions, fewest measures.
 
 Derived dimensions (Kylin's `IndexMatcher.goThruDerivedDims`): a lookup's columns that a layout lacks are
 still answered when the layout holds every foreign key of the lookup's join: the lookup's source table is
-joined back to the layout's rows at query time, with the model's join type. A layout row stands for fact
-rows with one foreign key value, so the join multiplies it exactly as it multiplies those fact rows, and
-each measure's merge stays correct. Layouts that need no such join are preferred.
+joined back to the layout's rows at query time, with the query's join type (the model's, or proven
+equal). A layout row stands for fact rows with one foreign key value, so the join multiplies it exactly
+as it multiplies those fact rows, and each measure's merge stays correct. Layouts that need no such join
+are preferred.
 """
 
 from __future__ import annotations
