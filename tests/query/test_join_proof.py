@@ -330,6 +330,12 @@ SNOW_QUERIES = {
         "join ssb.customer on lo_custkey = c_custkey join ssb.nation on c_nation = n_name group by n_region",
         None,
     ),
+    # the same joins as comma joins (a snowflake: CUSTOMER related to LINEORDER and to NATION)
+    "comma": (
+        "select n_region, c_nation, count(*) as n from ssb.lineorder, ssb.customer, ssb.nation "
+        "where lo_custkey = c_custkey and c_nation = n_name and n_region <> 'ASIA' group by n_region, c_nation",
+        None,
+    ),
     # leaves out the deep INNER join to NATION
     "partial": (
         "select c_nation, lo_discount, sum(lo_revenue) as revenue from ssb.lineorder, ssb.customer "
