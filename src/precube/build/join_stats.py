@@ -42,8 +42,8 @@ def join_stats(
         return {}
     alias_table = {model.root_alias: model.fact_table, **{j.alias: j.table for j in model.join_tables}}
     partition = model.partition_desc
-    # only keys (and what the filter and the partition range read) are read, unless the filter reads a
-    # computed column or anything unqualified: then whole rows
+    # only keys (and what the filter and the partition range read) are read, unless the filter reads an
+    # unqualified column (whose table is unknown): then whole rows
     refs = {k for j in model.join_tables for k in (*j.join.foreign_key, *j.join.primary_key)}
     filter_refs = _filter_refs(model)
     whole = bool(model.filter_condition) and (
