@@ -16,7 +16,8 @@ cache's statements are forgotten before each), each series after 0.3 s of untime
 query's (a), (b) DuckDB over the raw files (one untimed run, then `--repeat`), and (c) Spark SQL over the
 raw files (one untimed run, then `--spark-repeat`). Reported per query: medians, the layout that answered,
 and the speed-ups over the warm runs; then the geometric means. Every answer, the other-literals ones
-included, is checked against DuckDB's.
+included, is checked against DuckDB's. `--form comma` runs the queries as published (comma joins, INNER)
+instead of with Kylin's LEFT joins.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from precube.settings import load_settings
 from precube.sources.tables import load_file_table
 from precube.spark_session import spark_session
 from precube.ssb.generate import TABLES, generate, read_manifest
-from precube.ssb.queries import SSB_QUERIES
+from precube.ssb.queries import SSB_QUERIES, SSB_QUERIES_COMMA
 
 PROJECT = "ssb"
 WARM_S = 0.3  # untimed runs before precube's timed ones: a steady state, not the CPU's wake from the last phase
@@ -126,8 +127,15 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=30, help="timed runs of precube and DuckDB per query")
     parser.add_argument("--spark-repeat", type=int, default=3, help="timed runs of Spark per query")
+    parser.add_argument(
+        "--form",
+        choices=("left", "comma"),
+        default="left",
+        help="the queries with Kylin's LEFT joins, or as published (comma joins: INNER)",
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
+    queries = SSB_QUERIES_COMMA if args.form == "comma" else SSB_QUERIES
     home = args.home or Path(f"/tmp/precube-bench-sf{args.scale:g}-{args.plan}")
     data = args.data or home / "data"
     console = Console(width=200)  # the whole table, also when the output is a file
@@ -141,12 +149,12 @@ def main() -> None:
     session = Session(store, PROJECT, settings.warehouse_root)
     session.snapshots.get(PROJECT)  # a server has read its metadata before the first query
     firsts = {}
-    for name, sql in SSB_QUERIES.items():  # every layout loaded before any steady-state run (as in a server)
+    for name, sql in queries.items():  # every layout loaded before any steady-state run (as in a server)
         started = time.perf_counter()
         answer = session.sql(sql)
         firsts[name] = (answer, (time.perf_counter() - started) * 1000)
     time.sleep(2)  # runs right after a large load are slower for a while here (SF 10 Q4.3: 4.3 ms, then 2.3 ms)
-    for name, sql in SSB_QUERIES.items():
+    for name, sql in queries.items():
         answer, first_ms = firsts[name]
         precube_ms = _median_ms(lambda q=sql: session.sql(q), args.repeat, WARM_S)
         # a shape never seen, its layout already loaded (as in a server that answered other queries)
@@ -173,7 +181,7 @@ def main() -> None:
     # The baselines after every precube run: their scans of the raw files (seconds of work on both cores, and
     # the memory it leaves to free) would otherwise run just before a query's timed series
     for r in results:
-        sql = SSB_QUERIES[r["query"]]
+        sql = queries[r["query"]]
         other = other_literals(sql)
         duck_sql = sqlglot.transpile(sql, read=DIALECT, write="duckdb")[0]
         expected = raw.execute(duck_sql).fetchall()
@@ -189,12 +197,12 @@ def main() -> None:
     for name in TABLES:
         spark.read.parquet(str(data / name)).createOrReplaceTempView(f"ssb_{name.lower()}")
     for r in results:
-        spark_sql = sqlglot.transpile(SSB_QUERIES[r["query"]], read=DIALECT, write="spark")[0].replace("ssb.", "ssb_")
+        spark_sql = sqlglot.transpile(queries[r["query"]], read=DIALECT, write="spark")[0].replace("ssb.", "ssb_")
         spark.sql(spark_sql).collect()
         r["spark_raw_ms"] = _median_ms(lambda q=spark_sql: spark.sql(q).collect(), args.spark_repeat)
         r["vs_spark"] = r["spark_raw_ms"] / r["precube_ms"]
 
-    table = Table(title=f"SSB at scale {args.scale:g}: median latency (ms)")
+    table = Table(title=f"SSB ({args.form} joins) at scale {args.scale:g}: median latency (ms)")
     for col in (
         "query",
         "layout",
@@ -231,6 +239,8 @@ def main() -> None:
     summary = {
         "scale": args.scale,
         "plan": args.plan,
+        "form": args.form,
+        "from_layouts": sum(not r["pushdown"] for r in results),
         "build_seconds": build_s,
         "geomean_vs_duckdb": geo_duck,
         "geomean_vs_spark": geo_spark,
@@ -253,7 +263,8 @@ def main() -> None:
         + (f"; build {build_s:.0f} s" if build_s else "")
     )
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"ssb-sf{args.scale:g}-{args.plan}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    form = "" if args.form == "left" else f"-{args.form}"
+    path = args.out / f"ssb-sf{args.scale:g}-{args.plan}{form}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps({"summary": summary, "queries": results}, indent=2))
     console.print(f"wrote {path}")
 

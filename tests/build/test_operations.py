@@ -17,6 +17,7 @@ import pytest
 from precube.build import segment_stats as segment_stats_module
 from precube.build.context import BuildContext, built_layouts
 from precube.build.flat_table import encodable
+from precube.build.join_stats import merged_join_stats
 from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
 from precube.build.segment_stats import SegmentStats, segment_stats
 from precube.metadata import Dataflow, IndexPlan, Layout, Model, SegmentDetails, SegmentStatus, TimeRange
@@ -216,6 +217,10 @@ def test_daily_segments_merged_equal_one_full_build(ctx: BuildContext) -> None:
         left = sorted(map(_comparable(a), read_layout(ctx, a, merged.id, layout)))
         right = sorted(map(_comparable(b), read_layout(ctx, b, once.id, layout)))
         assert left == right, f"layout {layout.id}"
+    # join stats: the merge sums the days' orphan rows, as many as one build of the range finds
+    assert merged.join_stats is not None and once.join_stats is not None
+    assert merged.join_stats == merged_join_stats(s.join_stats for s in daily)
+    assert {k: v.orphans for k, v in merged.join_stats.items()} == {k: v.orphans for k, v in once.join_stats.items()}
 
 
 def _comparable(model: Model) -> Callable[[dict[str, Any]], tuple[Any, ...]]:

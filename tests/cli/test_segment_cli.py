@@ -115,5 +115,5 @@ def test_segment_lifecycle_through_the_cli(home: Path, capsys: pytest.CaptureFix
     assert run([*cli, "gc", "-p", "ssb", "--grace-hours", "0"]) == 0
     # the first segment and its two refreshed copies, the 3-day one and its two refreshed copies (the last deleted)
     assert "removed 5 directories" in capsys.readouterr().out
-    assert sorted(p.name for p in model_dir.iterdir()) == sorted(["dict", *segments().values()])
+    assert sorted(p.name for p in model_dir.iterdir()) == sorted(["dict", "snapshot", *segments().values()])
     store.close()

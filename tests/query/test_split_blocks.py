@@ -160,9 +160,9 @@ def test_explain_shows_the_split_and_how_each_block_is_answered(fresh: Session) 
     explained = fresh.explain(SHAPE.format(1994, 1993))
     text = explained.text()
     assert "block split: SELECT" in text and "its model part (model_part) is context 1, joined with x" in text
-    assert "answered from the source tables SSB.DATES (it reads no fact table)" in text
+    assert "lookup snapshots (model ssb)" in text  # the lookup projection: from the snapshot of DATES
     found = explained.as_dict()
-    assert [c["answer"] for c in found["contexts"]] == ["aggregate index", "source tables"]
+    assert [c["answer"] for c in found["contexts"]] == ["aggregate index", "lookup snapshot"]
     assert found["splits"][0]["model_part_context"] == 1 and found["splits"][0]["joined_with"] == ["x"]
     refused = fresh.explain(
         f"select x.c_nation, count(*) from {PROJECTION} left join ssb.lineorder on lo_custkey = x.c_custkey "

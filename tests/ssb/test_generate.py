@@ -337,3 +337,33 @@ def test_invalid_scale(tmp_path: Path, scale: float) -> None:
 def test_invalid_seed(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="-5"):
         generate(SCALE, tmp_path, seed=-5)
+
+
+def test_orphan_rows_miss_their_lookup_row_and_leave_the_rest_unchanged(
+    tmp_path: Path, data: dict[str, pa.Table]
+) -> None:
+    n = 7
+    generate(SCALE, tmp_path / "a", seed=SEED, orphans=n)
+    generate(SCALE, tmp_path / "b", seed=SEED, orphans=n)
+    lineorder = read(tmp_path / "a", "LINEORDER")
+    assert lineorder.equals(read(tmp_path / "b", "LINEORDER"))  # deterministic by seed
+    base = data["LINEORDER"]
+    assert lineorder.slice(0, base.num_rows).equals(base)
+    extra = lineorder.slice(base.num_rows)
+    assert extra.num_rows == n
+    assert min(col(extra, "LO_ORDERKEY")) > max(col(base, "LO_ORDERKEY"))  # new orders
+    missing = 0
+    for fk, table, pk in (
+        ("LO_CUSTKEY", "CUSTOMER", "C_CUSTKEY"),
+        ("LO_SUPPKEY", "SUPPLIER", "S_SUPPKEY"),
+        ("LO_PARTKEY", "PART", "P_PARTKEY"),
+    ):
+        keys = set(col(data[table], pk))
+        assert set(col(base, fk)) <= keys  # the default data has none
+        missing += sum(k not in keys for k in col(extra, fk))
+    assert missing == n  # each orphan row misses exactly one lookup row
+    dates = set(col(data["DATES"], "D_DATEKEY"))
+    assert set(col(extra, "LO_ORDERDATE")) <= dates
+    assert read_manifest(tmp_path / "a")["orphans"] == n  # type: ignore[index]
+    with pytest.raises(InvalidInputError, match="orphan"):
+        generate(SCALE, tmp_path / "c", seed=SEED, orphans=-1)

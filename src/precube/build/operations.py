@@ -8,12 +8,14 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from precube.build.context import BuildContext, ModelState, add_segment, built_layouts, load_state, record_layout
 from precube.build.dictionary import build_dictionary, dictionary_path, encode
 from precube.build.errors import BuildConflictError
 from precube.build.flat_table import Codes, encodable, flat_table
+from precube.build.join_stats import join_stats, merged_join_stats
 from precube.build.layers import build_into_segment, write_layout
 from precube.build.layout_build import compute_layout, dictionary_key, measure_inputs, needs_dictionary
 from precube.build.lookup_snapshot import newest_snapshots, take_snapshots
@@ -30,7 +32,7 @@ from precube.metadata import (
     TimeRange,
 )
 from precube.metadata import datatypes as dt
-from precube.metadata.dataflow import DimensionRange
+from precube.metadata.dataflow import DimensionRange, JoinStat
 from precube.metadata.entity import now_ms
 from precube.metadata.lookup_snapshot import LookupSnapshot
 from precube.metadata.model import MEASURE_ID_BASE
@@ -174,8 +176,15 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
         info = {**segment.additional_info, **flat.dictionaries}
         path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
         stats = segment_stats(ctx.spark, state.model, built, path, flat.count, flat.null_counts)
-        snapshots = take_snapshots(ctx, state)
-        return _commit(ctx, state, segment.id, stats.source_rows, stats.ranges, info, snapshots, stats.null_counts)
+        record = SegmentRecord(
+            source_count=stats.source_rows,
+            ranges=stats.ranges,
+            info=info,
+            snapshots=take_snapshots(ctx, state),
+            null_counts=stats.null_counts,
+            joins=join_stats(ctx.spark, state.model, state.tables, segment.range),
+        )
+        return _commit(ctx, state, segment.id, record)
     finally:
         flat.close()
 
@@ -242,9 +251,15 @@ def merge_segments(ctx: BuildContext, model_alias: str, targets: Sequence[str]) 
         record_layout(ctx, model, segment.id, instance)
         ctx.progress("merge", n, len(todo))
     ranges = _merge_ranges(state, [s.dimension_range_info_map for s in sources])
-    nulls = _merge_null_counts([s.column_null_counts for s in sources])
-    rows = sum(s.source_count for s in sources)
-    return _commit(ctx, state, segment.id, rows, ranges, segment.additional_info, newest_snapshots(sources), nulls)
+    record = SegmentRecord(
+        source_count=sum(s.source_count for s in sources),
+        ranges=ranges,
+        info=segment.additional_info,
+        snapshots=newest_snapshots(sources),
+        null_counts=_merge_null_counts([s.column_null_counts for s in sources]),
+        joins=merged_join_stats(s.join_stats for s in sources),
+    )
+    return _commit(ctx, state, segment.id, record)
 
 
 def build_layouts(
@@ -298,17 +313,21 @@ def _merge_null_counts(maps: list[dict[str, int]]) -> dict[str, int]:
     return {key: sum(m[key] for m in maps) for key in sorted(common)}
 
 
-def _commit(
-    ctx: BuildContext,
-    state: ModelState,
-    segment_id: str,
-    source_count: int,
-    ranges: dict[str, DimensionRange],
-    info: dict[str, str],
-    snapshots: dict[str, LookupSnapshot],
-    null_counts: dict[str, int],
-) -> Segment:
-    """Make the segment READY, with its lookup snapshots, and drop the segments it replaces, in one transaction."""
+@dataclass(frozen=True)
+class SegmentRecord:
+    """What a build or a merge learnt about its segment, stored with it when it commits."""
+
+    source_count: int
+    ranges: dict[str, DimensionRange]  # each dimension's min/max
+    info: dict[str, str]  # additional info (the operation, the dictionaries)
+    snapshots: dict[str, LookupSnapshot]  # DB.TABLE → the lookup's snapshot
+    null_counts: dict[str, int]  # measure input column → its NULLs
+    joins: dict[str, JoinStat] | None  # lookup join → orphan rows and duplicate keys; None: unknown
+
+
+def _commit(ctx: BuildContext, state: ModelState, segment_id: str, record: SegmentRecord) -> Segment:
+    """Make the segment READY, with what was learnt about it, and drop the segments it replaces, in one
+    transaction."""
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
         dataflow = tx.require(Dataflow, state.model.uuid)
         segment = dataflow.segment(segment_id)
@@ -316,15 +335,16 @@ def _commit(
             raise BuildConflictError(
                 f"segment {segment_id} disappeared from model {state.model.alias} during the build"
             )
-        segment.source_count = source_count
-        segment.dimension_range_info_map = ranges
-        segment.column_null_counts = null_counts
+        segment.source_count = record.source_count
+        segment.dimension_range_info_map = record.ranges
+        segment.column_null_counts = record.null_counts
         segment.last_build_time = now_ms()
-        segment.additional_info = info
-        segment.lookup_snapshots = snapshots
+        segment.additional_info = record.info
+        segment.lookup_snapshots = record.snapshots
+        segment.join_stats = record.joins
         details = tx.require(SegmentDetails, state.model.uuid, segment_id)
         for li in details.layout_instances:  # a build learns its source rows only with its first job
-            li.source_rows = li.source_rows or source_count
+            li.source_rows = li.source_rows or record.source_count
         tx.update(details)
         segments, removed = promote(dataflow.segments, segment_id)
         for old in removed:

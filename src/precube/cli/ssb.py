@@ -13,7 +13,7 @@ from precube.ssb.generate import generate as generate_ssb
 app = typer.Typer(help="Star Schema Benchmark data.", no_args_is_help=True)
 
 
-def generate_with_progress(scale: float, out: Path, seed: int) -> dict[str, int]:
+def generate_with_progress(scale: float, out: Path, seed: int, orphans: int = 0) -> dict[str, int]:
     """Generate SSB data showing one progress bar per table."""
     columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=False) as progress:
@@ -24,7 +24,7 @@ def generate_with_progress(scale: float, out: Path, seed: int) -> dict[str, int]
                 tasks[table] = progress.add_task(table, total=total)
             progress.update(tasks[table], completed=done)
 
-        return generate_ssb(scale, out, seed=seed, progress=report)
+        return generate_ssb(scale, out, seed=seed, progress=report, orphans=orphans)
 
 
 @app.command("generate")
@@ -32,9 +32,12 @@ def generate(
     scale: float = typer.Option(1.0, "--scale", "-s", help="Scale factor (0.01 … 1000); SF 1 = 6M lineorder rows."),
     out: Path = typer.Option(..., "--out", "-o", help="Directory to write the five tables into."),
     seed: int = typer.Option(1, "--seed", help="Random seed; the same seed gives the same data."),
+    orphans: int = typer.Option(
+        0, "--orphans", min=0, help="Extra LINEORDER rows whose customer, supplier or part has no lookup row."
+    ),
 ) -> None:
     """Generate LINEORDER, DATES, CUSTOMER, SUPPLIER and PART as Parquet under OUT/{TABLE}/."""
-    rows = generate_with_progress(scale, out, seed)
+    rows = generate_with_progress(scale, out, seed, orphans)
     summary = ", ".join(f"{t} {n:,}" for t, n in rows.items())
     console.print(f"wrote SSB scale {scale:g} to {out}: {summary}")
 

@@ -93,6 +93,23 @@ class DimensionRange(BaseModel):
     max: str | None = None
 
 
+class JoinStat(BaseModel):
+    """One lookup join of a segment's flat table, as the build found it (issue 18): `orphans` fact rows
+    whose joined-from row was there but found no lookup row (a LEFT join nulled them, an INNER one
+    dropped them; a NULL foreign key counts), and `duplicate_keys` key values the lookup holds more than
+    once (each multiplies the fact rows that join it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    orphans: int = 0
+    duplicate_keys: int = 0
+
+    @property
+    def exact(self) -> bool:
+        """INNER and LEFT give the same rows: every fact row finds exactly one lookup row."""
+        return self.orphans == 0 and self.duplicate_keys == 0
+
+
 class Segment(BaseModel):
     id: str = Field(default_factory=new_uuid)
     name: str
@@ -108,6 +125,8 @@ class Segment(BaseModel):
     source_bytes_size: int = -1
     additional_info: dict[str, str] = Field(default_factory=dict)
     lookup_snapshots: dict[str, LookupSnapshot] = Field(default_factory=dict)  # DB.TABLE → its snapshot
+    # lookup join alias (upper case) → its stat; None: unknown (built before join stats were recorded)
+    join_stats: dict[str, JoinStat] | None = None
 
     @property
     def range(self) -> TimeRange:

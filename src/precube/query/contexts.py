@@ -144,13 +144,13 @@ def _joins(ctx: QueryContext, select: exp.Select, tables: dict[str, exp.Table]) 
             continue
         ctx.joins.append(edge)
     if len(ctx.joins) + 1 < len(aliases) and ctx.filter is not None:
-        comma_pairs, ctx.filter = _split_comma_joins(ctx.filter, aliases)
-        for right in aliases[1:]:
-            if any(e.right == right for e in ctx.joins):
-                continue
-            edge = _edge(right, comma_pairs, INNER)
-            if edge is not None:
-                ctx.joins.append(edge)
+        comma_pairs, ctx.filter = _split_comma_joins(
+            ctx.filter, aliases, {frozenset((e.left, e.right)) for e in ctx.joins}
+        )
+        ctx.joins.extend(_comma_edges(comma_pairs))
+        # the join conditions are no columns the block reads (a layout needs neither key)
+        keys = {id(c) for pair in comma_pairs for c in pair}
+        ctx.columns = [c for c in ctx.columns if id(c) not in keys]
     if len(ctx.joins) + 1 < len(aliases) and ctx.problem is None:
         ctx.problem = "it joins tables without an equality between their columns (a cross join)"
 
@@ -183,10 +183,28 @@ def _edge(right: str, pairs: list[tuple[exp.Column, exp.Column]], kind: str) -> 
     return JoinEdge(others.pop(), right, kind, tuple(mine))
 
 
+def _comma_edges(pairs: list[tuple[exp.Column, exp.Column]]) -> list[JoinEdge]:
+    """One INNER edge per pair of tables the equalities relate (a snowflake's comma joins too: CUSTOMER is
+    related to LINEORDER and to NATION by two edges); its direction does not matter to an INNER join."""
+    grouped: dict[frozenset[str], list[tuple[exp.Column, exp.Column]]] = {}
+    for a, b in pairs:
+        grouped.setdefault(frozenset((a.table, b.table)), []).append((a, b))
+    edges = []
+    for group in grouped.values():
+        left = group[0][0].table
+        right = group[0][1].table
+        on = tuple(
+            (a.name.lower(), b.name.lower()) if a.table == left else (b.name.lower(), a.name.lower()) for a, b in group
+        )
+        edges.append(JoinEdge(left, right, INNER, on))
+    return edges
+
+
 def _split_comma_joins(
-    where: exp.Expr, aliases: list[str]
+    where: exp.Expr, aliases: list[str], joined: set[frozenset[str]]
 ) -> tuple[list[tuple[exp.Column, exp.Column]], exp.Expr | None]:
-    """Column equalities between two tables of a comma join, and the rest of the filter."""
+    """Column equalities between two tables of a comma join (not already joined by a JOIN clause: `joined`),
+    and the rest of the filter."""
     pairs, rest = [], []
     for part in where.flatten() if isinstance(where, exp.And) else [where]:
         inner = part.unnest()
@@ -196,6 +214,7 @@ def _split_comma_joins(
             and isinstance(inner.expression, exp.Column)
             and inner.this.table != inner.expression.table
             and {inner.this.table, inner.expression.table} <= set(aliases)
+            and frozenset((inner.this.table, inner.expression.table)) not in joined
         ):
             pairs.append((inner.this, inner.expression))
         else:

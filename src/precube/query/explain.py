@@ -51,6 +51,8 @@ def _answer(plan: Plan, c: ContextPlan) -> str:
         return "pushdown"
     if c.match is not None:
         return "table index" if c.match.table_index else "aggregate index"
+    if c.snapshot is not None:
+        return "lookup snapshot"
     return "source tables" if c.from_source else "none"
 
 
@@ -77,6 +79,7 @@ def explain_dict(plan: Plan, engine: str, engine_sql: str) -> dict[str, Any]:
                     + ")"
                     for d in m.derived
                 ],
+                joins_proven=[o.table for o in m.proof.obligations],
             )
         if c.snapshot is not None:
             entry.update(model=c.snapshot.model.model.alias, snapshots=c.snapshot.describe())
@@ -131,6 +134,9 @@ def explain_text(plan: Plan, engine: str, engine_sql: str) -> str:
             lines.append(f"  segments scanned ({len(scanned)}): {', '.join(scanned) or '-'}")
             lines.append(f"  segments pruned ({len(pruned)}): {', '.join(pruned) or '-'}")
             lines.append(f"  rows to scan: {c['rows_to_scan']:,}")
+            if c["joins_proven"]:
+                proven = ", ".join(c["joins_proven"])
+                lines.append(f"  joins proven exact by the scanned segments' join stats: {proven}")
             if c["derived"]:
                 lines.append(f"  lookups joined back (derived dimensions): {'; '.join(c['derived'])}")
             if c["aggregates"]:

@@ -1,19 +1,22 @@
 """Model and layout matching (DESIGN §6 steps 3-4; reference §5.1-5.3).
 
-A model can answer a context when its join graph holds the context's joins with the same join types and
-keys (the fact table at the root; LEFT lookups may be left out, INNER ones may not, as they filter the
-fact rows). Its queryable segments are pruned by the filter; the layouts built in every remaining
-segment are the candidates. An aggregate layout answers when it holds every column the block reads
-outside aggregate calls and a way for every call (`aggregates`); a table index answers when it holds
-every column the block reads, for detail queries and, failing every aggregate layout, for aggregating
-ones. The cheapest wins: aggregate before table index, fewest rows over the scanned segments, filter
-columns early in the column order, fewest dimensions, fewest measures.
+A model can answer a context when its join graph holds the context's joins with the same keys (the fact
+table at the root; LEFT lookups may be left out). A join of another type than the model's, or a left-out
+INNER join of the model (it filters the fact rows), needs a proof that it was exact in every scanned
+segment (`join_proof`: no orphan fact rows, no duplicate keys), else the model is rejected. Its
+queryable segments are pruned by the filter; the layouts built in every remaining segment are the
+candidates. An aggregate layout answers when it holds every column the block reads outside aggregate
+calls and a way for every call (`aggregates`); a table index answers when it holds every column the
+block reads, for detail queries and, failing every aggregate layout, for aggregating ones. The cheapest
+wins: aggregate before table index, fewest rows over the scanned segments, filter columns early in the
+column order, fewest dimensions, fewest measures.
 
 Derived dimensions (Kylin's `IndexMatcher.goThruDerivedDims`): a lookup's columns that a layout lacks are
 still answered when the layout holds every foreign key of the lookup's join: the lookup's source table is
-joined back to the layout's rows at query time, with the model's join type. A layout row stands for fact
-rows with one foreign key value, so the join multiplies it exactly as it multiplies those fact rows, and
-each measure's merge stays correct. Layouts that need no such join are preferred.
+joined back to the layout's rows at query time, with the query's join type (the model's, or proven
+equal). A layout row stands for fact rows with one foreign key value, so the join multiplies it exactly
+as it multiplies those fact rows, and each measure's merge stays correct. Layouts that need no such join
+are preferred.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from precube.metadata.model import JoinType
 from precube.query.aggregates import AggCall, AggWay, agg_call
 from precube.query.contexts import INNER, LEFT, QueryContext
 from precube.query.frontend import canonical
+from precube.query.join_proof import DROPS, KEEPS, LEAVES_OUT, JoinProof, join_proof
 from precube.query.pruning import ValueRange, may_match
 from precube.query.snapshot import ModelSnapshot, SegmentLayouts
 from precube.query.topn import TopNAnswer, topn_answers
@@ -62,6 +66,7 @@ class Match:
     rows: int
     derived: tuple[DerivedJoin, ...] = ()
     rejected: list[Rejection] = field(default_factory=list)
+    proof: JoinProof = field(default_factory=JoinProof)  # joins the query treats otherwise than the model
 
     @property
     def table_index(self) -> bool:
@@ -74,6 +79,24 @@ def _join_kind(join_type: JoinType) -> str:
 
 def map_aliases(ctx: QueryContext, model: Model) -> dict[str, str] | str:
     """Query alias → model table alias, or why the context's tables and joins are not the model's."""
+    found = join_mapping(ctx, model)
+    return found if isinstance(found, str) else found.aliases
+
+
+@dataclass(frozen=True)
+class JoinMapping:
+    """How a context's tables and joins map onto a model's: query alias → model alias, the query's join
+    type of each lookup it joins, and the model joins it treats otherwise, proven by the scanned segments."""
+
+    aliases: dict[str, str]
+    kinds: dict[str, str]  # query alias → INNER or LEFT
+    proof: JoinProof
+
+
+def join_mapping(ctx: QueryContext, model: Model) -> JoinMapping | str:
+    """The context's tables and joins on the model's, or why they are not. A join whose type differs from
+    the model's, or an INNER join of the model the query leaves out, fits subject to a proof
+    (`join_proof`) that the scanned segments check."""
     fact = model.fact_table.upper()
     roots = [
         a for a, t in ctx.tables.items() if t == fact and not any(e.right == a and e.kind == LEFT for e in ctx.joins)
@@ -87,6 +110,8 @@ def map_aliases(ctx: QueryContext, model: Model) -> dict[str, str] | str:
     reason = "the query's joins are not the model's"
     for root in roots:
         mapped = {root: model.root_alias}
+        kinds: dict[str, str] = {}
+        differing: dict[str, str] = {}
         pending = list(ctx.joins)
         progress = True
         while pending and progress:
@@ -102,15 +127,12 @@ def map_aliases(ctx: QueryContext, model: Model) -> dict[str, str] | str:
                     if found is None:
                         continue
                     alias, kind = found
-                    if kind != edge.kind:
-                        reason = (
-                            f"join type differs for {ctx.tables[far]}: the query has {edge.kind}, "
-                            f"model {model.alias} {kind}"
-                        )
-                        continue
                     if alias in mapped.values():
                         continue
+                    if kind != edge.kind:
+                        differing[alias] = DROPS if edge.kind == INNER else KEEPS
                     mapped[far] = alias
+                    kinds[far] = edge.kind
                     pending.remove(edge)
                     progress = True
                     break
@@ -119,13 +141,15 @@ def map_aliases(ctx: QueryContext, model: Model) -> dict[str, str] | str:
         used = set(mapped.values())
         for jt in model.join_tables:
             if jt.join.type is not JoinType.LEFT and jt.alias.upper() not in used:
-                return f"the query leaves out the model's INNER join to {jt.table}"
-        return mapped
+                differing[jt.alias.upper()] = LEAVES_OUT
+        return JoinMapping(mapped, kinds, join_proof(model, differing))
     return reason
 
 
-def _lookup_joins(ctx: QueryContext, m: ModelSnapshot, aliases: dict[str, str]) -> dict[str, DerivedJoin]:
-    """Query alias of each lookup the context joins → how to join it back onto a layout."""
+def _lookup_joins(ctx: QueryContext, m: ModelSnapshot, joins: JoinMapping) -> dict[str, DerivedJoin]:
+    """Query alias of each lookup the context joins → how to join it back onto a layout: with the query's
+    join type (where it differs from the model's, the proof makes them give the same rows)."""
+    aliases = joins.aliases
     by_alias = {jt.alias.upper(): jt for jt in m.model.join_tables}
     found = {}
     for query_alias, model_alias in aliases.items():
@@ -137,7 +161,8 @@ def _lookup_joins(ctx: QueryContext, m: ModelSnapshot, aliases: dict[str, str]) 
             continue
         pks = [ref.split(".", 1)[1].lower() for ref in jt.join.primary_key]
         keys = tuple((fk.id, pk) for fk, pk in zip(fks, pks, strict=True) if fk is not None)
-        found[query_alias] = DerivedJoin(query_alias, ctx.tables[query_alias], _join_kind(jt.join.type), keys)
+        kind = joins.kinds.get(query_alias, _join_kind(jt.join.type))
+        found[query_alias] = DerivedJoin(query_alias, ctx.tables[query_alias], kind, keys)
     return found
 
 
@@ -230,6 +255,7 @@ class _Needs:
     inner: dict[ColumnKey, int]  # columns read inside aggregate calls
     calls: list[AggCall]
     topn: list[TopNAnswer]  # TOP_N measures that answer the block from layouts lacking their key
+    joins: JoinMapping
 
     @property
     def needed(self) -> frozenset[int]:
@@ -237,10 +263,10 @@ class _Needs:
 
 
 def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
-    aliases = map_aliases(ctx, m.model)
-    if isinstance(aliases, str):
-        return aliases
-    cols = _ModelColumns(m, aliases)
+    joins = join_mapping(ctx, m.model)
+    if isinstance(joins, str):
+        return joins
+    cols = _ModelColumns(m, joins.aliases)
     columns: dict[ColumnKey, int] = {}
     for col in ctx.columns:
         cid = cols.column(col)
@@ -280,7 +306,7 @@ def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
         if m.topn_measures
         else []
     )
-    return _Needs(cols, columns, inner, calls, topn)
+    return _Needs(cols, columns, inner, calls, topn, joins)
 
 
 def requirements(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[int, ...], frozenset[int]] | str:
@@ -319,8 +345,11 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
         return needs
     cols, columns, inner, calls, needed = needs.cols, needs.columns, needs.inner, needs.calls, needs.needed
     owners = {cid: alias for (alias, _), cid in {**inner, **columns}.items()}
-    lookups = _lookup_joins(ctx, m, cols.aliases)
+    lookups = _lookup_joins(ctx, m, needs.joins)
     scanned, pruned = _prune(ctx.filter, m, cols)
+    unproven = needs.joins.proof.check(s.segment for s in scanned)
+    if unproven is not None:
+        return unproven
     pool = scanned or m.segments
     built = set.intersection(*(set(s.layouts) for s in pool)) if pool else set()
     candidates = [m.layouts[i] for i in sorted(built) if i in m.layouts]
@@ -353,7 +382,8 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
             layout.id,
         )
         if best is None or key < best[0]:
-            best = (key, Match(m, layout, {**inner, **columns}, ways, scanned, pruned, rows, derived))
+            proof = needs.joins.proof
+            best = (key, Match(m, layout, {**inner, **columns}, ways, scanned, pruned, rows, derived, proof=proof))
     if best is None:
         return _why_not(reasons, calls, needed, candidates, cols)
     return best

@@ -318,6 +318,8 @@ class Session:
         if isinstance(found, Match):
             return ContextPlan(block, found, found.rejected)
         rejected = found or [Rejection("*", "the project has no model")]
+        if ctx.correlated:  # it reads an outer block's columns: that block's tables must stay, not become a layout's
+            return ContextPlan(block, None, rejected)
         lookups = match_snapshots(ctx, snapshot)
         if isinstance(lookups, SnapshotMatch):
             return ContextPlan(block, None, rejected, snapshot=lookups)

@@ -191,11 +191,16 @@ def read_manifest(out: Path) -> dict[str, Any] | None:
     return manifest
 
 
-def generate(scale: float, out: Path, seed: int = 1, progress: Progress | None = None) -> dict[str, int]:
-    """Write the five SSB tables and `_ssb.json` under `out`; returns rows per table (as `row_counts`)."""
+def generate(
+    scale: float, out: Path, seed: int = 1, progress: Progress | None = None, orphans: int = 0
+) -> dict[str, int]:
+    """Write the five SSB tables and `_ssb.json` under `out`; returns rows per table (as `row_counts`).
+    `orphans`: extra LINEORDER rows whose customer, supplier or part key (in turn) has no lookup row."""
     counts = row_counts(scale)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InvalidInputError(f"SSB seed must be a non-negative integer, got {seed!r}")
+    if isinstance(orphans, bool) or not isinstance(orphans, int) or orphans < 0:
+        raise InvalidInputError(f"SSB orphan rows must be a non-negative integer, got {orphans!r}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     # Drop the manifest first so an interrupted run is never mistaken for complete data,
@@ -206,7 +211,7 @@ def generate(scale: float, out: Path, seed: int = 1, progress: Progress | None =
             stale.unlink()
     report: Progress = progress or (lambda _table, _done, _total: None)
 
-    _write_lineorder(out, seed, counts, report)
+    _write_lineorder(out, seed, counts, report, orphans)
     report("DATES", 0, _DAYS)
     sink = _ParquetSink(out / "DATES", _SCHEMAS["DATES"], rows_per_file=None)
     sink.write(_dates_table())
@@ -216,7 +221,9 @@ def generate(scale: float, out: Path, seed: int = 1, progress: Progress | None =
     _write_dimension("SUPPLIER", counts["supplier"], _supplier_block, out, seed, report)
     _write_dimension("PART", counts["part"], _part_block, out, seed, report)
 
-    manifest = {"scale": float(scale), "seed": seed, "rows": counts, "format": FORMAT}
+    manifest: dict[str, Any] = {"scale": float(scale), "seed": seed, "rows": counts, "format": FORMAT}
+    if orphans:
+        manifest["orphans"] = orphans
     tmp = out / f"{MANIFEST_NAME}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     tmp.replace(out / MANIFEST_NAME)
@@ -433,7 +440,13 @@ def _dates_table() -> pa.Table:
     return pa.Table.from_pydict(columns, schema=_SCHEMAS["DATES"])
 
 
-def _write_lineorder(out: Path, seed: int, counts: dict[str, int], report: Progress) -> None:
+# The block of the orphan rows' random stream: past any real block (a block holds 65,536 orders).
+_ORPHAN_BLOCK = 1 << 30
+# Orphan row i misses the lookup row of _ORPHAN_KEYS[i % 3]: (LINEORDER column index, lookup).
+_ORPHAN_KEYS = ((2, "customer"), (4, "supplier"), (3, "part"))
+
+
+def _write_lineorder(out: Path, seed: int, counts: dict[str, int], report: Progress, orphans: int = 0) -> None:
     total = counts["lineorder"]
     report("LINEORDER", 0, total)
     sink = _ParquetSink(out / "LINEORDER", _SCHEMAS["LINEORDER"], rows_per_file=_LINEORDER_ROWS_PER_FILE)
@@ -446,8 +459,23 @@ def _write_lineorder(out: Path, seed: int, counts: dict[str, int], report: Progr
         block += 1
         if done < total:
             report("LINEORDER", done, total)
+    if orphans:
+        sink.write(_orphan_rows(seed, orders, orphans, counts))
     sink.close()
     report("LINEORDER", total, total)
+
+
+def _orphan_rows(seed: int, orders: int, n: int, counts: dict[str, int]) -> pa.Table:
+    """`n` lines of new orders after the `orders` generated, each with one key past its lookup's keys."""
+    table, _ = _lineorder_block(seed, _ORPHAN_BLOCK, orders, n, counts)
+    rows = np.arange(n)
+    for turn, (column, lookup) in enumerate(_ORPHAN_KEYS):
+        keys = table.column(column).to_numpy().copy()
+        own = rows % len(_ORPHAN_KEYS) == turn
+        keys[own] = counts[lookup] + 1 + rows[own]  # no lookup row has a key above its row count
+        field = table.schema.field(column)
+        table = table.set_column(column, field, pa.array(keys, type=field.type))
+    return table
 
 
 def _lineorder_block(

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 _DATES = "from ssb.lineorder left join ssb.dates on lo_orderdate = d_datekey"
 _PART = " left join ssb.part on lo_partkey = p_partkey"
 _SUPPLIER = " left join ssb.supplier on lo_suppkey = s_suppkey"
@@ -43,3 +45,21 @@ SSB_QUERIES: dict[str, str] = {
     "where c_region = 'AMERICA' and s_nation = 'UNITED STATES' and (d_year = 1997 or d_year = 1998) "
     "and p_category = 'MFGR#14' group by d_year, s_city, p_brand order by d_year, s_city, p_brand",
 }
+
+_LEFT_JOIN = re.compile(r" left join (\S+) on (\w+ = \w+)")
+
+
+def comma_form(sql: str) -> str:
+    """The query with its LEFT joins written as published: the tables listed after FROM, the join conditions
+    first in WHERE (an INNER join)."""
+    tables = [m.group(1) for m in _LEFT_JOIN.finditer(sql)]
+    conditions = [m.group(2) for m in _LEFT_JOIN.finditer(sql)]
+    head, where, rest = _LEFT_JOIN.sub("", sql).partition(" where ")
+    if not where:
+        raise ValueError(f"no WHERE in {sql!r}")
+    return f"{', '.join([head, *tables])} where {' and '.join([*conditions, rest])}"
+
+
+# The 13 queries in the published form (comma joins, INNER): same answers when every fact row has its
+# lookup rows.
+SSB_QUERIES_COMMA: dict[str, str] = {name: comma_form(sql) for name, sql in SSB_QUERIES.items()}
