@@ -5,9 +5,11 @@ pyspark is imported inside the function so that importing precube never starts o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,8 +56,29 @@ def spark_conf(settings: Settings) -> dict[str, str]:
     return conf
 
 
-def spark_session(settings: Settings) -> SparkSession:
-    """Return the process's Spark session, creating it from `settings` on first use."""
+@contextlib.contextmanager
+def _stderr_to(log: Path | None) -> Iterator[None]:
+    """While Spark starts, the process's standard error (file descriptor 2) goes to `log`: the JVM started
+    now inherits it for good — its banner and warnings land in the log, never among a command's progress
+    bars — and Python's own standard error is given back after."""
+    if log is None:
+        yield
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with log.open("ab") as out:
+        os.dup2(out.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def spark_session(settings: Settings, console_log: Path | None = None) -> SparkSession:
+    """Return the process's Spark session, creating it from `settings` on first use; `console_log`: where
+    the JVM's console output goes (default: this process's standard error)."""
     check_java()
     # The launcher script reads SPARK_LOCAL_IP before any conf applies; without it Spark probes
     # the machine's interfaces and warns when the hostname resolves to loopback.
@@ -68,6 +91,7 @@ def spark_session(settings: Settings) -> SparkSession:
     builder = SparkSession.builder.master(settings.spark.master).appName(settings.spark.app_name)
     for key, value in spark_conf(settings).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with _stderr_to(console_log):
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

@@ -56,6 +56,7 @@ def test_list_show_and_act(home: list[str], capsys: pytest.CaptureFixture[str]) 
     assert run([*home, "jobs", "show", "job-2", "-p", "ssb"]) == 0
     shown = capsys.readouterr().out
     assert "DISCARDED" in shown and "layers" in shown and "1/4" in shown
+    assert "range: [1970-01-01, 1970-01-02)" in shown and "duration" in shown
     assert run([*home, "jobs", "show", "job-1", "-p", "ssb", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["state"] == "READY" and [s["name"] for s in doc["steps"]] == ["layers", "commit"]

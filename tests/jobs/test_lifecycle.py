@@ -456,3 +456,21 @@ def test_discarding_a_merge_unlocks_the_merged_segments(model: MetadataStore) ->
     assert _state(model) == [(s.id, SegmentStatus.READY) for s in daily]
     assert not _has_details(model, merged.id)
     assert [s.id for s in delete_segments(model, P, P, [daily[0].id])] == [daily[0].id]  # no longer LOCKED
+
+
+def test_after_success_marks_the_job_followed(model: MetadataStore) -> None:
+    """`build --wait` watching another runner returns once retention and auto-merge have run after its job:
+    the job's document says so."""
+    from precube.jobs.lifecycle import followed
+
+    _configure(model, auto_merge_enabled=True)
+    _put(model, _daily("2010-01-01", 4))
+    job = _succeeded(model)
+    with model.transaction(P) as tx:
+        tx.create(job)
+        assert not followed(tx.require(Job, job.uuid))
+    aftermath = after_success(model, P, job)
+    assert aftermath.merge is not None
+    with model.read(P) as tx:
+        assert followed(tx.require(Job, job.uuid))
+        assert followed(tx.require(Job, aftermath.merge.uuid))  # READY: nothing follows it yet

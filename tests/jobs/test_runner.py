@@ -38,6 +38,7 @@ def test_a_build_job_runs_its_steps_and_counts_in_the_days_stats(ctx: BuildConte
     assert done.state is JobState.SUCCEED and done.error is None and done.progress == 1
     assert [s.name for s in done.steps] == ["dictionaries", "layers", "commit"]
     assert all(s.state is JobState.SUCCEED and s.start_time and s.end_time for s in done.steps)
+    assert all(s.done == s.total for s in done.steps if s.total)  # each step's last count is written
     assert done.start_time is not None and done.end_time is not None and done.duration_ms > 0
     with ctx.store.read("ssb") as tx:
         model = require_model(tx, "sales")

@@ -77,3 +77,19 @@ def test_a_job_is_named_by_a_unique_prefix_of_its_id(project: MetadataStore) -> 
         get_job(project, "ssb", first.uuid[: MIN_JOB_PREFIX - 1])  # too short to be meant
     with pytest.raises(NotFoundError, match="does not exist"):
         get_job(project, "ssb", "ffffffff-no-such-job")
+
+
+def test_several_jobs_are_submitted_all_or_none(project: MetadataStore) -> None:
+    """A refresh of a range over several segments (or a rolling refresh) is several jobs: one refused, none
+    is left behind — also when two of them overlap each other."""
+    from precube.jobs.submission import submit_all
+
+    held = submit(project, "ssb", _job(MODEL, 5, 6))
+    with pytest.raises(JobConflictError, match=held.uuid):
+        submit_all(project, "ssb", [_job(MODEL, 0, 1), _job(MODEL, 1, 2), _job(MODEL, 5, 6)])
+    assert [j.uuid for j in jobs_of(project, "ssb")] == [held.uuid]
+    with pytest.raises(JobConflictError, match="already covers"):
+        submit_all(project, "ssb", [_job(MODEL, 0, 2), _job(MODEL, 1, 3)])
+    assert len(jobs_of(project, "ssb")) == 1
+    both = submit_all(project, "ssb", [_job(MODEL, 0, 1), _job(OTHER, 0, 1)])
+    assert {j.uuid for j in jobs_of(project, "ssb")} == {held.uuid, *(j.uuid for j in both)}

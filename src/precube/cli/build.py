@@ -26,7 +26,7 @@ from precube.cli.follow import hand_off, wait_for
 from precube.errors import InvalidInputError, PrecubeError
 from precube.jobs.lifecycle import delete_segments
 from precube.jobs.plans import build_job, index_build_job, merge_job, refresh_job, segments_in
-from precube.jobs.submission import submit
+from precube.jobs.submission import submit_all
 from precube.metadata import Dataflow, Job, TimeRange
 from precube.modeling.model_store import require_model
 from precube.modeling.partition_format import to_epoch_ms
@@ -52,9 +52,8 @@ PRIORITY = typer.Option(3, "--priority", min=0, max=4, help="0 runs first, 4 las
 
 
 def run_jobs(cli: CliContext, project: str, jobs: Sequence[Job], wait: bool) -> None:
-    """Submit `jobs` (each checked against the running ones), then wait for them or hand them off."""
-    store = cli.store()
-    submitted = [submit(store, project, job, cli.writer) for job in jobs]
+    """Submit `jobs` (all, or none when one is refused), then wait for them or hand them off."""
+    submitted = submit_all(cli.store(), project, jobs, cli.writer)
     if wait:
         wait_for(cli, project, submitted)
     else:

@@ -60,8 +60,8 @@ class CliContext:
     def spark(self) -> SparkSession:
         from precube.spark_session import spark_session
 
-        with err_console.status("starting Spark…"):
-            return spark_session(self.settings)
+        with err_console.status("starting Spark…"):  # its console output goes to the log, not among the bars
+            return spark_session(self.settings, console_log=self.settings.home / "logs" / "spark.log")
 
     def close(self) -> None:
         if self._store is not None:

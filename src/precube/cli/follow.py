@@ -19,7 +19,7 @@ from precube.build.context import BuildContext
 from precube.cli.context import CliContext, console, err_console, when
 from precube.errors import PrecubeError
 from precube.jobs.lease import Lease
-from precube.jobs.lifecycle import AUTO_MERGE, Aftermath
+from precube.jobs.lifecycle import AUTO_MERGE, Aftermath, followed
 from precube.jobs.scheduler import Listener, Scheduler
 from precube.jobs.submission import act
 from precube.metadata import Job, JobAction, JobState, JobType, MetadataStore
@@ -106,7 +106,10 @@ def wait_for(cli: CliContext, project: str, submitted: Sequence[Job]) -> list[Jo
                     tasks[job.uuid] = bars.add_task(label, total=100)
                 bars.update(tasks[job.uuid], completed=job.progress * 100, description=label)
             active = any(j.state in (JobState.READY, JobState.RUNNING) for j in jobs)
-            return targets <= ended.keys() and not active
+            # a job's retention and auto-merge come after it ends: wait for them too, while a runner is there
+            unfollowed = any(not followed(j) for j in jobs if j.uuid in ended)
+            pending = unfollowed and Lease(store, project).holder() is not None
+            return targets <= ended.keys() and not active and not pending
 
         try:
             while not over():

@@ -78,16 +78,23 @@ def show(
         f"job [bold]{job.uuid}[/] {job.job_type.value} on {job.model_alias or job.target_model}: "
         f"[bold]{job.state.value}[/] {job.progress:.0%}, priority {job.priority}"
     )
+    if job.time_range is not None:
+        console.print(f"range: {job.time_range}", markup=False)
+    segments = [*job.segment_ids, *([job.params["segment"]] if "segment" in job.params else [])]
+    if segments:
+        console.print(f"segments: {', '.join(dict.fromkeys(segments))}", markup=False)
     if job.error:
         console.print(f"error: {job.error}")
-    view = RichTable("step", "state", "progress", "started", "ended", "output")
+    view = RichTable("step", "state", "progress", "started", "ended", "duration", "output")
     for step in job.steps:
+        ran = (step.end_time or 0) - (step.start_time or 0) if step.start_time and step.end_time else None
         view.add_row(
             step.name,
             step.state.value,
             f"{step.done}/{step.total}" if step.total else "",
             when(step.start_time),
             when(step.end_time),
+            "" if ran is None else f"{ran / 1000:.1f} s",
             step.error or step.output,
         )
     console.print(view)

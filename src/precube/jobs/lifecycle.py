@@ -18,6 +18,7 @@ from precube.jobs.submission import busy_jobs, submit
 from precube.metadata import (
     Dataflow,
     Job,
+    JobState,
     MetadataStore,
     Model,
     Project,
@@ -79,6 +80,25 @@ def after_success(store: MetadataStore, project: str, job: Job, writer: str = "p
     retention first (READY segments only: a NEW one belongs to a running job), then at most one auto-merge
     job. Kylin runs it after builds only; precube also after a merge, as seed 001 §4.4 and Kylin's doc
     describe, so that daily segments roll up week by week, then month by month, without another build."""
+    try:
+        return _after_success(store, project, job, writer)
+    finally:  # whatever happened, it has: a `build --wait` watching this job may now return (`followed`)
+        with store.transaction(project, writer) as tx:
+            done = tx.get(Job, job.uuid)
+            if done is not None:
+                done.params[AFTERMATH_DONE] = "true"
+                tx.update(done)
+
+
+AFTERMATH_DONE = "aftermath_done"  # a job param: retention and auto-merge have run after this job
+
+
+def followed(job: Job) -> bool:
+    """Whether what follows an ended job has been done: retention and auto-merge after a success."""
+    return job.state is not JobState.SUCCEED or job.params.get(AFTERMATH_DONE) == "true"
+
+
+def _after_success(store: MetadataStore, project: str, job: Job, writer: str) -> Aftermath:
     if job.target_model is None:
         return Aftermath()
     with store.transaction(project, writer) as tx:

@@ -96,7 +96,7 @@ class _Recorder:
             step = job.steps[index]
             step.done, step.total, step.output = done, total, f"{stage}: {done}/{total}"
 
-        self.update(change, force=name != self.step)
+        self.update(change, force=name != self.step or done >= total)  # a step's end is always written
         self.step = name
 
 
@@ -152,6 +152,8 @@ def _succeed(ctx: BuildContext, ran: Job, segment: Segment | None, source_rows: 
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
         job = tx.require(Job, ran.uuid)
         _advance(job, len(job.steps) - 1)
+        for step in job.steps:  # every step ran to its end (a throttled write may have missed the last count)
+            step.done = step.total or step.done
         last = job.steps[-1]
         last.state, last.end_time = JobState.SUCCEED, now_ms()
         job.params.update(ran.params)

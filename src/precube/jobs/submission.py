@@ -3,6 +3,8 @@ transaction, so two processes cannot both submit overlapping jobs of one model."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from precube.errors import InvalidInputError
 from precube.jobs.errors import JobConflictError
 from precube.jobs.segment_removal import drop_job_segment
@@ -22,15 +24,24 @@ def busy_jobs(tx: Transaction, model_uuid: str) -> list[Job]:
 def submit(store: MetadataStore, project: str, job: Job, writer: str = "precube") -> Job:
     """Record a READY job, refusing one whose range overlaps that of an unfinished job (READY, RUNNING,
     PAUSED or ERROR: an ERROR job still holds its new segment) of the same model."""
+    return submit_all(store, project, [job], writer)[0]
+
+
+def submit_all(store: MetadataStore, project: str, jobs: Sequence[Job], writer: str = "precube") -> list[Job]:
+    """Record several jobs in one transaction: all of them, or — one refused (`submit`'s rule, also between
+    the jobs themselves) — none."""
     with store.transaction(project, writer) as tx:
-        for other in busy_jobs(tx, job.target_model) if job.target_model is not None else []:
-            if _span(other).overlaps(_span(job)):
-                raise JobConflictError(
-                    f"cannot submit {job.job_type} on model {job.model_alias or job.target_model}: "
-                    f"job {other.uuid} ({other.job_type}, {other.state}) already covers part of its range; "
-                    "wait for it, or discard it"
-                )
-        return tx.create(job)
+        created: list[Job] = []
+        for job in jobs:
+            for other in [*busy_jobs(tx, job.target_model), *created] if job.target_model is not None else []:
+                if other.target_model == job.target_model and _span(other).overlaps(_span(job)):
+                    raise JobConflictError(
+                        f"cannot submit {job.job_type} on model {job.model_alias or job.target_model}: "
+                        f"job {other.uuid} ({other.job_type}, {other.state}) already covers part of its range; "
+                        "wait for it, or discard it"
+                    )
+            created.append(tx.create(job))
+        return created
 
 
 MIN_JOB_PREFIX = 4  # as git takes a commit's id: shorter prefixes match too much to be meant
