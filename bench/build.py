@@ -27,8 +27,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from precube.build.context import BuildContext
-from precube.build.operations import build_segment
+from precube.engine.context import BuildContext
+from precube.engine.operations import build_segment
 from precube.metadata import Project, Segment, SourceType, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model

@@ -28,9 +28,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from precube.build.context import BuildContext
-from precube.build.operations import build_segment
 from precube.cache import CachedSession, ResultCache, open_backend
+from precube.engine.context import BuildContext
+from precube.engine.operations import build_segment
 from precube.metadata import Dataflow, Project, SourceType, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model, find_model

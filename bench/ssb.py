@@ -36,9 +36,9 @@ import sqlglot
 from rich.console import Console
 from rich.table import Table
 
-from precube.build.context import BuildContext
-from precube.build.operations import build_segment
 from precube.cli.demo import SSB_DATABASE, ssb_model_spec
+from precube.engine.context import BuildContext
+from precube.engine.operations import build_segment
 from precube.metadata import Dataflow, Project, SourceType, TimeRange, open_store
 from precube.modeling.model_store import create_model, find_model, set_model_rules
 from precube.modeling.partition_format import to_epoch_ms

@@ -28,7 +28,7 @@ from tests.query.conftest import day
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from precube.build.context import BuildContext
+    from precube.engine.context import BuildContext
 
 # Every answer admitted: the tests decide what is cached by the thresholds they set themselves.
 ADMIT_ALL = {"min_duration_ms": 0.0, "min_scanned_rows": 0}
@@ -157,8 +157,8 @@ class CacheModel:
 @pytest.fixture(scope="module")
 def cache_model(spark: SparkSession, ssb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CacheModel]:
     """LINEORDER alone with one small layout, built into two segments (per test module: some change it)."""
-    from precube.build.context import BuildContext
-    from precube.build.operations import build_segment
+    from precube.engine.context import BuildContext
+    from precube.engine.operations import build_segment
 
     root = tmp_path_factory.mktemp("cache-model")
     with open_store(f"sqlite:///{root / 'meta.db'}") as store:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from precube.build.operations import build_segment, merge_segments, refresh_segment
 from precube.cache import CachedSession, ResultCache, open_backend
+from precube.engine.operations import build_segment, merge_segments, refresh_segment
 from precube.metadata import Dataflow, DataflowStatus, TimeRange
 from precube.modeling.model_store import require_model
 from precube.settings import CacheSettings

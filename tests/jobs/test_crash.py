@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 import pytest
 
-from precube.build.context import BuildContext
 from precube.cli.app import run
+from precube.engine.context import BuildContext
 from precube.metadata import Dataflow, Job, JobState, JobType, SegmentDetails, SegmentStatus, open_store
 from precube.modeling.model_store import require_model
 from precube.storage.paths import segment_path
-from tests.build.conftest import SPEC
-from tests.build.test_operations import _views, check_segment
 from tests.cli.home import ssb_home
+from tests.engine.conftest import SPEC
+from tests.engine.test_operations import _views, check_segment
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import typer
 
-from precube.build.dictionary import dictionary_path
 from precube.cli.context import CliContext
 from precube.cli.gc import gc
+from precube.engine.dictionary import dictionary_path
 from precube.errors import InvalidInputError
 from precube.jobs.errors import JobError
 from precube.jobs.gc import Garbage, UnsupportedWarehouseError, collect_garbage

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from precube.build.context import BuildContext
+from precube.engine.context import BuildContext
 from precube.jobs import runner
 from precube.jobs.runner import new_job, run_job
 from precube.jobs.submission import act, submit
 from precube.metadata import Dataflow, Job, JobAction, JobState, JobStats, JobType, SegmentDetails, TimeRange
 from precube.modeling.model_store import require_model
-from tests.build.test_operations import _views, check_segment, day
+from tests.engine.test_operations import _views, check_segment, day
 
 pytestmark = pytest.mark.spark
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from precube.build.context import BuildContext
+from precube.engine.context import BuildContext
 from precube.jobs.lifecycle import AUTO_MERGE, Aftermath
 from precube.jobs.plans import build_job
 from precube.jobs.queue import DIED
@@ -27,8 +27,8 @@ from precube.metadata import (
 )
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model, require_model
-from tests.build.conftest import SPEC
-from tests.build.test_operations import _comparable, _views, check_segment, day, read_layout
+from tests.engine.conftest import SPEC
+from tests.engine.test_operations import _comparable, _views, check_segment, day, read_layout
 
 pytestmark = pytest.mark.spark
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from precube.build.context import BuildContext
-from precube.build.operations import build_segment
+from precube.engine.context import BuildContext
+from precube.engine.operations import build_segment
 from precube.metadata import IndexPlan, MetadataStore, Model, Project, Segment, SourceType, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import add_model_table_index, create_model, require_model

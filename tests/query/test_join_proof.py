@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from precube.build.context import BuildContext
-from precube.build.operations import build_segment
+from precube.engine.context import BuildContext
+from precube.engine.operations import build_segment
 from precube.metadata import MetadataStore, Project, Segment, SourceType, TimeRange
 from precube.metadata.dataflow import JoinStat
 from precube.modeling.model_spec import parse_spec

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from precube.build.context import BuildContext
-from precube.build.operations import build_segment, refresh_segment
+from precube.engine.context import BuildContext
+from precube.engine.operations import build_segment, refresh_segment
 from precube.jobs.gc import collect_garbage
 from precube.metadata import Dataflow, MetadataStore, Project, SourceType, open_store
 from precube.modeling.model_spec import parse_spec

@@ -164,8 +164,8 @@ SPEC: dict[str, Any] = {
 
 @pytest.mark.spark
 def test_declared_decimals_are_exact_on_build_and_pushdown(tmp_path: Path, spark: SparkSession) -> None:
-    from precube.build.context import BuildContext
-    from precube.build.operations import build_segment
+    from precube.engine.context import BuildContext
+    from precube.engine.operations import build_segment
     from precube.modeling.model_spec import parse_spec
     from precube.modeling.model_store import create_model
     from precube.query.session import Session

@@ -15,8 +15,8 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from precube.build.context import BuildContext
 from precube.cli.context import CliContext, console, err_console, when
+from precube.engine.context import BuildContext
 from precube.errors import PrecubeError
 from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import AUTO_MERGE, Aftermath, followed

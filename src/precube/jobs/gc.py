@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from precube.build.dictionary import TMP_DIR
+from precube.engine.dictionary import TMP_DIR
 from precube.errors import InvalidInputError
 from precube.jobs.errors import JobError
 from precube.metadata import Dataflow, MetadataStore, Model, SegmentDetails, SegmentStatus

@@ -1,4 +1,4 @@
-"""Running one job in this process: its operation from `precube.build`, with each step's state and
+"""Running one job in this process: its operation from `precube.engine`, with each step's state and
 progress persisted in the job's document as it goes, so another process (the CLI, a server) can follow
 it, and a user's pause or discard stops it between two layouts.
 
@@ -12,8 +12,8 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-from precube.build.context import BuildContext
-from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
+from precube.engine.context import BuildContext
+from precube.engine.operations import build_layouts, build_segment, merge_segments, refresh_segment
 from precube.jobs.errors import JobError
 from precube.metadata import Job, JobState, JobStats, JobStep, JobType, Model, Segment, TimeRange, new_job_id
 from precube.metadata.entity import now_ms

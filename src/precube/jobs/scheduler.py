@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from precube.build.context import BuildContext
+from precube.engine.context import BuildContext
 from precube.errors import PrecubeError
 from precube.jobs.lease import TTL_S, Lease
 from precube.jobs.lifecycle import Aftermath, after_success

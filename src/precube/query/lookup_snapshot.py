@@ -1,5 +1,5 @@
 """Blocks that read lookup tables alone, answered from the lookup snapshots a build records (Kylin's lookup
-table snapshots; `precube.build.lookup_snapshot` writes them).
+table snapshots; `precube.engine.lookup_snapshot` writes them).
 
 A snapshot is the whole source table, restricted to the model's columns of it. A block whose every table has
 a current snapshot holding every column the block reads gives the same rows over the snapshots as over the

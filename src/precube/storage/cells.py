@@ -1,6 +1,6 @@
 """Reading and combining stored measure cells outside Spark (query side, tests): no pyspark here.
 
-Cell formats are described in `precube.build.measures` and docs/architecture.md ("Measures: storage and
+Cell formats are described in `precube.engine.measures` and docs/architecture.md ("Measures: storage and
 error bounds"). This module also holds the pure rules both sides share: return-type parameters, the
 TOP_N key encoding, and each sketch's error bound.
 """

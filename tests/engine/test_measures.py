@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-from precube.build.errors import BuildError
-from precube.build.measures import BitmapKind, HllKind, MinMaxKind, PercentileKind, SumKind, TopNKind, kind_of
+from precube.engine.errors import BuildError
+from precube.engine.measures import BitmapKind, HllKind, MinMaxKind, PercentileKind, SumKind, TopNKind, kind_of
 from precube.metadata import Function, FunctionExpression, Measure, Parameter, ParameterType
 from precube.storage import cells
 
@@ -326,7 +326,7 @@ def test_topn_merge_resums_and_orders() -> None:
 
 
 def test_import_starts_no_jvm() -> None:
-    code = "import sys, precube.build.measures, precube.storage.cells; assert 'pyspark' not in sys.modules"
+    code = "import sys, precube.engine.measures, precube.storage.cells; assert 'pyspark' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -335,7 +335,7 @@ def test_tuple_keys_count_distinct_tuples_as_sql_does(spark: SparkSession) -> No
     value is NULL (SQL skips such rows), and distinct tuples never share a key (values are escaped)."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    from precube.build.measures import tuple_key
+    from precube.engine.measures import tuple_key
 
     rows = [("x|", "y"), ("x", "|y"), ("x", "|y"), ("a\\", "b"), ("a", "\\b"), (None, "b"), ("a", None), ("\\N", "b")]
     df = spark.createDataFrame(rows, "a string, b string")

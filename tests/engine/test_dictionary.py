@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from precube.build import dictionary as d
-from precube.build.dictionary import (
+from precube.engine import dictionary as d
+from precube.engine.dictionary import (
     DictionaryVersion,
     build_dictionary,
     dictionary_path,
@@ -19,7 +19,7 @@ from precube.build.dictionary import (
     latest_version,
     load_version,
 )
-from precube.build.errors import BuildError
+from precube.engine.errors import BuildError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from precube.build.errors import BuildError
+from precube.engine.errors import BuildError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

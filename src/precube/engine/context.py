@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from precube.build.errors import BuildConflictError
+from precube.engine.errors import BuildConflictError
 from precube.metadata import (
     Dataflow,
     DataflowStatus,

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING
 
-from precube.build.flat_table import _filter_refs
+from precube.engine.flat_table import _filter_refs
 from precube.metadata import Model, Table, TimeRange
 from precube.metadata.dataflow import JoinStat
 from precube.modeling.partition_format import range_predicate

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow.compute as pc
 
-from precube.build.context import BuildContext, record_layout
-from precube.build.layout_build import GROUPING_ID, LayoutShape, compute_batch, compute_layout, grouping_id
-from precube.build.storage import write_arrow, written
+from precube.engine.context import BuildContext, record_layout
+from precube.engine.layout_build import GROUPING_ID, LayoutShape, compute_batch, compute_layout, grouping_id
+from precube.engine.storage import write_arrow, written
 from precube.metadata import Layout, LayoutInstance, Model
 from precube.modeling.spanning_tree import build_layers, choose_parent, fully_derives
 from precube.storage.paths import is_local, layout_path

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from precube.build.context import BuildContext, ModelState
-from precube.build.storage import written
+from precube.engine.context import BuildContext, ModelState
+from precube.engine.storage import written
 from precube.metadata import Model, Segment, Table
 from precube.metadata.lookup_snapshot import LookupSnapshot
 from precube.sources.source import source_for

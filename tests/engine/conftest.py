@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from precube.build.context import BuildContext
+from precube.engine.context import BuildContext
 from precube.metadata import MetadataStore, Project, SourceType, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from precube.build.storage import footer_ranges, local_files
+from precube.engine.storage import footer_ranges, local_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

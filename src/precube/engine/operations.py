@@ -11,16 +11,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from precube.build.context import BuildContext, ModelState, add_segment, built_layouts, load_state, record_layout
-from precube.build.dictionary import build_dictionary, dictionary_path, encode
-from precube.build.errors import BuildConflictError
-from precube.build.flat_table import Codes, encodable, flat_table
-from precube.build.join_stats import join_stats, merged_join_stats
-from precube.build.layers import build_into_segment, write_layout
-from precube.build.layout_build import compute_layout, dictionary_key, measure_inputs, needs_dictionary
-from precube.build.lookup_snapshot import newest_snapshots, take_snapshots
-from precube.build.measures import tuple_key
-from precube.build.segment_stats import segment_stats
+from precube.engine.context import BuildContext, ModelState, add_segment, built_layouts, load_state, record_layout
+from precube.engine.dictionary import build_dictionary, dictionary_path, encode
+from precube.engine.errors import BuildConflictError
+from precube.engine.flat_table import Codes, encodable, flat_table
+from precube.engine.join_stats import join_stats, merged_join_stats
+from precube.engine.layers import build_into_segment, write_layout
+from precube.engine.layout_build import compute_layout, dictionary_key, measure_inputs, needs_dictionary
+from precube.engine.lookup_snapshot import newest_snapshots, take_snapshots
+from precube.engine.measures import tuple_key
+from precube.engine.segment_stats import segment_stats
 from precube.metadata import (
     Dataflow,
     DataflowStatus,

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from precube.build.measures import kind_of
-from precube.build.storage import footer_ranges, local_files
+from precube.engine.measures import kind_of
+from precube.engine.storage import footer_ranges, local_files
 from precube.metadata import Layout, LayoutInstance, Measure, Model, ParameterType
 from precube.metadata.dataflow import DimensionRange
 from precube.metadata.model import MEASURE_ID_BASE

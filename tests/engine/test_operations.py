@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 import pytest
 
-from precube.build import segment_stats as segment_stats_module
-from precube.build.context import BuildContext, built_layouts
-from precube.build.flat_table import encodable
-from precube.build.join_stats import merged_join_stats
-from precube.build.operations import build_layouts, build_segment, merge_segments, refresh_segment
-from precube.build.segment_stats import SegmentStats, segment_stats
+from precube.engine import segment_stats as segment_stats_module
+from precube.engine.context import BuildContext, built_layouts
+from precube.engine.flat_table import encodable
+from precube.engine.join_stats import merged_join_stats
+from precube.engine.operations import build_layouts, build_segment, merge_segments, refresh_segment
+from precube.engine.segment_stats import SegmentStats, segment_stats
 from precube.metadata import Dataflow, IndexPlan, Layout, Model, SegmentDetails, SegmentStatus, TimeRange
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.measure_rules import count_star
@@ -38,7 +38,7 @@ from precube.storage.cells import (
     kll_rank_error,
 )
 from precube.storage.paths import layout_path
-from tests.build.conftest import SPEC
+from tests.engine.conftest import SPEC
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

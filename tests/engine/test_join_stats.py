@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from precube.build.join_stats import merged_join_stats
+from precube.engine.join_stats import merged_join_stats
 from precube.metadata.dataflow import JoinStat
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from precube.build.measures import kind_of
+from precube.engine.measures import kind_of
 from precube.metadata import Layout, Measure, Model, ParameterType
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.storage import columns as names

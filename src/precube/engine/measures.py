@@ -12,7 +12,7 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from precube.build.errors import BuildError
+from precube.engine.errors import BuildError
 from precube.metadata import FunctionExpression, Measure
 from precube.metadata import datatypes as dt
 from precube.storage import cells
