@@ -78,14 +78,17 @@ class _Flat:
         df, self.codes = flat_table(ctx.spark, model, self.state.tables, self.columns, self.segment.range, self.encoded)
         if cache:
             df = self._cached = df.persist(StorageLevel.MEMORY_AND_DISK)
-        for cid in self.bitmap_inputs:  # global dictionaries: append this segment's new values
+        inputs = list(self.bitmap_inputs)
+        named = {c.id: c.name for c in model.all_named_columns}
+        for n, cid in enumerate(inputs):  # global dictionaries: append this segment's new values
             path = dictionary_path(ctx.warehouse_root, ctx.project, model.uuid, cid)
-            ctx.progress(f"dictionary {cid}", 0, 1)
+            ctx.progress(f"dictionary of {named.get(cid, cid)}", n, len(inputs))  # which column, n of all
             version = build_dictionary(ctx.spark, df.select(F.col(names.column(cid)).alias("value")), path)
             # no eager check: the dictionary has just taken every value of this frame
             df = encode(ctx.spark, df, names.column(cid), version, names.dict_column(cid), check=False)
             self.dictionaries[f"dict.{cid}"] = str(version.version)
-            ctx.progress(f"dictionary {cid}", 1, 1)
+        if inputs:
+            ctx.progress("dictionary done", len(inputs), len(inputs))
         return df
 
     def count(self) -> int:
