@@ -92,6 +92,7 @@ def test_sigkill_mid_layer_then_resume(
         [job] = [j for j in tx.list(Job) if j.job_type is JobType.INC_BUILD and j.state is JobState.RUNNING]
 
     # The dead runner's job shows as such; a resume takes it at once (the lease is free) and finishes it here.
+    capsys.readouterr()  # what the commands before printed
     assert run([*cli, "jobs", "list", "-p", "ssb", "--format", "json"]) == 0
     [listed] = [j for j in json.loads(capsys.readouterr().out) if j["job"] == job.uuid]
     assert listed["state"] == "RUNNING" and listed["runner_gone"] is True

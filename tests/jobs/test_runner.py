@@ -33,8 +33,24 @@ def _stored(ctx: BuildContext, job_id: str) -> Job:
 
 
 def test_a_build_job_runs_its_steps_and_counts_in_the_days_stats(ctx: BuildContext) -> None:
+    import io
+    import re
+
+    from precube.jobs import joblog
+
     job = _submit(ctx, "1995-03-01", "1995-03-02")
-    done = run_job(ctx, job.uuid)
+    log = io.StringIO()
+    joblog.log_to(log)
+    try:
+        done = run_job(ctx, job.uuid)
+    finally:
+        joblog.logger.handlers.clear()
+    lines = log.getvalue().splitlines()  # the job log: time, level and job on every line
+    assert all(re.match(rf"\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO job={job.uuid} ", line) for line in lines), lines
+    assert "INC_BUILD on model sales [1995-03-01, 1995-03-02) started" in lines[0] and "succeeded in" in lines[-1]
+    assert any("step layers" in line for line in lines)
+    assert any("step dictionaries: dictionary of " in line for line in lines)  # names the column it builds
+    assert done.steps[0].output.startswith("dictionary done: ")  # then its end: every column
     assert done.state is JobState.SUCCEED and done.error is None and done.progress == 1
     assert [s.name for s in done.steps] == ["dictionaries", "layers", "commit"]
     assert all(s.state is JobState.SUCCEED and s.start_time and s.end_time for s in done.steps)

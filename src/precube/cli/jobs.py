@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable
 
@@ -11,6 +12,7 @@ from rich.table import Table as RichTable
 
 from precube.cli.context import FORMAT, PROJECT, OutputFormat, console, print_records, project_state, when
 from precube.cli.follow import hand_off, pause_running, result, scheduler, tell, wait_for
+from precube.jobs.joblog import log_to
 from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import Aftermath
 from precube.jobs.queue import ready_jobs, recover
@@ -147,6 +149,14 @@ def run(
     if holder is not None:
         console.print(f"the job runner {holder.owner} runs the jobs of project {project}")
         return
+    if not serve and sys.stdout.isatty():  # in a terminal: the live progress of `build --wait`
+        waiting = ready_jobs(cli.store(), project)
+        if waiting:
+            wait_for(cli, project, waiting)
+        else:
+            console.print(f"project {project} has no READY job")
+        return
+    log_to(sys.stdout)  # a background runner's log: time, level and job on every line
 
     def told(job: Job, aftermath: Aftermath | None) -> None:
         console.print(result(job, project))

@@ -88,9 +88,11 @@ class _Flat:
         df, self.codes = flat_table(ctx.spark, model, self.state.tables, self.columns, self.segment.range, self.encoded)
         if cache:
             df = self._cached = df.persist(StorageLevel.MEMORY_AND_DISK)
-        for cid, cols in sorted(self.bitmap_inputs.items()):  # global dictionaries: append new values
+        inputs = sorted(self.bitmap_inputs.items())
+        named = {c.id: c.name for c in model.all_named_columns} | {m.id: m.name for m in model.all_measures}
+        for n, (cid, cols) in enumerate(inputs):  # global dictionaries: append this segment's new values
             path = dictionary_path(ctx.warehouse_root, ctx.project, model.uuid, cid)
-            ctx.progress(f"dictionary {cid}", 0, 1)
+            ctx.progress(f"dictionary of {named.get(cid, cid)}", n, len(inputs))  # which column, n of all
             value = names.column(cid) if len(cols) == 1 else f"{cid}_tuple"
             if len(cols) > 1:
                 df = df.withColumn(value, tuple_key([F.col(names.column(c)) for c in cols]))
@@ -100,7 +102,8 @@ class _Flat:
             if len(cols) > 1:
                 df = df.drop(value)
             self.dictionaries[f"dict.{cid}"] = str(version.version)
-            ctx.progress(f"dictionary {cid}", 1, 1)
+        if inputs:
+            ctx.progress("dictionary done", len(inputs), len(inputs))
         return df
 
     def count(self) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from precube.engine.context import BuildContext
 from precube.engine.operations import build_layouts, build_segment, merge_segments, refresh_segment
 from precube.jobs.errors import JobError
+from precube.jobs.joblog import for_job
 from precube.metadata import Job, JobState, JobStats, JobStep, JobType, Model, Segment, TimeRange, new_job_id
 from precube.metadata.entity import now_ms
 
@@ -96,6 +97,8 @@ class _Recorder:
             step = job.steps[index]
             step.done, step.total, step.output = done, total, f"{stage}: {done}/{total}"
 
+        if name != self.step:
+            for_job(self.job_id).info("step %s: %s", name, stage)
         self.update(change, force=name != self.step or done >= total)  # a step's end is always written
         self.step = name
 
@@ -124,14 +127,21 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
 
     job = recorder.update(start, force=True, running=False)
     assert job is not None
+    log = for_job(job_id)
+    log.info(
+        "%s on model %s%s started", job.job_type.value, job.model_alias, f" {job.time_range}" if job.time_range else ""
+    )
     build_ctx = dataclasses.replace(ctx, job_id=job_id, progress=recorder.progress)
     try:
         segment, source_rows = _execute(build_ctx, job)
     except JobInterruptedError:
         with ctx.store.read(ctx.project) as tx:
-            return tx.require(Job, job_id)
+            stopped = tx.require(Job, job_id)
+        log.warning("stopped: %s by a user", stopped.state.value)
+        return stopped
     except Exception as err:  # noqa: BLE001 (any failure, Spark's included, ends the job in ERROR, resumable)
         message = f"{type(err).__name__}: {err}"
+        log.error("failed (resumable): %s", message.splitlines()[0])
 
         def fail(failed: Job) -> None:
             if failed.state is not JobState.RUNNING:  # a user's pause, discard or restart came first: it stands
@@ -145,7 +155,9 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
         ended = recorder.update(fail, force=True, running=False)
         assert ended is not None
         return ended
-    return _succeed(ctx, job, segment, source_rows)
+    done = _succeed(ctx, job, segment, source_rows)
+    log.info("succeeded in %.1f s%s", done.duration_ms / 1000, f": segment {segment.name}" if segment else "")
+    return done
 
 
 def _succeed(ctx: BuildContext, ran: Job, segment: Segment | None, source_rows: int) -> Job:
