@@ -111,7 +111,7 @@ def test_sigkill_mid_layer_then_resume(
 
     assert run([*cli, "gc", "-p", "ssb", "--grace-hours", "0"]) == 0
     model_dir = warehouse / "ssb" / model_uuid
-    assert sorted(p.name for p in model_dir.iterdir()) == sorted(["dict", old, new])
+    assert sorted(p.name for p in model_dir.iterdir()) == sorted(["dict", "snapshot", old, new])
     for segment in (old, new):
         on_disk = sorted(int(p.name) for p in (model_dir / segment).iterdir())
         assert on_disk == sorted(layouts[segment])
