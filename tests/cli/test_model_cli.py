@@ -237,3 +237,26 @@ def test_a_reload_that_breaks_a_model_shows_it_first(
     assert run([*home, "model", "list", "-p", "ssb", "--format", "json"]) == 0
     [model] = json.loads(capsys.readouterr().out)
     assert model["status"] == "BROKEN" and model["segments"] == 0
+
+
+def test_rules_that_drop_built_layouts_show_them_and_ask(
+    home: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from precube.metadata import IndexPlan, Model
+    from tests.jobs.test_plans import _ready
+
+    wide, narrow = tmp_path / "wide.yaml", tmp_path / "narrow.yaml"
+    wide.write_text(yaml.safe_dump({"aggregation_groups": [{"includes": ["D_YEAR", "C_REGION", "S_REGION"]}]}))
+    narrow.write_text(yaml.safe_dump({"aggregation_groups": [{"includes": ["D_YEAR"]}]}))
+    assert run([*home, "index", "set-rules", "-p", "ssb", "-m", "ssb", str(wide)]) == 0
+    with open_store(f"sqlite:///{home[1]}/metadata.db") as store:
+        with store.read("ssb") as tx:
+            plan = tx.require(IndexPlan, next(m.uuid for m in tx.list(Model)))
+        rule_layouts = {lay.id for index in plan.rule_based_indexes for lay in index.layouts}
+        _ready(store, [(0, 1)], [rule_layouts])
+    capsys.readouterr()
+    assert run([*home, "index", "set-rules", "-p", "ssb", "-m", "ssb", str(narrow), "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "would drop 6 built layouts of model ssb:" in out  # of the 7 rule layouts, D_YEAR's alone stays
+    assert run([*home, "index", "set-rules", "-p", "ssb", "-m", "ssb", str(narrow), "--yes"]) == 0
+    assert "1 layouts from the rules" in capsys.readouterr().out

@@ -8,13 +8,14 @@ import typer
 import yaml
 from rich.table import Table as RichTable
 
-from precube.cli.context import MODEL, PROJECT, console, project_state
+from precube.cli.context import DRY_RUN, MODEL, PROJECT, YES, confirm_drop, console, project_state
 from precube.metadata import IndexPlan
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.agg_group import preview as preview_rule
 from precube.modeling.model_spec import AggregationGroupSpec, load_rules
 from precube.modeling.model_store import (
     add_model_table_index,
+    dropped_by_rules,
     model_dims,
     model_measures,
     require_model,
@@ -64,10 +65,23 @@ def set_rules(
     file: Path = typer.Argument(..., help="YAML/JSON with aggregation_groups (and global_dim_cap)."),
     project: str = PROJECT,
     model: str = MODEL,
+    yes: bool = YES,
+    dry_run: bool = DRY_RUN,
 ) -> None:
-    """Replace a model's aggregation groups; unchanged layouts keep their ids."""
+    """Replace a model's aggregation groups; unchanged layouts keep their ids (built layouts the new rules
+    drop are shown first, and asked for)."""
     cli = project_state(ctx, project)
     rules = load_rules(file)
+    dropped = dropped_by_rules(cli.store(), project, model, rules.aggregation_groups, rules.global_dim_cap)
+    if dropped:  # built layouts the new rules no longer hold: their data stops answering queries
+        shown = ", ".join(map(str, dropped[:10])) + (f" … ({len(dropped)} in all)" if len(dropped) > 10 else "")
+        if not confirm_drop(
+            f"{len(dropped)} built layout{'s' if len(dropped) > 1 else ''} of model {model}: {shown}", yes, dry_run
+        ):
+            return
+    elif dry_run:
+        console.print(f"would set the rules of model {model}: no built layout is dropped")
+        return
     plan = set_model_rules(cli.store(), project, model, rules.aggregation_groups, rules.global_dim_cap, cli.writer)
     with cli.store().read(project) as tx:
         m = require_model(tx, model)

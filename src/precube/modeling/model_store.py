@@ -246,11 +246,29 @@ def set_model_rules(
 ) -> IndexPlan:
     """Replace a model's aggregation groups; unchanged layouts keep their ids (reference §3.4)."""
     with store.transaction(project, writer) as tx:
-        model = require_model(tx, alias)
-        plan = tx.require(IndexPlan, model.uuid)
-        rule = rule_from_groups(model, groups, global_dim_cap)
-        plan = plans.set_rules(plan, rule, model_dims(model), model_measures(model), built_layouts(tx, model))
-        return tx.replace(plan)
+        return tx.replace(_with_rules(tx, alias, groups, global_dim_cap)[0])
+
+
+def dropped_by_rules(
+    store: MetadataStore, project: str, alias: str, groups: Sequence[AggregationGroupSpec], global_dim_cap: int | None
+) -> list[int]:
+    """The built layouts `set_model_rules` with these groups would take out of the model (their data is then
+    no longer queried), saving nothing."""
+    with store.read(project) as tx:
+        plan, before, built = _with_rules(tx, alias, groups, global_dim_cap)
+    kept = {lay.id for lay in plan.all_layouts()}
+    return sorted(lay.id for lay in before.all_layouts() if lay.id in built and lay.id not in kept)
+
+
+def _with_rules(
+    tx: Transaction, alias: str, groups: Sequence[AggregationGroupSpec], global_dim_cap: int | None
+) -> tuple[IndexPlan, IndexPlan, set[int]]:
+    """The model's plan with these groups, the plan before, and the layouts built in its segments."""
+    model = require_model(tx, alias)
+    before = tx.require(IndexPlan, model.uuid)
+    rule = rule_from_groups(model, groups, global_dim_cap)
+    built = built_layouts(tx, model)
+    return plans.set_rules(before, rule, model_dims(model), model_measures(model), built), before, built
 
 
 def add_model_table_index(
