@@ -92,7 +92,7 @@ def main() -> None:
         if "baseline" in sources:
             cells.append(f"{r['this_startup_s'] / r['baseline_startup_s']:.2f}x")
         view.add_row(*cells)
-    Console().print(view)
+    Console(width=200).print(view)  # room for every column, also in a pipe
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"startup-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(

@@ -337,8 +337,9 @@ class DuckDBEngine:
         if not all(types):
             return _arrow_of_cursor(cursor)  # a type the tuple path does not map: DuckDB's own export
         schema = pa.schema([(d[0], t) for d, t in zip(cursor.description or [], types, strict=True)])
-        if first:
-            return _arrow_of_cursor(cursor).cast(schema)  # the types the tuple path gives
+        if first:  # the types the tuple path gives (a cast imports pyarrow.compute: only when they differ)
+            exported = _arrow_of_cursor(cursor)
+            return exported if exported.schema == schema else exported.cast(schema)
         rows = cursor.fetchmany(SMALL_RESULT_ROWS + 1)
         head = pa.Table.from_arrays(
             [pa.array(col, type=t) for col, t in zip(zip(*rows, strict=True), types, strict=True)]
