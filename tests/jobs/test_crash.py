@@ -18,7 +18,19 @@ import pytest
 
 from precube.cli.app import run
 from precube.engine.context import BuildContext
-from precube.metadata import Dataflow, Job, JobState, JobType, SegmentDetails, SegmentStatus, open_store
+from precube.metadata import (
+    Dataflow,
+    IndexPlan,
+    Job,
+    JobState,
+    JobType,
+    Segment,
+    SegmentDetails,
+    SegmentStatus,
+    TimeRange,
+    open_store,
+)
+from precube.metadata.dataflow import time_text
 from precube.modeling.model_store import require_model
 from precube.storage.paths import segment_path
 from tests.cli.home import ssb_home
@@ -115,4 +127,88 @@ def test_sigkill_mid_layer_then_resume(
     for segment in (old, new):
         on_disk = sorted(int(p.name) for p in (model_dir / segment).iterdir())
         assert on_disk == sorted(layouts[segment])
+    store.close()
+
+
+@pytest.mark.parametrize("kind", ["refresh", "merge", "add-layouts"])
+def test_sigkill_of_a_refresh_merge_or_add_layouts_then_resume(
+    spark: SparkSession, tmp_path: Path, ssb_dir: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """A refresh, merge or add-layouts job killed between two layouts leaves the segments it works on
+    queryable and unchanged (a refresh or merge: LOCKED by its NEW segment); `jobs resume --wait` takes the
+    dead runner's job at once and ends with every segment READY, holding the plan's layouts."""
+    home = tmp_path / "home"
+    cli = ssb_home(home, ssb_dir, SPEC)
+    model = ["-p", "ssb", "-m", "sales"]
+    for start, end in (("1992-01-01", "1992-01-15"), ("1992-01-15", "1992-02-01")):
+        assert run([*cli, "build", "--wait", *model, "--start", start, "--end", end]) == 0
+    store = open_store(f"sqlite:///{home / 'metadata.db'}")
+    warehouse = home / "warehouse"
+
+    def segments() -> tuple[str, list[Segment]]:
+        with store.read("ssb") as tx:
+            m = require_model(tx, "sales")
+            return m.uuid, sorted(tx.require(Dataflow, m.uuid).segments, key=lambda s: s.range)
+
+    model_uuid, before = segments()
+    kept = {s.id: _snapshot(warehouse, model_uuid, s.id) for s in before}
+    if kind == "add-layouts":  # a second group: its layouts are built into both READY segments
+        rules = tmp_path / "rules.yaml"
+        groups = [{"includes": ["D_YEAR", "C_REGION", "S_REGION"]}, {"includes": ["LO_SHIPMODE", "C_REGION"]}]
+        rules.write_text(json.dumps({"aggregation_groups": groups}))
+        assert run([*cli, "index", "set-rules", *model, str(rules)]) == 0
+        command = [sys.executable, "-m", "precube", *cli, "build", "--wait", "--add-layouts", *model]
+    else:
+        targets = [before[0].id] if kind == "refresh" else [s.id for s in before]
+        command = [sys.executable, "-m", "precube", *cli, kind, "--wait", *model, *targets]
+    with store.read("ssb") as tx:
+        held_before = {s.id: len(tx.require(SegmentDetails, model_uuid, s.id).layout_instances) for s in before}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    try:
+        while True:  # until its NEW segment holds a layout
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else f"the {kind} ended"
+            assert time.monotonic() < deadline, f"the {kind} never wrote a layout"
+            _, now = segments()
+            new = [s for s in now if s.status is SegmentStatus.NEW]
+            with store.read("ssb") as tx:
+                held = [d for s in new if (d := tx.get(SegmentDetails, model_uuid, s.id)) and d.layout_instances]
+                grown = [
+                    s
+                    for s in before
+                    if len(tx.require(SegmentDetails, model_uuid, s.id).layout_instances) > held_before[s.id]
+                ]
+            if held or grown:  # a layout of the job is written
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    _, now = segments()
+    assert [s.id for s in now if s.status is not SegmentStatus.NEW] == [s.id for s in before]
+    now_held = {s.id: _snapshot(warehouse, model_uuid, s.id) for s in before}
+    assert {i: {k: v for k, v in held.items() if k in kept[i]} for i, held in now_held.items()} == kept  # unchanged
+    with store.read("ssb") as tx:
+        [job] = [j for j in tx.list(Job) if j.state is JobState.RUNNING]
+    capsys.readouterr()
+    assert run([*cli, "jobs", "resume", job.uuid[:8], "-p", "ssb", "--wait"]) == 0
+    with store.read("ssb") as tx:
+        assert tx.require(Job, job.uuid).state is JobState.SUCCEED
+    _, after = segments()
+    assert all(s.status is SegmentStatus.READY for s in after)
+    merged = [TimeRange.of(before[0].range.start, before[-1].range.end)]
+    assert [s.range for s in after] == (merged if kind == "merge" else [s.range for s in before])
+    with store.read("ssb") as tx:
+        planned = {lay.id for lay in tx.require(IndexPlan, model_uuid).all_layouts()}
+        for segment in after:
+            assert {
+                li.layout_id for li in tx.require(SegmentDetails, model_uuid, segment.id).layout_instances
+            } == planned
+    _views(spark, ssb_dir)
+    ctx = BuildContext(spark, store, "ssb", str(warehouse))
+    for segment in after:
+        assert (
+            check_segment(ctx, "sales", segment.id, time_text(segment.range.start), time_text(segment.range.end)) >= 8
+        )
     store.close()

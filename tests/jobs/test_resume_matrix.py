@@ -1,5 +1,6 @@
 """Every kind of job resumes after stopping at any point: BUILD, REFRESH, MERGE and add-layouts jobs, each
-failed before its layouts, between two layouts, and in its metadata commit (after every layout is written).
+failed before its layouts, between two layouts, and in its metadata commit (after every layout is written),
+and each paused between two layouts.
 Resumed, each ends SUCCEED with its segments' layouts equal to the oracle and no segment left NEW or LOCKED.
 (A kill -9 of the process is `test_crash`; a kill leaves the job as a failure does, plus a dead runner.)"""
 
@@ -79,16 +80,30 @@ def _stop_at(point: str, monkeypatch: pytest.MonkeyPatch) -> Callable[[str, int,
     return progress
 
 
-@pytest.mark.parametrize("point", ["start", "middle", "commit"])
+def _pause_at_first_layout(ctx: BuildContext, job_id: str) -> Callable[[str, int, int], None]:
+    """A user's pause (Ctrl-C of `--wait`, `jobs pause`) once a layout is written: the job stops before the next."""
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage.split(" ")[0] in ("layer", "merge") and done == 1:
+            act(ctx.store, "ssb", job_id, JobAction.PAUSE)
+
+    return progress
+
+
+@pytest.mark.parametrize("point", ["start", "middle", "commit", "pause"])
 @pytest.mark.parametrize("kind", ["build", "refresh", "merge", "add-layouts"])
 def test_a_stopped_job_resumes_to_the_oracle(
     ctx: BuildContext, ssb_dir: Path, monkeypatch: pytest.MonkeyPatch, kind: str, point: str
 ) -> None:
     _views(ctx.spark, ssb_dir)
     job = submit(ctx.store, "ssb", _job(ctx, kind))
-    with monkeypatch.context() as patches:
-        failed = run_job(dataclasses.replace(ctx, progress=_stop_at(point, patches)), job.uuid)
-    assert failed.state is JobState.ERROR and "StoppedError" in (failed.error or ""), failed.error
+    if point == "pause":
+        paused = run_job(dataclasses.replace(ctx, progress=_pause_at_first_layout(ctx, job.uuid)), job.uuid)
+        assert paused.state is JobState.PAUSED
+    else:
+        with monkeypatch.context() as patches:
+            failed = run_job(dataclasses.replace(ctx, progress=_stop_at(point, patches)), job.uuid)
+        assert failed.state is JobState.ERROR and "StoppedError" in (failed.error or ""), failed.error
     act(ctx.store, "ssb", job.uuid, JobAction.RESUME)
     done = run_job(ctx, job.uuid)
     assert done.state is JobState.SUCCEED, done.error
