@@ -108,10 +108,10 @@ YES = typer.Option(False, "--yes", "-y", help="Do not ask before dropping anythi
 DRY_RUN = typer.Option(False, "--dry-run", help="Show what would be dropped; change nothing.")
 
 
-def confirm_drop(what: str, yes: bool, dry_run: bool) -> bool:
-    """Tell what a command drops (`what`), then whether to go on: not on --dry-run, without asking on
-    --yes, else as the user answers (no: aborted)."""
-    console.print(f"{'would drop' if dry_run else 'drops'} {what}", markup=False)
+def confirm_drop(what: str, yes: bool, dry_run: bool, verb: str = "drop") -> bool:
+    """Tell what a command drops or deletes (`what`), then whether to go on: not on --dry-run, without
+    asking on --yes, else as the user answers (no: aborted)."""
+    console.print(f"{'would ' + verb if dry_run else verb + 's'} {what}", markup=False)
     if dry_run:
         return False
     if not yes:

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table as RichTable
 
 from precube.cli import segment_settings as seg
-from precube.cli.context import PROJECT, console, project_state, state
+from precube.cli.context import DRY_RUN, PROJECT, YES, confirm_drop, console, project_state, state
 from precube.jobs import lifecycle
 from precube.jobs.lifecycle import FIRST_DAY_OF_WEEK
 from precube.metadata import Project, Table
@@ -48,21 +48,18 @@ def list_(ctx: typer.Context) -> None:
 def delete(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Project to delete with all its metadata and built data."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be dropped; drop nothing."),
+    yes: bool = YES,
+    dry_run: bool = DRY_RUN,
 ) -> None:
-    """Delete a project: its metadata and its built data (shown first)."""
+    """Delete a project: its metadata and its built data (shown first, and asked for)."""
     from precube.jobs.removal import preview_project_removal, remove_project
 
     cli = state(ctx)
     store = cli.store()
     store.require_project(name)
     found = preview_project_removal(store, cli.settings.warehouse_root, name)
-    console.print(f"{'would delete' if dry_run else 'deletes'} {found.describe()}", markup=False)
-    if dry_run:
+    if not confirm_drop(found.describe(), yes, dry_run, verb="delete"):
         return
-    if not yes:
-        typer.confirm(f"delete project {name}?", abort=True)
     remove_project(store, cli.settings.warehouse_root, name, cli.writer)
     console.print(f"deleted project [bold]{name}[/]")
 

@@ -244,13 +244,11 @@ def unload(
         segments = {a: len(df.segments) if (df := tx.get(Dataflow, m.uuid)) else 0 for a, m in users.items()}
     if users and (cascade or dry_run):
         dropped = ", ".join(f"{a} ({segments[a]} segments)" for a in sorted(users))
-        console.print(f"{'would delete' if dry_run else 'deletes'} models {dropped}", markup=False)
+        confirm_drop(f"models {dropped}", yes, dry_run, verb="delete")  # aborts on a no
     if dry_run:
         console.print(f"would unload {', '.join(t.upper() for t in tables)}", markup=False)
         return
     if users and cascade:
-        if not yes:
-            typer.confirm(f"delete models {', '.join(sorted(users))} and their built segments?", abort=True)
         for alias in sorted(users):
             delete_model(store, project, alias, writer=cli.writer)
             console.print(f"deleted model {alias}")

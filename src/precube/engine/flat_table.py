@@ -82,7 +82,7 @@ def encodable(model: Model, column_ids: Collection[int], raw_ids: Collection[int
     by_id = {c.id: c for c in model.all_named_columns}
     computed = {f"{cc.table_alias}.{cc.column_name}" for cc in model.computed_columns}
     keys = {k for j in model.join_tables for k in (*j.join.foreign_key, *j.join.primary_key)}
-    used = keys | _filter_refs(model) | computed | {by_id[i].column for i in raw_ids if i in by_id}
+    used = keys | filter_refs_of(model) | computed | {by_id[i].column for i in raw_ids if i in by_id}
     return {
         i
         for i in column_ids
@@ -110,7 +110,7 @@ def flat_table(
     computed = {f"{cc.table_alias}.{cc.column_name}": cc.inner_expression for cc in model.computed_columns}
     refs = {by_id[i].column for i in column_ids}
     cc_inputs = {r for r in refs if r in computed}
-    filter_refs = _filter_refs(model)
+    filter_refs = filter_refs_of(model)
     aliases = _needed_aliases(model, (refs - cc_inputs) | filter_refs)
     alias_table = {model.root_alias: model.fact_table, **{j.alias: j.table for j in model.join_tables}}
 
@@ -161,7 +161,7 @@ def flat_table(
     return df.select(*selected), codes
 
 
-def _filter_refs(model: Model) -> set[str]:
+def filter_refs_of(model: Model) -> set[str]:
     """ALIAS.COLUMN references of the filter condition (it is stored with qualified columns)."""
     if not model.filter_condition:
         return set()

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING
 
-from precube.engine.flat_table import _filter_refs
+from precube.engine.flat_table import filter_refs_of
 from precube.metadata import Model, Table, TimeRange
 from precube.metadata.dataflow import JoinStat
 from precube.modeling.partition_format import range_predicate
@@ -45,7 +45,7 @@ def join_stats(
     # only keys (and what the filter and the partition range read) are read, unless the filter reads an
     # unqualified column (whose table is unknown): then whole rows
     refs = {k for j in model.join_tables for k in (*j.join.foreign_key, *j.join.primary_key)}
-    filter_refs = _filter_refs(model)
+    filter_refs = filter_refs_of(model)
     whole = bool(model.filter_condition) and (
         not filter_refs or any(r.split(".", 1)[0] not in alias_table for r in filter_refs)
     )

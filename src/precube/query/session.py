@@ -238,17 +238,13 @@ class Session:
         # a block over no fact table (a lookup's projection) that neither a layout nor a lookup snapshot answers
         # reads the source tables when other blocks are answered from layouts: its rows are the source's either
         # way (unless it reads an outer block's columns: that block's tables become a layout's)
+        reads_fact = [bool(facts & set(ctx.tables.values())) for ctx in found]
         if any(p.match is not None for p in plans):
-            for ctx, p in zip(found, plans, strict=True):
-                p.from_source = (
-                    p.match is None
-                    and p.snapshot is None
-                    and not facts & set(ctx.tables.values())
-                    and not ctx.correlated
-                )
+            for ctx, p, fact in zip(found, plans, reads_fact, strict=True):
+                p.from_source = p.match is None and p.snapshot is None and not fact and not ctx.correlated
         missing = [p for p in plans if p.match is None and p.snapshot is None and not p.from_source]
         # the reason names the blocks over a fact table, when some are missing: a lookup's alone follows them
-        over_facts = [p for c, p in zip(found, plans, strict=True) if not p.match and facts & set(c.tables.values())]
+        over_facts = [p for p, fact in zip(plans, reads_fact, strict=True) if not p.match and fact]
         reason = "pushdown was asked for" if force_pushdown else _reasons(over_facts or missing)
         if not missing and not force_pushdown:
             try:
