@@ -8,7 +8,7 @@ import getpass
 from pathlib import Path
 
 from precube.cache import CachedSession, ResultCache
-from precube.metadata import open_store
+from precube.metadata import MetadataStore, open_store
 from precube.query.history import QueryHistory
 from precube.query.session import Session
 from precube.settings import Settings, load_settings
@@ -34,12 +34,26 @@ def connect(
         settings = load_settings(Path(config) if config is not None else None, **overrides)
     store = open_store(settings.metadata_url, settings.metadata.table)
     history = QueryHistory(settings.metadata_url, settings.metadata.table) if settings.query.history else None
-    resolved = settings
+    cache = cache if cache is not None else open_cache(settings)
+    return session_on(settings, store, project, history=history, cache=cache, engine=engine, user=user)
+
+
+def session_on(
+    settings: Settings,
+    store: MetadataStore,
+    project: str,
+    *,
+    history: QueryHistory | None,
+    cache: ResultCache | None,
+    engine: str | None = None,
+    user: str | None = None,
+) -> Session | CachedSession:
+    """A session over `project` on an open store (what `connect` and the server share)."""
 
     def spark():  # type: ignore[no-untyped-def]
         from precube.spark_session import spark_session
 
-        return spark_session(resolved)
+        return spark_session(settings)
 
     session = Session(
         store,
@@ -51,7 +65,6 @@ def connect(
         user=user or getpass.getuser(),
         settings=settings.query,
     )
-    cache = cache if cache is not None else open_cache(settings)
     return session if cache is None else CachedSession(session, cache)
 
 

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from precube.errors import ConfigError
@@ -106,6 +106,21 @@ class CacheSettings(_Section):
     flight_wait_s: float = Field(default=300.0, ge=0)
 
 
+class ServerSettings(_Section):
+    """`precube serve`: where it listens, the password of the `ADMIN` user its first start creates (unset: a
+    random one, printed once; there is never a built-in default), and the largest request body it reads.
+    `url` (with `user` and `password`) makes the CLI's query, build, jobs, segments and cache commands talk
+    to that server instead of opening the metadata store."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=7070, ge=0, le=65535)
+    admin_password: SecretStr | None = None
+    max_body_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
+    url: str | None = None
+    user: str | None = None
+    password: SecretStr | None = None
+
+
 class Settings(BaseSettings):
     """All of precube's configuration. Sections map to `[section]` tables in TOML."""
 
@@ -125,6 +140,7 @@ class Settings(BaseSettings):
     jobs: JobSettings = Field(default_factory=JobSettings)
     query: QuerySettings = Field(default_factory=QuerySettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

@@ -59,6 +59,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "segment": ("build", "segment_app", "A model's segments: list, delete, rolling refresh."),
     "ssb": ("ssb", "app", "Star Schema Benchmark data."),
     "cache": ("cache", "app", "The query result cache: counters, entries, clearing."),
+    "serve": (
+        "serve",
+        "serve",
+        "Serve Kylin's REST API (/kylin/api) with users and project permissions; run queued jobs.",
+    ),
 }
 
 

@@ -86,6 +86,8 @@ class JobAction(StrEnum):
 class InvalidJobStateError(MetadataError):
     """A job was asked to move to a state its current one does not lead to."""
 
+    code = "JOB_STATE"
+
 
 class JobStep(BaseModel):
     """One ordered step of a job: flat table, dictionaries, layers, commit, clean-up…"""

@@ -1,6 +1,8 @@
 """The key scheme of the metadata store (seed 002): one path per document.
 
 /_global/project/{name}.json
+/_global/acl/{project}.json            the project's access control list
+/_global/user/{name}.json, /_global/user_group/{name}.json
 /{project}/{kind}/{name}.json          table, table_exd, model_desc, index_plan, dataflow, job_stats,
                                        job_lease
 /{project}/dataflow_details/{dataflow}/{segment}.json
@@ -35,7 +37,10 @@ PROJECT_KINDS = (
     "job_stats",
     "job_lease",
 )
-GLOBAL_KINDS = ("project", "user", "user_group", "sys_acl", "resource_group", "store")
+GLOBAL_KINDS = ("project", "acl", "user", "user_group", "sys_acl", "resource_group", "store")
+# Global kinds whose documents belong to one project (named by the document), e.g. its ACL: they are
+# written and deleted in that project's transactions, so deleting a project takes them along.
+PROJECT_OWNED_GLOBAL_KINDS = ("project", "acl")
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 _PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]{0,99}$")
@@ -96,6 +101,6 @@ def parse_key(key: str) -> ParsedKey:
 def project_of(key: str) -> str:
     """The project a key belongs to for transaction scoping (a project's own global doc counts)."""
     parsed = parse_key(key)
-    if parsed.project == GLOBAL and parsed.kind == "project":
+    if parsed.project == GLOBAL and parsed.kind in PROJECT_OWNED_GLOBAL_KINDS:
         return parsed.name.removesuffix(JSON)
     return parsed.project

@@ -121,6 +121,8 @@ class MetadataStore:
         with self.transaction(name, writer) as tx:
             project = tx.project()
             docs = tx.scan_documents(f"/{name}/")
+            acl = tx.get_document(f"/{paths.GLOBAL}/acl/{name}{paths.JSON}")
+            docs += [acl] if acl is not None else []
             for doc in docs:
                 tx.delete_document(doc.key, doc.mvcc)
             tx.delete(project)

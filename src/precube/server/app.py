@@ -1,0 +1,112 @@
+"""The ASGI application: Kylin's REST API under `/kylin/api` (one router module per resource), the health
+probes, the middleware, and the one mapping from errors to HTTP answers."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from precube.errors import PrecubeError
+from precube.server.envelope import failure, status_of
+from precube.server.middleware import BodyLimit, RequestLog
+from precube.server.state import ServerState
+from precube.settings import Settings
+
+LOG = logging.getLogger("precube.server")
+BASE = "/kylin/api"
+# Each module has `router`; all but `health` are mounted under BASE, in this order.
+ROUTERS = ("health", "users", "projects", "tables", "models", "index_plans", "segments", "jobs", "query")
+
+
+def create_app(settings: Settings, name: str | None = None, run_jobs: bool = True) -> FastAPI:
+    """The server application on `settings`; `name` (host:port) is what query answers call this server;
+    `run_jobs`: this process runs the projects' queued jobs (the job service)."""
+    server_name = name or f"{settings.server.host}:{settings.server.port}"
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = ServerState.open(settings, server_name)
+        admin = settings.server.admin_password
+        created = state.directory.bootstrap(admin.get_secret_value() if admin is not None else None)
+        if created is not None:
+            print(
+                f"precube: created user ADMIN with password {created} (shown once; change it with "
+                "`precube user passwd ADMIN`)",
+                file=sys.stderr,
+                flush=True,
+            )
+        app.state.server = state
+        if run_jobs:
+            from precube.server.jobservice import JobService
+
+            state.jobs = JobService.start(state)
+        try:
+            yield
+        finally:
+            if state.jobs is not None:
+                state.jobs.stop()
+            state.close()
+
+    app = FastAPI(
+        title="precube",
+        summary="Kylin 5's REST API over precube: projects, tables, models, index plans, segments, jobs, query.",
+        version=_version(),
+        lifespan=lifespan,
+        docs_url=None,  # served by the `users` router behind credentials, from packaged assets
+        redoc_url=None,
+        openapi_url=None,
+    )
+    for module in ROUTERS:
+        router = importlib.import_module(f"precube.server.routers.{module}").router
+        app.include_router(router, prefix="" if module == "health" else BASE)
+    _handle_errors(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.server.max_body_bytes)
+    app.add_middleware(RequestLog)
+    return app
+
+
+def _request_id(request: Request) -> str:
+    return str(getattr(request.state, "request_id", ""))
+
+
+def _handle_errors(app: FastAPI) -> None:
+    @app.exception_handler(PrecubeError)
+    async def precube_error(request: Request, err: PrecubeError) -> JSONResponse:
+        return failure(status_of(err), err.message, err.code, _request_id(request))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
+        first = err.errors()[0] if err.errors() else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+        return failure(400, f"{where}: {message}" if where else message, "INVALID_INPUT", _request_id(request))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(err.status_code, "HTTP_ERROR")
+        return failure(err.status_code, str(err.detail), code, _request_id(request))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, err: Exception) -> JSONResponse:
+        rid = _request_id(request)
+        LOG.exception("request %s failed", rid)
+        return failure(
+            500, f"internal error ({type(err).__name__}); see the server log, request {rid}", "INTERNAL", rid
+        )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("precube")
+    except PackageNotFoundError:
+        return "0"

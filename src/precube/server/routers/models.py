@@ -1,0 +1,7 @@
+"""Kylin 5's `models` endpoints."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["models"])

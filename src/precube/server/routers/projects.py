@@ -1,0 +1,7 @@
+"""Kylin 5's `projects` endpoints."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["projects"])

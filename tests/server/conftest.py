@@ -1,0 +1,91 @@
+"""Fixtures of the server tests: one SSB project built once (two segments, the query tests' model) and
+one real server on loopback over it, shared by the whole run. Tests that change metadata make their own
+projects or models, so the shared ones stay as built."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+from precube.engine.context import BuildContext
+from precube.engine.operations import build_segment
+from precube.metadata import Project, SourceType, TimeRange, open_store
+from precube.modeling.model_spec import parse_spec
+from precube.modeling.model_store import create_model
+from precube.settings import Settings, load_settings
+from precube.sources.tables import load_file_table
+from precube.ssb.generate import TABLES
+from tests.query.conftest import MODEL, PROJECT, SEGMENT_BOUNDS, SPEC, day
+from tests.server.live import ADMIN, LiveServer
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class ServerHome:
+    settings: Settings
+    project: str
+    model: str
+    ssb_dir: Path
+
+
+def server_settings(home: Path, **extra: Any) -> Settings:
+    return load_settings(
+        home=home,
+        spark={"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "2g"},
+        server={"admin_password": ADMIN[1]},
+        **extra,
+    )
+
+
+@pytest.fixture(scope="session")
+def server_home(spark: SparkSession, ssb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> ServerHome:
+    """Project `ssb` with the SSB tables and model `ssb` built into two segments."""
+    settings = server_settings(tmp_path_factory.mktemp("server-home"))
+    with open_store(settings.metadata_url, settings.metadata.table) as store:
+        store.create_project(Project(name=PROJECT, default_database="SSB"))
+        for name in TABLES:
+            load_file_table(store, PROJECT, ssb_dir / name, SourceType.PARQUET)
+        create_model(store, PROJECT, parse_spec(SPEC))
+        ctx = BuildContext(spark, store, PROJECT, settings.warehouse_root, writer="test")
+        for start, end in itertools.pairwise(SEGMENT_BOUNDS):
+            build_segment(ctx, MODEL, TimeRange.of(day(start), day(end)))
+    return ServerHome(settings, PROJECT, MODEL, ssb_dir)
+
+
+@pytest.fixture(scope="session")
+def live(server_home: ServerHome) -> Iterator[LiveServer]:
+    """The shared server (it runs jobs, on the test run's Spark session)."""
+    server = LiveServer(server_home.settings)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def admin(live: LiveServer) -> Iterator[httpx.Client]:
+    with live.client() as client:
+        yield client
+
+
+def data(response: httpx.Response, status: int = 200) -> Any:
+    """The `data` of a Kylin envelope, after checking the status and the envelope's code."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["code"] == ("000" if status < 400 else "999"), body
+    return body["data"]
+
+
+def error(response: httpx.Response, status: int) -> str:
+    """The one-line `msg` of a failed request, after checking its status and envelope."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["code"] == "999" and body["data"] is None, body
+    assert body["msg"] and "\n" not in body["msg"] and "Traceback" not in body["msg"], body
+    return str(body["msg"])
