@@ -138,10 +138,18 @@ def _root(
     home: Path | None = typer.Option(
         None, "--home", help="Home directory (metadata, warehouse); default ~/.precube.", show_default=False
     ),
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        envvar="PRECUBE_SERVER",
+        help="A precube server's URL (http://HOST:7070): query, build, jobs, segments and cache go through its "
+        "REST API as [server] user (password: [server] password or PRECUBE__SERVER__PASSWORD).",
+        show_default=False,
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
 ) -> None:
-    ctx.obj = CliContext(config=config, home=home, debug=debug)
+    ctx.obj = CliContext(config=config, home=home, debug=debug, server=server)
     ctx.call_on_close(ctx.obj.close)
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # imported when used: `precube --help` must not pay for them 
     from pyspark.sql import SparkSession
 
     from precube.metadata import MetadataStore
+    from precube.remote import Remote
     from precube.settings import Settings
 
 
@@ -37,7 +38,9 @@ class CliContext:
     config: Path | None = None
     home: Path | None = None
     debug: bool = False
+    server: str | None = None  # --server: commands that can go through a server's REST API do
     _store: MetadataStore | None = field(default=None, repr=False)
+    _remote: Remote | None = field(default=None, repr=False)
 
     @cached_property
     def settings(self) -> Settings:
@@ -63,7 +66,23 @@ class CliContext:
         with err_console.status("starting Spark…"):  # its console output goes to the log, not among the bars
             return spark_session(self.settings, console_log=self.settings.home / "logs" / "spark.log")
 
+    def remote(self) -> Remote | None:
+        """The server to talk to (`--server`, else `[server] url`), signed in as `[server] user`; None: work
+        on the metadata store directly."""
+        url = self.server or self.settings.server.url
+        if url is None:
+            return None
+        if self._remote is None:
+            from precube.remote import Remote
+
+            secret = self.settings.server.password
+            self._remote = Remote(url, self.settings.server.user, secret.get_secret_value() if secret else None)
+        return self._remote
+
     def close(self) -> None:
+        if self._remote is not None:
+            self._remote.close()
+            self._remote = None
         if self._store is not None:
             self._store.close()
             self._store = None

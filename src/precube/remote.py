@@ -1,0 +1,69 @@
+"""A client of a precube server's REST API (`precube serve`): what the CLI's `--server` mode and the
+remote DB-API use. Answers are unwrapped from Kylin's envelope; a failed request raises `RemoteError`
+carrying the server's one-line message and its error code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from precube.errors import PrecubeError
+
+BASE = "/kylin/api"
+JSON_TYPE = "application/json"
+ARROW_TYPE = "application/vnd.apache.arrow.stream"
+
+
+class RemoteError(PrecubeError):
+    """The server refused or failed a request; `code` is its `error_code`, `status` the HTTP status."""
+
+    code = "REMOTE_ERROR"
+
+    def __init__(self, message: str, code: str = "REMOTE_ERROR", status: int = 0) -> None:
+        super().__init__(message)
+        self.code, self.status = code, status
+
+
+class Remote:
+    """One HTTP connection pool to a server, signed in as `user` (HTTP Basic)."""
+
+    def __init__(self, url: str, user: str | None, password: str | None, timeout: float = 600.0) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise PrecubeError(f"invalid server URL {url!r}: use http://HOST:PORT")
+        auth = (user, password or "") if user else None
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(base_url=self.url, auth=auth, timeout=timeout)
+
+    def __enter__(self) -> Remote:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The raw response of `METHOD /kylin/api{path}` (`kwargs` as httpx takes them); raises
+        `RemoteError` for a failed request, naming the server when it cannot be reached."""
+        try:
+            response = self._http.request(method, f"{BASE}{path}", **kwargs)
+        except httpx.TransportError as err:
+            raise RemoteError(f"cannot reach precube server {self.url}: {err}", "SERVER_UNREACHABLE") from err
+        if response.status_code >= 400:
+            raise _error(response)
+        return response
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        """The `data` of the envelope `METHOD /kylin/api{path}` answers."""
+        return self.request(method, path, **kwargs).json()["data"]
+
+
+def _error(response: httpx.Response) -> RemoteError:
+    try:
+        body = response.json()
+        message, code = str(body["msg"]), str(body.get("error_code") or "REMOTE_ERROR")
+    except (ValueError, KeyError, TypeError):
+        message, code = f"HTTP {response.status_code} from the server", "REMOTE_ERROR"
+    return RemoteError(message, code, response.status_code)
