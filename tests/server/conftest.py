@@ -89,3 +89,20 @@ def error(response: httpx.Response, status: int) -> str:
     assert body["code"] == "999" and body["data"] is None, body
     assert body["msg"] and "\n" not in body["msg"] and "Traceback" not in body["msg"], body
     return str(body["msg"])
+
+
+def fingerprint(settings: Settings) -> str:
+    """A hash of every metadata document (key and content) and every warehouse file (path and size): equal
+    before and after a refused request means it changed nothing."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open_store(settings.metadata_url, settings.metadata.table) as store:
+        for doc in store.scan("/"):
+            digest.update(doc.key.encode() + b"\0" + doc.content + b"\0")
+    root = Path(settings.warehouse_root)
+    if root.exists():
+        for path in sorted(root.rglob("*")):
+            size = path.stat().st_size if path.is_file() else -1
+            digest.update(f"{path.relative_to(root)}\0{size}\0".encode())
+    return digest.hexdigest()
