@@ -2,8 +2,8 @@
 which project. Kylin's groups (ROLE_ADMIN, ROLE_MODELER, ROLE_ANALYST, ALL_USERS) and project
 permissions QUERY < OPERATION < MANAGEMENT < ADMIN; a system admin (ROLE_ADMIN) may do everything."""
 
-from precube.auth.directory import Directory
-from precube.auth.errors import AccessDeniedError, AuthenticationError, AuthError
+from precube.auth.directory import Directory, check_admin_password
+from precube.auth.errors import AccessDeniedError, AuthenticationError, AuthError, UnknownUserError, UserExistsError
 from precube.auth.model import ALL_USERS, GROUPS, ROLE_ADMIN, AclEntry, Permission, ProjectAcl, User
 
 __all__ = [
@@ -17,5 +17,8 @@ __all__ = [
     "Directory",
     "Permission",
     "ProjectAcl",
+    "UnknownUserError",
     "User",
+    "UserExistsError",
+    "check_admin_password",
 ]

@@ -14,9 +14,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from precube.auth.errors import AccessDeniedError, AuthenticationError, AuthError
+from precube.auth.errors import AccessDeniedError, AuthenticationError, AuthError, UnknownUserError, UserExistsError
 from precube.auth.model import ALL_USERS, GROUPS, ROLE_ADMIN, AclEntry, Permission, ProjectAcl, User
-from precube.auth.passwords import hash_password, random_password, verify_password
+from precube.auth.passwords import check_policy, hash_password, random_password, verify_password
 from precube.metadata import MetadataStore
 from precube.metadata.entity import now_ms
 from precube.metadata.paths import GLOBAL, JSON, check_project_name
@@ -24,12 +24,22 @@ from precube.metadata.paths import GLOBAL, JSON, check_project_name
 ADMIN = "ADMIN"
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}$")
 _VERIFIED_MAX = 10_000  # remembered (user, password) pairs before the memo starts afresh
+# verified against when the user is unknown, so an unknown name costs the same time as a wrong password
+_DUMMY_HASH = "$2b$10$hyZiXFAuhuxgJ2OMJsuzfudO6oiX5wejXEBzXXpjW4XSYU5LcQXOC"
 
 
 def check_user_name(name: str, what: str = "user name") -> str:
     if not isinstance(name, str) or not _NAME.match(name):
         raise AuthError(f"invalid {what} {name!r}: use up to 100 letters, digits, '_', '.' or '-'")
     return name
+
+
+def check_admin_password(password: str) -> None:
+    """The configured first-start password of ADMIN meets the policy (else a start-up error naming it)."""
+    try:
+        check_policy(password)
+    except AuthError as err:
+        raise AuthError(f"[server] admin_password (PRECUBE__SERVER__ADMIN_PASSWORD) is too weak: {err}") from err
 
 
 def _user_key(name: str) -> str:
@@ -97,15 +107,19 @@ class Directory:
     def require_user(self, name: str) -> User:
         found = self.user(check_user_name(name))
         if found is None:
-            raise AuthError(f"user {name!r} does not exist")
+            raise UnknownUserError(f"user {name!r} does not exist")
         return found
 
-    def add_user(self, name: str, password: str, groups: list[str] | None = None) -> User:
+    def add_user(self, name: str, password: str, groups: list[str] | None = None, disabled: bool = False) -> User:
+        """Create a user; names are unique regardless of letter case, as in Kylin."""
         check_user_name(name)
-        user = User(username=name, password_hash=hash_password(password), groups=self._groups(groups or []))
+        user = User(
+            username=name, password_hash=hash_password(password), groups=self._groups(groups or []), disabled=disabled
+        )
         with self.store.backend.begin(self.writer, readonly=False) as raw:
-            if raw.get(_user_key(name)) is not None:
-                raise AuthError(f"user {name!r} already exists")
+            for doc in raw.scan(f"/{GLOBAL}/user/"):
+                if doc.key.lower() == _user_key(name).lower():
+                    raise UserExistsError(f"user {name!r} already exists")
             raw.put(_user_key(name), user.model_dump_json(indent=2).encode(), -1)
         self._invalidate()
         return user
@@ -117,7 +131,7 @@ class Directory:
         with self.store.backend.begin(self.writer, readonly=False) as raw:
             doc = raw.get(_user_key(name))
             if doc is None:
-                raise AuthError(f"user {name!r} does not exist")
+                raise UnknownUserError(f"user {name!r} does not exist")
             user = User.model_validate_json(doc.content)
             changes: dict[str, object] = {"last_modified": now_ms()}
             if password is not None:
@@ -133,12 +147,23 @@ class Directory:
         self._invalidate()
         return updated
 
+    def change_password(self, actor: User, name: str, new_password: str, old_password: str | None = None) -> User:
+        """`actor` sets `name`'s password: their own only with the old one (verified here), anyone's when
+        `actor` is a system admin. The old password stops working at once (the memo keys on the hash)."""
+        if actor.username == name:
+            if old_password is None or not verify_password(old_password, actor.password_hash):
+                raise AuthError("the old password is wrong")
+        elif not actor.is_admin:
+            raise AccessDeniedError(f"user {actor.username} may only change their own password")
+        self.require_user(name)
+        return self.update_user(name, password=new_password)
+
     def delete_user(self, name: str) -> None:
         """Delete a user and their grants (not the last enabled admin)."""
         with self.store.backend.begin(self.writer, readonly=False) as raw:
             doc = raw.get(_user_key(name))
             if doc is None:
-                raise AuthError(f"user {name!r} does not exist")
+                raise UnknownUserError(f"user {name!r} does not exist")
             if User.model_validate_json(doc.content).is_admin:
                 self._keep_an_admin(raw, name)
             raw.delete(doc.key, doc.mvcc)
@@ -170,14 +195,14 @@ class Directory:
     def bootstrap(self, admin_password: str | None) -> str | None:
         """Create `ADMIN` (system admin) when the store has no user yet, with `admin_password` or a random
         password; returns the random password (to print once), else None."""
+        if admin_password is not None:
+            check_admin_password(admin_password)
         if self.users():
             return None
         password = admin_password or random_password()
         try:
             self.add_user(ADMIN, password, [ROLE_ADMIN])
-        except AuthError:
-            if self.user(ADMIN) is None:  # not a race with another server creating it: a weak password
-                raise
+        except UserExistsError:  # another server created it first
             return None
         return None if admin_password else password
 
@@ -199,6 +224,7 @@ class Directory:
         an unknown user and a wrong password). Verifying a new password takes bcrypt's time (~50 ms)."""
         user = self.user(username) if _NAME.match(username or "") else None
         if user is None or user.disabled:
+            verify_password(password, _DUMMY_HASH)
             raise AuthenticationError("wrong user name or password")
         memo = self._memo(username, password)
         if self._verified.get(memo) == user.password_hash:
@@ -246,13 +272,19 @@ class Directory:
         """Give a user (or a group) `permission` on `project`, replacing what it held there."""
         check_user_name(sid, "user name" if principal else "group name")
         if principal and self.user(sid) is None:
-            raise AuthError(f"user {sid!r} does not exist")
-        if not principal and sid not in self.known_groups():
-            raise AuthError(f"group {sid!r} does not exist (known: {', '.join(self.known_groups())})")
+            raise UnknownUserError(f"user {sid!r} does not exist")
+        if not principal:
+            self.require_group(sid)
         return self._edit_acl(project, sid, principal, permission)
 
     def revoke(self, project: str, sid: str, principal: bool = True) -> ProjectAcl:
         return self._edit_acl(project, sid, principal, None)
+
+    def require_group(self, name: str) -> str:
+        check_user_name(name, "group name")
+        if name not in self.known_groups():
+            raise UnknownUserError(f"group {name!r} does not exist (known: {', '.join(self.known_groups())})")
+        return name
 
     def known_groups(self) -> list[str]:
         return sorted({*GROUPS, *(g for u in self.users() for g in u.groups)})
@@ -264,7 +296,8 @@ class Directory:
             acl = ProjectAcl.model_validate_json(doc.content) if doc is not None else ProjectAcl(project=project)
             entries = [e for e in acl.entries if not (e.sid == sid and e.principal == principal)]
             if permission is None and len(entries) == len(acl.entries):
-                raise AuthError(f"{'user' if principal else 'group'} {sid!r} holds no grant on project {project}")
+                who = "user" if principal else "group"
+                raise UnknownUserError(f"{who} {sid!r} holds no grant on project {project}")
             if permission is not None:
                 entries.append(AclEntry(sid=sid, principal=principal, permission=permission))
             acl = acl.model_copy(update={"entries": entries})

@@ -21,3 +21,15 @@ class AccessDeniedError(AuthError):
     """The user is known but lacks the permission the action needs (HTTP 403)."""
 
     code = "ACCESS_DENIED"
+
+
+class UnknownUserError(AuthError):
+    """A user (or group) that was named does not exist (HTTP 404)."""
+
+    code = "NOT_FOUND"
+
+
+class UserExistsError(AuthError):
+    """A user of that name (in any letter case, as Kylin compares them) already exists (HTTP 409)."""
+
+    code = "ALREADY_EXISTS"

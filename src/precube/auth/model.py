@@ -6,6 +6,7 @@ from enum import IntEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from precube.errors import InvalidInputError
 from precube.metadata.entity import now_ms
 
 ROLE_ADMIN = "ROLE_ADMIN"  # system administrators: every action in every project
@@ -22,6 +23,20 @@ class Permission(IntEnum):
     OPERATION = 2  # build, refresh, merge; operate jobs
     MANAGEMENT = 3  # edit tables, models and index plans
     ADMIN = 4  # the project's ACL
+
+    @classmethod
+    def parse(cls, text: object) -> Permission:
+        """A permission by its name, in any letter case; Kylin's older names READ (QUERY) and
+        ADMINISTRATION (ADMIN) are accepted too."""
+        name = text.strip().upper() if isinstance(text, str) else ""
+        name = _ALIASES.get(name, name)
+        if name not in cls.__members__:
+            shown = text if isinstance(text, str) and len(text) <= 40 else type(text).__name__
+            raise InvalidInputError(f"unknown permission {shown!r}: use QUERY, OPERATION, MANAGEMENT or ADMIN")
+        return cls[name]
+
+
+_ALIASES = {"READ": "QUERY", "ADMINISTRATION": "ADMIN"}
 
 
 class User(BaseModel):
@@ -46,6 +61,8 @@ class User(BaseModel):
             "username": self.username,
             "authorities": [{"authority": g} for g in self.groups],
             "disabled": self.disabled,
+            "default_password": False,
+            "locked": False,
             "create_time": self.create_time,
             "last_modified": self.last_modified,
         }

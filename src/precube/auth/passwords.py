@@ -18,7 +18,7 @@ _SPECIAL = "~!@#$%^&*(){}|:\"<>?[];',./`"
 
 def _prehash(password: str) -> bytes:
     """bcrypt reads at most 72 bytes: hash longer passwords down first, so every character counts."""
-    return base64.b64encode(hashlib.sha256(password.encode()).digest())
+    return base64.b64encode(hashlib.sha256(password.encode("utf-8", "surrogatepass")).digest())
 
 
 def hash_password(password: str) -> str:

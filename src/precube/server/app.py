@@ -14,22 +14,27 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from precube.auth import check_admin_password
 from precube.errors import PrecubeError
 from precube.server.envelope import failure, status_of
 from precube.server.middleware import BodyLimit, RequestLog
+from precube.server.security import Authenticate
 from precube.server.state import ServerState
 from precube.settings import Settings
 
 LOG = logging.getLogger("precube.server")
 BASE = "/kylin/api"
-# Each module has `router`; all but `health` are mounted under BASE, in this order.
-ROUTERS = ("health", "users", "projects", "tables", "models", "index_plans", "segments", "jobs", "query")
+ROOT_ROUTERS = ("health", "docs")  # /health; /docs and /openapi.json
+# Each module has `router`; all but those of ROOT_ROUTERS are mounted under BASE, in this order.
+ROUTERS = ("health", "docs", "users", "projects", "tables", "models", "index_plans", "segments", "jobs", "query")
 
 
 def create_app(settings: Settings, name: str | None = None, run_jobs: bool = True) -> FastAPI:
     """The server application on `settings`; `name` (host:port) is what query answers call this server;
     `run_jobs`: this process runs the projects' queued jobs (the job service)."""
     server_name = name or f"{settings.server.host}:{settings.server.port}"
+    if settings.server.admin_password is not None:  # a weak one fails here, before the server listens
+        check_admin_password(settings.server.admin_password.get_secret_value())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -60,15 +65,16 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
         summary="Kylin 5's REST API over precube: projects, tables, models, index plans, segments, jobs, query.",
         version=_version(),
         lifespan=lifespan,
-        docs_url=None,  # served by the `users` router behind credentials, from packaged assets
+        docs_url=None,  # served by the `docs` router behind credentials, from packaged assets
         redoc_url=None,
         openapi_url=None,
     )
     for module in ROUTERS:
         router = importlib.import_module(f"precube.server.routers.{module}").router
-        app.include_router(router, prefix="" if module == "health" else BASE)
+        app.include_router(router, prefix="" if module in ROOT_ROUTERS else BASE)
     _handle_errors(app)
     app.add_middleware(BodyLimit, max_bytes=settings.server.max_body_bytes)
+    app.add_middleware(Authenticate)  # outside BodyLimit: no body is read for a caller without credentials
     app.add_middleware(RequestLog)
     return app
 

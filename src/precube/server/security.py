@@ -2,7 +2,9 @@
 needs as a dependency (`requires(Permission.QUERY)`, `requires(admin=True)`, `requires()` for any
 signed-in user); no handler decides access itself.
 
-Credentials are HTTP Basic. The project a permission is checked on is the route's `{project}` path
+Credentials are HTTP Basic, checked by the `Authenticate` middleware for every path but `/health` before
+the request is routed or its body parsed: a caller without valid credentials learns nothing (not even which
+paths exist or whether a body is well-formed). The project a permission is checked on is the route's `{project}` path
 parameter, else its `project` query parameter, else the `project` field of its JSON body."""
 
 from __future__ import annotations
@@ -10,16 +12,23 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from precube.auth import AuthenticationError, Permission, User
-from precube.errors import InvalidInputError
+from precube.auth import AuthenticationError, Directory, Permission, User
+from precube.errors import InvalidInputError, PrecubeError
 from precube.metadata.paths import check_project_name
+from precube.server.envelope import failure, status_of
 from precube.server.state import ServerState
+
+LOG = logging.getLogger("precube.server")
+OPEN_PATHS = frozenset({"/health"})  # the only paths answered without credentials
 
 
 @dataclass(frozen=True)
@@ -40,8 +49,16 @@ def state_of(request: Request) -> ServerState:
     return state
 
 
-def _credentials(request: Request) -> tuple[str, str]:
-    header = request.headers.get("authorization", "")
+@dataclass(frozen=True)
+class Requirement:
+    """What a route's `requires(...)` dependency asks (read by the server-wide security tests)."""
+
+    level: Permission | None
+    admin: bool
+    project_optional: bool
+
+
+def _credentials(header: str) -> tuple[str, str]:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "basic" or not token:
         raise AuthenticationError("credentials required: use HTTP Basic authentication")
@@ -55,14 +72,46 @@ def _credentials(request: Request) -> tuple[str, str]:
     return username, password
 
 
-async def authenticate(request: Request) -> User:
-    """The signed-in user (401 otherwise); remembered passwords cost no hashing."""
-    username, password = _credentials(request)
-    directory = state_of(request).directory
+async def _sign_in(directory: Directory, header: str) -> User:
+    """The user these credentials belong to (401 otherwise); remembered passwords cost no hashing."""
+    username, password = _credentials(header)
     user = directory.remembered(username, password)
     if user is None:
         user = await run_in_threadpool(directory.authenticate, username, password)
-    request.state.user = user.username  # for the access log
+    return user
+
+
+class Authenticate:
+    """Pure ASGI middleware: signs the caller in (HTTP Basic) before anything else reads the request, and
+    answers 401 in Kylin's envelope otherwise; every path but `OPEN_PATHS` needs it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        state: dict[str, Any] = scope.setdefault("state", {})
+        header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        try:
+            user = await _sign_in(scope["app"].state.server.directory, header)
+        except PrecubeError as err:
+            answer = failure(status_of(err), err.message, err.code, str(state.get("request_id", "")))
+            await answer(scope, receive, send)
+            return
+        state["user"] = user.username  # for the access log
+        state["principal"] = user
+        await self.app(scope, receive, send)
+
+
+async def authenticate(request: Request) -> User:
+    """The signed-in user: the one `Authenticate` found, else (an app without it) from the credentials."""
+    found = getattr(request.state, "principal", None)
+    if isinstance(found, User):
+        return found
+    user = await _sign_in(state_of(request).directory, request.headers.get("authorization", ""))
+    request.state.user = user.username
     return user
 
 
@@ -101,4 +150,5 @@ def requires(
         held = directory.permission(user, project) if project is not None else None
         return Caller(user, project, held)
 
+    dependency.requirement = Requirement(level, admin, project_optional)  # type: ignore[attr-defined]
     return dependency
