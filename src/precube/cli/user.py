@@ -5,7 +5,8 @@ a change within a second)."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -145,6 +146,10 @@ def list_acl(
     print_records(
         fmt,
         records,
-        {column: (lambda r, c=column: str(r[c])) for column in ("type", "name", "permission")},
+        {column: _cell(column) for column in ("type", "name", "permission")},
         title=f"project {project}",
     )
+
+
+def _cell(column: str) -> Callable[[dict[str, Any]], str]:
+    return lambda record: str(record[column])
