@@ -33,14 +33,14 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
     """The server application on `settings`; `name` (host:port) is what query answers call this server;
     `run_jobs`: this process runs the projects' queued jobs (the job service)."""
     server_name = name or f"{settings.server.host}:{settings.server.port}"
-    if settings.server.admin_password is not None:  # a weak one fails here, before the server listens
-        check_admin_password(settings.server.admin_password.get_secret_value())
+    admin_password = _admin_password(settings)
+    if admin_password is not None:  # a weak one fails here, before the server listens
+        check_admin_password(admin_password)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state = ServerState.open(settings, server_name)
-        admin = settings.server.admin_password
-        created = state.directory.bootstrap(admin.get_secret_value() if admin is not None else None)
+        created = state.directory.bootstrap(admin_password)
         if created is not None:
             print(
                 f"precube: created user ADMIN with password {created} (shown once; change it with "
@@ -77,6 +77,12 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
     app.add_middleware(Authenticate)  # outside BodyLimit: no body is read for a caller without credentials
     app.add_middleware(RequestLog)
     return app
+
+
+def _admin_password(settings: Settings) -> str | None:
+    """`[server] admin_password`; set but empty (`PRECUBE__SERVER__ADMIN_PASSWORD=`) counts as unset."""
+    secret = settings.server.admin_password
+    return (secret.get_secret_value() or None) if secret is not None else None
 
 
 def _request_id(request: Request) -> str:

@@ -122,8 +122,8 @@ async def _project_of(request: Request) -> str | None:
         if body:
             try:
                 parsed = json.loads(body)
-            except ValueError as err:
-                raise InvalidInputError(f"the request body is not valid JSON: {err}") from err
+            except (ValueError, RecursionError) as err:  # RecursionError: nested too deep
+                raise InvalidInputError(f"the request body is not valid JSON: {str(err)[:200]}") from err
             found = parsed.get("project") if isinstance(parsed, dict) else None
             if found is not None and not isinstance(found, str):
                 raise InvalidInputError("project must be a string")
