@@ -224,3 +224,26 @@ def test_malformed_credentials_are_401_not_500(server: LiveServer) -> None:
         for header in headers:
             response = client.get("/kylin/api/user/authentication", headers={"Authorization": header})
             error(response, 401)
+
+
+def test_a_project_named_twice_differently_is_refused(server: LiveServer) -> None:
+    """The ADMIN of one project cannot act on another by naming theirs in the query and the other in the
+    body (or path): whichever the handler reads, the permission was checked on it."""
+    before = fingerprint(server.settings)
+    checked = 0
+    with server.client((OTHER_ADMIN, PASSWORD)) as other:
+        for method, path, route in _endpoints(server):
+            need = route.requirement
+            if need is None or need.level is None or not (route.has_body or "{project}" in path):
+                continue
+            body = json.dumps({"project": PROJECT}).encode() if route.has_body else None
+            response = other.request(method, _fill(path, PROJECT), params={"project": OTHER}, content=body)
+            assert response.status_code in (400, 403), (method, path, response.text[:300])
+            error(response, response.status_code)
+            checked += 1
+        grant = {"project": PROJECT, "type": "user", "permission": "ADMIN", "names": [OTHER_ADMIN]}
+        assert "two projects" in error(
+            other.post("/kylin/api/access/project", params={"project": OTHER}, json=grant), 400
+        )
+    assert checked >= 2
+    assert fingerprint(server.settings) == before

@@ -94,11 +94,16 @@ class Authenticate:
             return
         state: dict[str, Any] = scope.setdefault("state", {})
         header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        rid = str(state.get("request_id", ""))
         try:
             user = await _sign_in(scope["app"].state.server.directory, header)
         except PrecubeError as err:
-            answer = failure(status_of(err), err.message, err.code, str(state.get("request_id", "")))
-            await answer(scope, receive, send)
+            await failure(status_of(err), err.message, err.code, rid)(scope, receive, send)
+            return
+        except Exception as err:  # e.g. the store's driver: answered in the envelope, and logged
+            LOG.exception("request %s: signing in failed", rid)
+            message = f"internal error ({type(err).__name__}); see the server log, request {rid}"
+            await failure(500, message, "INTERNAL", rid)(scope, receive, send)
             return
         state["user"] = user.username  # for the access log
         state["principal"] = user
@@ -115,20 +120,33 @@ async def authenticate(request: Request) -> User:
     return user
 
 
+async def _body_project(request: Request) -> object:
+    """The `project` field of a JSON body (None when there is none)."""
+    if request.method not in ("POST", "PUT", "DELETE", "PATCH"):
+        return None
+    kind = request.headers.get("content-type", "application/json").lower()
+    body = await request.body()
+    if not body or "json" not in kind:
+        return None
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError) as err:  # RecursionError: nested too deep
+        raise InvalidInputError(f"the request body is not valid JSON: {str(err)[:200]}") from err
+    return parsed.get("project") if isinstance(parsed, dict) else None
+
+
 async def _project_of(request: Request) -> str | None:
-    name = request.path_params.get("project") or request.query_params.get("project")
-    if name is None and request.method in ("POST", "PUT", "DELETE", "PATCH"):
-        body = await request.body()
-        if body:
-            try:
-                parsed = json.loads(body)
-            except (ValueError, RecursionError) as err:  # RecursionError: nested too deep
-                raise InvalidInputError(f"the request body is not valid JSON: {str(err)[:200]}") from err
-            found = parsed.get("project") if isinstance(parsed, dict) else None
-            if found is not None and not isinstance(found, str):
-                raise InvalidInputError("project must be a string")
-            name = found
-    return None if name is None else check_project_name(name)
+    """The one project the request names. Given in two places (path, query, body) with different values
+    it is refused: the permission checked must be on the project the handler acts on, whichever it reads."""
+    given = [request.path_params.get("project"), request.query_params.get("project"), await _body_project(request)]
+    names = [n for n in given if n is not None]
+    for name in names:
+        if not isinstance(name, str):
+            raise InvalidInputError("project must be a string")
+        check_project_name(name)
+    if len(set(names)) > 1:
+        raise InvalidInputError(f"the request names two projects ({', '.join(sorted(set(map(str, names))))})")
+    return str(names[0]) if names else None
 
 
 def requires(
