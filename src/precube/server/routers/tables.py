@@ -180,12 +180,8 @@ def load_tables(
         for table in loaded:  # all or nothing
             unload_table(state.store, project, table.identity, writer=writer)
         raise
-    if not body.need_sampling:
-        loaded_only: list[dict[str, Any]] = []
-        return ok({"loaded": [t.identity for t in loaded], "failed": [], "sampling": loaded_only})
-    sampled = [
-        _stats(_sample(state, project, t.identity, body.sampling_rows, writer)) for t in loaded if body.need_sampling
-    ]
+    rows = body.sampling_rows
+    sampled = [_stats(_sample(state, project, t.identity, rows, writer)) for t in loaded] if body.need_sampling else []
     return ok({"loaded": [t.identity for t in loaded], "failed": [], "sampling": sampled})
 
 
