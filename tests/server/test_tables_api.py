@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pyarrow as pa
@@ -26,6 +26,9 @@ from precube.ssb.generate import TABLES
 from tests.query.conftest import SPEC
 from tests.server.conftest import ServerHome, data, error, fingerprint
 from tests.server.live import LiveServer
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 API = "/kylin/api"
 PASSWORD = "Passw0rd!"
@@ -44,10 +47,10 @@ def roots(server_home: ServerHome, tmp_path_factory: pytest.TempPathFactory) -> 
     root, outside = base / "data", base / "data2"
     for name in TABLES:
         shutil.copytree(server_home.ssb_dir / name, root / name)
-    shutil.copytree(server_home.ssb_dir / "dates", outside / "dates")
-    (root / "link_out").symlink_to(outside / "dates")  # a link from inside the root to outside it
+    shutil.copytree(server_home.ssb_dir / "DATES", outside / "DATES")
+    (root / "link_out").symlink_to(outside / "DATES")  # a link from inside the root to outside it
     (root / "has_link").mkdir()
-    (root / "has_link" / "x.parquet").symlink_to(min((outside / "dates").iterdir()))
+    (root / "has_link" / "x.parquet").symlink_to(min((outside / "DATES").iterdir()))
     server = server_home.settings.server.model_copy(update={"source_roots": [str(root)]})
     settings = server_home.settings.model_copy(update={"server": server})
     live = LiveServer(settings, run_jobs=False)
@@ -88,28 +91,28 @@ def _load(client: httpx.Client, project: str, *names: str, root: Path, **extra: 
 
 
 def test_files_load_as_the_cli_loads_them(roots: Roots, admin_of: httpx.Client, project: str) -> None:
-    loaded = data(_load(admin_of, project, "dates", "customer", root=roots.root))
+    loaded = data(_load(admin_of, project, "DATES", "CUSTOMER", root=roots.root))
     assert loaded["loaded"] == ["SSB.DATES", "SSB.CUSTOMER"] and loaded["sampling"] == []
     by_api = _tables(roots.server, project)
     cli_project = f"c_{uuid.uuid4().hex[:8]}"
     home = ["--home", str(roots.server.settings.home)]
     assert run([*home, "project", "create", cli_project, "-d", "SSB"]) == 0
-    for name in ("dates", "customer"):
+    for name in ("DATES", "CUSTOMER"):
         assert run([*home, "table", "load", str(roots.root / name), "-p", cli_project]) == 0
     by_cli = _tables(roots.server, cli_project)
     assert set(by_api) == set(by_cli)
     for identity, table in by_api.items():
         assert [(c.name, c.datatype) for c in table.columns] == [(c.name, c.datatype) for c in by_cli[identity].columns]
-        assert table.location == by_cli[identity].location == str((roots.root / table.name.lower()).resolve())
+        assert table.location == by_cli[identity].location == str((roots.root / table.name).resolve())
     assert run([*home, "project", "delete", cli_project, "--yes"]) == 0
 
 
 def test_load_refuses_an_existing_table_and_rolls_back_a_partial_load(
     roots: Roots, admin_of: httpx.Client, project: str
 ) -> None:
-    data(_load(admin_of, project, "dates", root=roots.root))
+    data(_load(admin_of, project, "DATES", root=roots.root))
     before = fingerprint(roots.server.settings)
-    error(_load(admin_of, project, "part", "dates", root=roots.root), 409)  # PART loads, then DATES exists
+    error(_load(admin_of, project, "PART", "DATES", root=roots.root), 409)  # PART loads, then DATES exists
     assert set(_tables(roots.server, project)) == {"SSB.DATES"}
     assert fingerprint(roots.server.settings) == before
 
@@ -117,20 +120,20 @@ def test_load_refuses_an_existing_table_and_rolls_back_a_partial_load(
 @pytest.mark.parametrize(
     "path",
     [
-        "{root}/../data2/dates",
-        "{root}/dates/../../data2/dates",
-        "{outside}/dates",  # /…/data2 shares the prefix of /…/data
+        "{root}/../data2/DATES",
+        "{root}/DATES/../../data2/DATES",
+        "{outside}/DATES",  # /…/data2 shares the prefix of /…/data
         "{root}/link_out",
         "{root}/has_link",
         "/etc/passwd",
         "/etc",
         "file:///etc/passwd",
-        "file://{outside}/dates",
+        "file://{outside}/DATES",
         "http://127.0.0.1:1/x.parquet",
         "s3a://bucket/x",
-        "dates",
-        "../data2/dates",
-        "{root}/dates\0",
+        "DATES",
+        "../data2/DATES",
+        "{root}/DATES\0",
         "",
     ],
 )
@@ -147,7 +150,7 @@ def test_without_source_roots_file_loads_are_refused(live: LiveServer, server_ho
     """The shared server has no `source_roots`: a file load names the setting, even for a path it could read."""
     before = fingerprint(live.settings)
     with live.client() as client:
-        body = {"project": server_home.project, "files": [{"path": str(server_home.ssb_dir / "dates")}]}
+        body = {"project": server_home.project, "files": [{"path": str(server_home.ssb_dir / "DATES")}]}
         assert "source_roots" in error(client.post(f"{API}/tables", json=body), 403)
     assert fingerprint(live.settings) == before
 
@@ -165,12 +168,12 @@ def test_without_source_roots_file_loads_are_refused(live: LiveServer, server_ho
         {"tables": "SSB.DATES"},
         {"tables": [5]},
         {"databases": ["a/b"]},
-        {"files": [{"path": "{root}/dates", "name": "../x"}]},
-        {"files": [{"path": "{root}/dates", "database": "a b"}]},
-        {"files": [{"path": "{root}/dates", "format": "orc"}]},
-        {"files": [{"path": "{root}/dates", "delimiter": ";;"}]},
-        {"files": [{"path": "{root}/dates", "header": False}]},  # CSV options on Parquet files
-        {"files": [{"path": "{root}/dates", "surprise": 1}]},
+        {"files": [{"path": "{root}/DATES", "name": "../x"}]},
+        {"files": [{"path": "{root}/DATES", "database": "a b"}]},
+        {"files": [{"path": "{root}/DATES", "format": "orc"}]},
+        {"files": [{"path": "{root}/DATES", "delimiter": ";;"}]},
+        {"files": [{"path": "{root}/DATES", "header": False}]},  # CSV options on Parquet files
+        {"files": [{"path": "{root}/DATES", "surprise": 1}]},
         {"data_source_type": 1, "tables": ["SSB.X"]},
         {"sampling_rows": -5, "tables": ["SSB.X"]},
         {"unknown": True},
@@ -195,23 +198,23 @@ def test_load_needs_management(roots: Roots, project: str) -> None:
     before = fingerprint(live.settings)
     for level in (None, Permission.QUERY, Permission.OPERATION):
         with live.client(auth=_user(live, project, level)) as client:
-            error(_load(client, project, "dates", root=roots.root), 403)
+            error(_load(client, project, "DATES", root=roots.root), 403)
     assert fingerprint(live.settings) == before
     with live.client(auth=_user(live, project, Permission.MANAGEMENT)) as client:
-        assert data(_load(client, project, "dates", root=roots.root))["loaded"] == ["SSB.DATES"]
+        assert data(_load(client, project, "DATES", root=roots.root))["loaded"] == ["SSB.DATES"]
 
 
 def test_list_filters_and_hides_other_projects(roots: Roots, admin_of: httpx.Client, project: str) -> None:
     live = roots.server
-    data(_load(admin_of, project, "dates", "part", "supplier", root=roots.root))
+    data(_load(admin_of, project, "DATES", "PART", "SUPPLIER", root=roots.root))
     reader = _user(live, project, Permission.QUERY)
     with live.client(auth=reader) as client:
         every = data(client.get(f"{API}/tables", params={"project": project, "page_size": 100}))
         assert [t["name"] for t in every["value"]] == ["DATES", "PART", "SUPPLIER"] and every["total_size"] == 3
         stored = _tables(live, project)
         for t in every["value"]:
-            assert Table.model_validate({k: v for k, v in t.items() if k != "ext"}) == stored[f"SSB.{t['name']}"]
-        exact = data(client.get(f"{API}/tables", params={"project": project, "table": "part"}))
+            assert {k: v for k, v in t.items() if k != "ext"} == stored[f"SSB.{t['name']}"].model_dump(mode="json")
+        exact = data(client.get(f"{API}/tables", params={"project": project, "table": "PART"}))
         assert [t["name"] for t in exact["value"]] == ["PART"]
         fuzzy = data(client.get(f"{API}/tables", params={"project": project, "table": "p", "is_fuzzy": True}))
         assert [t["name"] for t in fuzzy["value"]] == ["PART", "SUPPLIER"]
@@ -225,7 +228,7 @@ def test_list_filters_and_hides_other_projects(roots: Roots, admin_of: httpx.Cli
 
 
 def test_sampling_runs_on_spark_and_list_shows_the_stats(roots: Roots, admin_of: httpx.Client, project: str) -> None:
-    data(_load(admin_of, project, "supplier", root=roots.root))
+    data(_load(admin_of, project, "SUPPLIER", root=roots.root))
     before = fingerprint(roots.server.settings)
     operator = _user(roots.server, project, Permission.OPERATION)
     body = {"project": project, "qualified_table_name": "SSB.SUPPLIER"}
@@ -233,7 +236,7 @@ def test_sampling_runs_on_spark_and_list_shows_the_stats(roots: Roots, admin_of:
         error(client.post(f"{API}/tables/sampling_jobs", json=body), 403)
     assert fingerprint(roots.server.settings) == before
     stats = data(admin_of.post(f"{API}/tables/sampling_jobs", json=body))
-    rows = pads.dataset(str(roots.root / "supplier")).count_rows()  # the oracle: the files' own count
+    rows = pads.dataset(str(roots.root / "SUPPLIER")).count_rows()  # the oracle: the files' own count
     assert stats["total_rows"] == rows and stats["table"] == "SSB.SUPPLIER"
     with roots.server.state.store.read(project) as tx:
         ext = tx.require(TableExt, "SSB.SUPPLIER")
@@ -247,8 +250,8 @@ def test_sampling_runs_on_spark_and_list_shows_the_stats(roots: Roots, admin_of:
 
 
 def test_load_with_sampling(roots: Roots, admin_of: httpx.Client, project: str) -> None:
-    done = data(_load(admin_of, project, "dates", root=roots.root, need_sampling=True, sampling_rows=100))
-    rows = pads.dataset(str(roots.root / "dates")).count_rows()
+    done = data(_load(admin_of, project, "DATES", root=roots.root, need_sampling=True, sampling_rows=100))
+    rows = pads.dataset(str(roots.root / "DATES")).count_rows()
     assert [s["table"] for s in done["sampling"]] == ["SSB.DATES"]
     assert done["sampling"][0]["total_rows"] == rows and done["sampling"][0]["sampled_rows"] == min(rows, 100)
 
@@ -256,7 +259,7 @@ def test_load_with_sampling(roots: Roots, admin_of: httpx.Client, project: str) 
 def test_pre_reload_shows_the_diff_and_reload_saves_it(roots: Roots, admin_of: httpx.Client, project: str) -> None:
     live = roots.server
     copy = roots.root / f"dates_{uuid.uuid4().hex[:6]}"
-    shutil.copytree(roots.root / "dates", copy)
+    shutil.copytree(roots.root / "DATES", copy)
     body = {"project": project, "files": [{"path": str(copy), "name": "D"}]}
     data(admin_of.post(f"{API}/tables", json=body))
     old = pq.read_table(copy)
@@ -327,3 +330,23 @@ def test_the_shared_model_blocks_an_unload_and_its_preview_changes_nothing(
         error(client.delete(f"{API}/tables/SSB/LINEORDER", params=params), 400)
     assert fingerprint(live.settings) == before
     assert isinstance(live.state.store.get_project(server_home.project), Project)
+
+
+def test_catalog_tables_and_databases_load_by_name(
+    spark: SparkSession, roots: Roots, admin_of: httpx.Client, project: str
+) -> None:
+    db = f"api_{uuid.uuid4().hex[:6]}"
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+    frame = spark.createDataFrame([(1, "a"), (2, None)], "id INT, label STRING")
+    frame.write.mode("overwrite").saveAsTable(f"{db}.items")
+    frame.write.mode("overwrite").saveAsTable(f"{db}.more")
+    body = {"project": project, "tables": [f"{db}.items"], "need_sampling": True}
+    done = data(admin_of.post(f"{API}/tables", json=body))
+    assert done["loaded"] == [f"{db.upper()}.ITEMS"]
+    assert done["sampling"][0]["total_rows"] == frame.count()
+    table = _tables(roots.server, project)[f"{db.upper()}.ITEMS"]
+    assert [c.name for c in table.columns] == [f.name.upper() for f in spark.table(f"{db}.items").schema.fields]
+    error(admin_of.post(f"{API}/tables", json={"project": project, "tables": [f"{db}.nope"]}), 400)
+    rest = data(admin_of.post(f"{API}/tables", json={"project": project, "databases": [db.upper()], "tables": []}))
+    assert rest["loaded"] == [f"{db.upper()}.MORE"]  # a whole database: the tables not loaded yet
+    error(admin_of.post(f"{API}/tables", json={"project": project, "databases": ["no_such_db"]}), 400)

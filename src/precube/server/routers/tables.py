@@ -20,6 +20,7 @@ from precube.server.envelope import ok, page
 from precube.server.security import Caller, requires, state_of
 from precube.server.state import ServerState
 from precube.sources.csv_files import check_columns, check_encoding
+from precube.sources.errors import UnreadableSourceError
 from precube.sources.roots import SourceAccessError, check_source_path
 from precube.sources.sampling import sample_and_store
 from precube.sources.tables import check_identifier, load_catalog_table, load_path, unload_table
@@ -154,9 +155,17 @@ def load_tables(
     if not catalog and not databases and not files:
         raise InvalidInputError("give at least one of tables, databases or files")
     state.store.require_project(project)
-    if databases:
+    if databases:  # a whole database: its tables not loaded yet
         spark = _spark_of(state)
-        catalog += [f"{db}.{t.name.upper()}" for db in databases for t in spark.catalog.listTables(db)]
+        with state.store.read(project) as tx:
+            known = {t.identity for t in tx.list(Table)}
+        missing = [db for db in databases if not spark.catalog.databaseExists(db)]
+        if missing:
+            raise UnreadableSourceError(f"no database {', '.join(missing)} in the Spark catalog")
+        listed = [
+            f"{db}.{t.name.upper()}" for db in databases for t in spark.catalog.listTables(db) if not t.isTemporary
+        ]
+        catalog += [t for t in listed if t not in known and t not in catalog]
     loaded: list[Table] = []
     try:
         for f, location, options, given in files:
