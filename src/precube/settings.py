@@ -110,7 +110,9 @@ class ServerSettings(_Section):
     """`precube serve`: where it listens, the password of the `ADMIN` user its first start creates (unset: a
     random one, printed once; there is never a built-in default), and the largest request body it reads.
     `url` (with `user` and `password`) makes the CLI's query, build, jobs, segments and cache commands talk
-    to that server instead of opening the metadata store."""
+    to that server instead of opening the metadata store. `source_roots`: the only directories (or URI
+    prefixes) whose files `POST /api/tables` may register; empty, loading files through the API is refused
+    (the CLI, whose user owns the machine, is not bound by it)."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=7070, ge=0, le=65535)
@@ -119,6 +121,7 @@ class ServerSettings(_Section):
     url: str | None = None
     user: str | None = None
     password: SecretStr | None = None
+    source_roots: list[str] = Field(default_factory=list)
 
 
 class Settings(BaseSettings):

@@ -94,22 +94,22 @@ def config(
     )
     first_day = None if first_day_of_week is None else seg.parse_first_day(first_day_of_week)
     allowed = None if pushdown is None else _on_off(pushdown)
+    from precube.jobs.project_settings import pushdown_enabled, update_project_settings
+
     store = cli.store()
     if edits or first_day is not None or allowed is not None:
-        with store.transaction(project, cli.writer) as tx:
-            p = tx.project()
-            p.segment_config = p.segment_config.model_copy(update=edits.changes(p.segment_config), deep=True)
-            if first_day is not None:
-                p.override_kylin_properties[FIRST_DAY_OF_WEEK] = first_day
-            if allowed is not None:
-                p.override_kylin_properties[PUSHDOWN_PROPERTY] = "true" if allowed else "false"
-            tx.update(p)
+        properties: dict[str, str | None] = {}
+        if first_day is not None:
+            properties[FIRST_DAY_OF_WEEK] = first_day
+        if allowed is not None:
+            properties[PUSHDOWN_PROPERTY] = "true" if allowed else "false"
+        changes = edits.changes(store.get_project(project).segment_config)
+        update_project_settings(store, project, cli.writer, changes, properties)
         console.print(f"updated the settings of project [bold]{project}[/]")
     p = store.get_project(project)
     day = lifecycle.first_day_of_week(p)
     view = seg.settings_table(p.segment_config, day)
-    enabled = p.override_kylin_properties.get(PUSHDOWN_PROPERTY, "true").strip().lower() != "false"
-    view.add_row("pushdown", "on" if enabled else "off")  # the project's, as `Session` reads it
+    view.add_row("pushdown", "on" if pushdown_enabled(p) else "off")  # the project's, as `Session` reads it
     console.print(view)
 
 

@@ -26,11 +26,9 @@ from precube.cli.model import report_checks
 from precube.errors import InvalidInputError
 from precube.metadata import SourceType, Table, TableExt
 from precube.metadata.csv_options import CsvOptions
-from precube.modeling.model_store import check_models
 from precube.sources.csv_files import check_encoding, parse_columns, read_schema_file
 from precube.sources.sampling import sample_and_store
-from precube.sources.source import detect_file_type
-from precube.sources.tables import load_catalog_table, load_file_table, unload_table
+from precube.sources.tables import load_catalog_table, load_path
 
 app = typer.Typer(help="Register source tables, reload their schema, sample them.", no_args_is_help=True)
 
@@ -88,19 +86,9 @@ def load(
     store, loaded = cli.store(), []
     store.require_project(project)
     for path in paths:
-        source_type = SourceType[fmt.name.upper()] if fmt else detect_file_type(path)
-        if source_type is not SourceType.CSV and given:
-            raise InvalidInputError(f"{', '.join(given)} apply to CSV files; {path} holds {source_type.name} files")
-        options = csv.properties() if source_type is SourceType.CSV else {}
-        table = load_file_table(
-            store,
-            project,
-            path,
-            source_type,
-            name=name,
-            database=database,
-            options=options,
-            writer=cli.writer,
+        source_type = SourceType[fmt.name.upper()] if fmt else None
+        table = load_path(
+            store, project, path, source_type, csv, given, name=name, database=database, writer=cli.writer
         )
         loaded.append(table)
         console.print(f"loaded [bold]{table.identity}[/] ({len(table.columns)} columns) from {table.location}")
@@ -154,31 +142,22 @@ def reload(
 ) -> None:
     """Re-read tables' schemas from their sources and report what changed. A change that breaks a model
     (a column it uses dropped or retyped) drops its segments: shown first, and asked for."""
-    from precube.jobs.removal import drop_text, segment_bytes
-    from precube.modeling.model_store import models_broken_by
-    from precube.sources.tables import reread_table
+    from precube.jobs.table_changes import apply_reload, preview_reload
 
     cli = project_state(ctx, project)
-    reread = [reread_table(cli.store(), project, identity, cli.spark) for identity in tables]
-    for table, change in reread:
+    found = preview_reload(cli.store(), cli.settings.warehouse_root, project, tables, cli.spark)
+    for table, change in found.tables:
         console.print(f"{table.identity}: {change.describe()}")
-    changed = [table for table, change in reread if change.changed]
-    if not changed:
+    if not found.changed:
         return
-    broken = models_broken_by(cli.store(), project, changed)
-    for model, reason, segments in broken:
-        size = segment_bytes(cli.settings.warehouse_root, project, model.uuid, segments)
-        console.print(f"model {model.alias} would break ({reason}): {drop_text(len(segments), size)}", markup=False)
-    if broken and not confirm_drop("the segments of the models above", yes, dry_run):
+    for broken in found.broken:
+        console.print(broken.describe(), markup=False)
+    if found.broken and not confirm_drop("the segments of the models above", yes, dry_run):
         return
     if dry_run:
         console.print("would save the new schemas")
         return
-    with cli.store().transaction(project, cli.writer) as tx:
-        for table in changed:
-            tx.update(table)
-    # a dropped or retyped column may break models (seed 002 "Broken Model")
-    report_checks(check_models(cli.store(), project, writer=cli.writer))
+    report_checks(apply_reload(cli.store(), project, found, cli.writer))
 
 
 @app.command("sample")
@@ -233,25 +212,18 @@ def unload(
 ) -> None:
     """Remove tables (and their stats) from a project; refused while a model reads one, unless --cascade
     (which shows the models and segments it drops, and asks)."""
-    from precube.metadata import Dataflow
-    from precube.modeling.model_store import delete_model
-    from precube.sources.tables import models_using
+    from precube.jobs.table_changes import preview_unload, unload_tables
 
     cli = project_state(ctx, project)
     store = cli.store()
-    with store.read(project) as tx:
-        users = {m.alias: m for t in tables for m in models_using(tx, t)}
-        segments = {a: len(df.segments) if (df := tx.get(Dataflow, m.uuid)) else 0 for a, m in users.items()}
-    if users and (cascade or dry_run):
-        dropped = ", ".join(f"{a} ({segments[a]} segments)" for a in sorted(users))
-        confirm_drop(f"models {dropped}", yes, dry_run, verb="delete")  # aborts on a no
+    found = preview_unload(store, project, tables)
+    if found.models and (cascade or dry_run):
+        confirm_drop(f"models {found.describe()}", yes, dry_run, verb="delete")  # aborts on a no
     if dry_run:
-        console.print(f"would unload {', '.join(t.upper() for t in tables)}", markup=False)
+        console.print(f"would unload {', '.join(found.tables)}", markup=False)
         return
-    if users and cascade:
-        for alias in sorted(users):
-            delete_model(store, project, alias, writer=cli.writer)
-            console.print(f"deleted model {alias}")
-    for identity in tables:
-        unload_table(store, project, identity, writer=cli.writer)
-        console.print(f"unloaded {identity.upper()}")
+    unload_tables(store, project, tables, cascade, cli.writer)
+    for alias in sorted(found.models) if cascade else []:
+        console.print(f"deleted model {alias}")
+    for identity in found.tables:
+        console.print(f"unloaded {identity}")

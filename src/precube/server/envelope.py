@@ -17,6 +17,7 @@ FAILED = "999"  # Kylin's code of every failed request; `error_code` says which 
 STATUS_BY_CODE: dict[str, int] = {
     "UNAUTHENTICATED": 401,
     "ACCESS_DENIED": 403,
+    "SOURCE_FORBIDDEN": 403,  # a file path outside [server] source_roots
     "NOT_FOUND": 404,
     "UNKNOWN_OBJECT": 400,
     "ALREADY_EXISTS": 409,

@@ -53,7 +53,8 @@ def check_type(text: str) -> str:
     return normalized
 
 
-def _columns(pairs: list[tuple[str, str]], where: str) -> list[tuple[str, str]]:
+def check_columns(pairs: list[tuple[str, str]], where: str) -> list[tuple[str, str]]:
+    """Declared (name, type) pairs, names upper-cased and types normalized; `where` names them in errors."""
     if not pairs:
         raise InvalidInputError(f"{where} declares no column")
     found = []
@@ -76,7 +77,7 @@ def parse_columns(text: str) -> list[tuple[str, str]]:
         if len(words) != 2:
             raise InvalidInputError(f"--columns: {part.strip()!r} is not `NAME type`")
         pairs.append((words[0], words[1]))
-    return _columns(pairs, "--columns")
+    return check_columns(pairs, "--columns")
 
 
 def read_schema_file(path: Path) -> list[tuple[str, str]]:
@@ -87,7 +88,7 @@ def read_schema_file(path: Path) -> list[tuple[str, str]]:
         raise InvalidInputError(f"cannot read the schema file {path}: {str(err).splitlines()[0]}") from err
     if not isinstance(loaded, list) or not all(isinstance(c, dict) and {"name", "type"} <= set(c) for c in loaded):
         raise InvalidInputError(f"the schema file {path} must hold a list of {{name, type}}")
-    return _columns([(str(c["name"]), str(c["type"])) for c in loaded], f"the schema file {path}")
+    return check_columns([(str(c["name"]), str(c["type"])) for c in loaded], f"the schema file {path}")
 
 
 def check_encoding(text: str) -> str:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from precube.errors import InvalidInputError
 from precube.metadata import AlreadyExistsError, Column, MetadataStore, Model, SourceType, Table, TableExt, Transaction
-from precube.sources.source import CatalogSource, FileSource, SparkProvider, TableSource, source_for
+from precube.metadata.csv_options import CsvOptions
+from precube.sources.source import CatalogSource, FileSource, SparkProvider, TableSource, detect_file_type, source_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -93,6 +95,27 @@ def load_file_table(
     location = str(path.expanduser().resolve())
     source = FileSource(source_type, location, dict(options or {}))
     return _register(store, project, source, database, name or path.name, location, dict(options or {}), writer)
+
+
+def load_path(
+    store: MetadataStore,
+    project: str,
+    path: Path,
+    source_type: SourceType | None,
+    csv: CsvOptions,
+    csv_given: Sequence[str] = (),
+    *,
+    name: str | None = None,
+    database: str | None = None,
+    writer: str = "precube",
+) -> Table:
+    """Register the files at `path` (format `source_type`, else detected from the file names); `csv` applies
+    to CSV files, and `csv_given` names the CSV options the user set explicitly (refused for Parquet)."""
+    found = source_type or detect_file_type(path)
+    if found is not SourceType.CSV and csv_given:
+        raise InvalidInputError(f"{', '.join(csv_given)} apply to CSV files; {path} holds {found.name} files")
+    options = csv.properties() if found is SourceType.CSV else {}
+    return load_file_table(store, project, path, found, name=name, database=database, options=options, writer=writer)
 
 
 def load_catalog_table(
