@@ -125,10 +125,9 @@ def set_segment_config(
             model.segment_config = None
         update = changes(segment_config_in_force(tx.project(), model))
         if update:
-            base = model.segment_config or SegmentConfigOverride()
-            model.segment_config = base.model_copy(update=update, deep=True)
-            # validate what was copied in: model_copy does not
-            model.segment_config = SegmentConfigOverride.model_validate(model.segment_config.model_dump())
+            # validated as a whole: the changes may come as documents (REST) or objects (CLI)
+            fields = (model.segment_config or SegmentConfigOverride()).model_dump(exclude_none=True) | update
+            model.segment_config = SegmentConfigOverride.model_validate(fields)
         return tx.update(model)
 
 
