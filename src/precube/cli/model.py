@@ -26,14 +26,14 @@ from precube.cli.context import (
 from precube.errors import InvalidInputError
 from precube.jobs import lifecycle
 from precube.jobs.lifecycle import segment_config
-from precube.metadata import Dataflow, IndexPlan, Model, SegmentConfigOverride
+from precube.metadata import Dataflow, IndexPlan, Model
+from precube.modeling.model_edits import set_segment_config
 from precube.modeling.model_spec import load_spec
 from precube.modeling.model_store import (
     BrokenCheck,
     SavedModel,
     check_models,
     create_model,
-    delete_model,
     editable_spec,
     preview_update,
     require_model,
@@ -165,18 +165,14 @@ def delete(
     dry_run: bool = DRY_RUN,
 ) -> None:
     """Delete a model with its index plan and segments (what it drops is shown first, and asked for)."""
-    from precube.jobs.removal import drop_text, segment_bytes
+    from precube.jobs.removal import preview_model_removal, remove_model
 
     cli = project_state(ctx, project)
-    with cli.store().read(project) as tx:
-        model = require_model(tx, name)
-        segments = [s.id for s in tx.require(Dataflow, model.uuid).segments]
-        layouts = len(tx.require(IndexPlan, model.uuid).all_layouts())
-    size = segment_bytes(cli.settings.warehouse_root, project, model.uuid, segments)
-    if not confirm_drop(f"model {model.alias}: {drop_text(len(segments), size, layouts)}", yes, dry_run):
+    found = preview_model_removal(cli.store(), cli.settings.warehouse_root, project, name)
+    if not confirm_drop(found.describe(), yes, dry_run):
         return
-    delete_model(cli.store(), project, name, writer=cli.writer)
-    console.print(f"deleted model [bold]{model.alias}[/]")
+    remove_model(cli.store(), cli.settings.warehouse_root, project, name, writer=cli.writer)
+    console.print(f"deleted model [bold]{found.model}[/]")
 
 
 @app.command("check")
@@ -224,16 +220,7 @@ def config(
     )
     store = cli.store()
     if edits or inherit:
-        # Not update_model: that rebuilds the model from a spec and may drop segments; a settings change only
-        # rewrites the model document (its semantic version stays).
-        with store.transaction(project, cli.writer) as tx:
-            m = require_model(tx, model)
-            if inherit:
-                m.segment_config = None
-            if edits:
-                base = m.segment_config or SegmentConfigOverride()
-                m.segment_config = base.model_copy(update=edits.changes(segment_config(tx.project(), m)), deep=True)
-            tx.update(m)
+        m = set_segment_config(store, project, model, edits.changes, inherit, cli.writer)
         console.print(f"updated the segment settings of model [bold]{m.alias}[/]")
     with store.read(project) as tx:
         m = require_model(tx, model)

@@ -28,6 +28,7 @@ from precube.metadata import (
 )
 from precube.modeling.auto_merge import plan_auto_merge
 from precube.modeling.errors import SegmentRuleError
+from precube.modeling.model_edits import segment_config_in_force
 from precube.modeling.model_store import require_model
 from precube.modeling.retention import segments_to_remove_by_retention
 from precube.modeling.segments import validate_delete
@@ -43,8 +44,7 @@ def first_day_of_week(project: Project) -> str:
 
 def segment_config(project: Project, model: Model) -> SegmentConfig:
     """The settings in force for `model`: its own `segment_config` fields, the project's for the rest."""
-    base = project.segment_config
-    return model.segment_config.over(base) if model.segment_config is not None else base.model_copy(deep=True)
+    return segment_config_in_force(project, model)
 
 
 def delete_segments(

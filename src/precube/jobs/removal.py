@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from precube.jobs.errors import JobError
-from precube.metadata import Dataflow, Job, JobState, MetadataStore, Model
+from precube.metadata import Dataflow, IndexPlan, Job, JobState, MetadataStore, Model
+from precube.modeling.model_store import delete_model, require_model
 from precube.storage.paths import local_path, segment_path
 
 
@@ -60,6 +61,37 @@ def remove_project(store: MetadataStore, warehouse_root: str, project: str, writ
             raise JobError(
                 f"deleted project {project}'s metadata but not its data in {found.directory}: {err}"
             ) from err
+    return found
+
+
+@dataclass(frozen=True)
+class ModelRemoval:
+    """What deleting a model drops: its segments (their built bytes), its layouts."""
+
+    model: str
+    uuid: str
+    segments: int
+    data_bytes: int | None  # None for a remote warehouse
+    layouts: int
+
+    def describe(self) -> str:
+        return f"model {self.model}: {drop_text(self.segments, self.data_bytes, self.layouts)}"
+
+
+def preview_model_removal(store: MetadataStore, warehouse_root: str, project: str, alias: str) -> ModelRemoval:
+    """What `remove_model` would drop, dropping nothing."""
+    with store.read(project) as tx:
+        model = require_model(tx, alias)
+        segments = [s.id for s in tx.require(Dataflow, model.uuid).segments]
+        layouts = len(tx.require(IndexPlan, model.uuid).all_layouts())
+    size = segment_bytes(warehouse_root, project, model.uuid, segments)
+    return ModelRemoval(model.alias, model.uuid, len(segments), size, layouts)
+
+
+def remove_model(store: MetadataStore, warehouse_root: str, project: str, alias: str, writer: str) -> ModelRemoval:
+    """Delete a model with its index plan, dataflow and segments' metadata (their files are `gc`'s)."""
+    found = preview_model_removal(store, warehouse_root, project, alias)
+    delete_model(store, project, alias, writer=writer)
     return found
 
 

@@ -38,6 +38,12 @@ def _check_name(name: str, what: str) -> str:
     return name.upper()
 
 
+def check_model_name(alias: str) -> str:
+    """`alias` if it is a valid model name (kept as written: models are compared case-insensitively)."""
+    _check_name(alias, "model name")
+    return alias
+
+
 class _Scope:
     """The model's tables by alias, and column resolution against them."""
 

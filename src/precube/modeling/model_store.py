@@ -249,15 +249,38 @@ def set_model_rules(
         return tx.replace(_with_rules(tx, alias, groups, global_dim_cap)[0])
 
 
+@dataclass(frozen=True)
+class RulesDiff:
+    """What replacing a model's aggregation groups would change (Kylin's `rule_based_index_diff`)."""
+
+    added: tuple[int, ...]  # layouts the plan would gain (new ids, or ids restored from to-be-deleted)
+    removed: tuple[int, ...]  # layouts it would lose
+    restored: tuple[int, ...]  # of `added`: built layouts taken back from to-be-deleted (Kylin's rollback)
+    dropped_built: tuple[int, ...]  # of `removed`: built ones, whose data then stops answering queries
+
+
+def diff_rules(
+    store: MetadataStore, project: str, alias: str, groups: Sequence[AggregationGroupSpec], global_dim_cap: int | None
+) -> RulesDiff:
+    """What `set_model_rules` with these groups would add and remove, saving nothing."""
+    with store.read(project) as tx:
+        plan, before, built = _with_rules(tx, alias, groups, global_dim_cap)
+    old, new = {lay.id for lay in before.all_layouts()}, {lay.id for lay in plan.all_layouts()}
+    parked = {lay.id for index in before.to_be_deleted_indexes for lay in index.layouts}
+    return RulesDiff(
+        tuple(sorted(new - old)),
+        tuple(sorted(old - new)),
+        tuple(sorted((new - old) & parked)),
+        tuple(sorted((old - new) & built)),
+    )
+
+
 def dropped_by_rules(
     store: MetadataStore, project: str, alias: str, groups: Sequence[AggregationGroupSpec], global_dim_cap: int | None
 ) -> list[int]:
     """The built layouts `set_model_rules` with these groups would take out of the model (their data is then
     no longer queried), saving nothing."""
-    with store.read(project) as tx:
-        plan, before, built = _with_rules(tx, alias, groups, global_dim_cap)
-    kept = {lay.id for lay in plan.all_layouts()}
-    return sorted(lay.id for lay in before.all_layouts() if lay.id in built and lay.id not in kept)
+    return list(diff_rules(store, project, alias, groups, global_dim_cap).dropped_built)
 
 
 def _with_rules(
