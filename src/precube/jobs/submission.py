@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from precube.errors import InvalidInputError
 from precube.jobs.errors import JobConflictError
 from precube.jobs.segment_removal import drop_job_segment
+from precube.jobs.shutdown import PAUSED_AT_STOP
 from precube.metadata import Job, JobAction, MetadataStore, NotFoundError, TimeRange, Transaction
 
 
@@ -73,6 +74,7 @@ def act(store: MetadataStore, project: str, job_id: str, action: JobAction, writ
     with store.transaction(project, writer) as tx:
         job = _require(tx, job_id)
         job.apply(action)
+        job.params.pop(PAUSED_AT_STOP, None)  # a user's action: the state they chose stands at the next start
         if action in (JobAction.DISCARD, JobAction.RESTART):
             drop_job_segment(tx, job)
         return tx.update(job)
