@@ -23,29 +23,14 @@ from precube.cli.context import (
     when,
 )
 from precube.cli.follow import hand_off, wait_for
-from precube.errors import InvalidInputError, PrecubeError
+from precube.errors import InvalidInputError
+from precube.jobs.build_range import build_range, parse_time
 from precube.jobs.lifecycle import delete_segments
 from precube.jobs.plans import build_job, index_build_job, merge_job, refresh_job, segments_in
 from precube.jobs.submission import submit_all
-from precube.metadata import Dataflow, Job, TimeRange
+from precube.metadata import Dataflow, Job, MetadataStore, TimeRange
 from precube.modeling.model_store import require_model
-from precube.modeling.partition_format import to_epoch_ms
 from precube.modeling.rolling import plan_rolling
-from precube.modeling.segments import default_build_start, display_source_rows, display_status
-
-
-def parse_time(value: str) -> int:
-    """Epoch ms from `2024-01-31`, `2024-01-31 12:00:00` or a number of milliseconds (UTC)."""
-    text = value.strip()
-    if text.isdigit() and len(text) > 8:
-        return int(text)
-    for fmt in ("yyyy-MM-dd", "yyyy-MM-dd HH:mm:ss", "yyyyMMdd"):
-        try:
-            return to_epoch_ms(text, fmt)
-        except PrecubeError:  # not this spelling: try the next one
-            continue
-    raise InvalidInputError(f"cannot read time {value!r}: use YYYY-MM-DD, 'YYYY-MM-DD HH:MM:SS' or epoch milliseconds")
-
 
 WAIT = typer.Option(False, "--wait", "-w", help="Run the job here and block until it (and the jobs after it) end.")
 PRIORITY = typer.Option(3, "--priority", min=0, max=4, help="0 runs first, 4 last.")
@@ -77,24 +62,12 @@ def build(
     if add_layouts:
         job = index_build_job(store, project, model, priority)
     else:
-        job = build_job(store, project, model, None if full else _range(cli, project, model, start, end), priority)
+        job = build_job(store, project, model, None if full else _range(store, project, model, start, end), priority)
     run_jobs(cli, project, [job], wait)
 
 
-def _range(cli: CliContext, project: str, model: str, start: str | None, end: str | None) -> TimeRange | None:
-    with cli.store().read(project) as tx:
-        m = require_model(tx, model)
-        segments = tx.require(Dataflow, m.uuid).segments
-    if m.partition_desc is None:
-        if start or end:
-            raise InvalidInputError(f"model {m.alias} has no partition column: build it with --full")
-        return None
-    if end is None:
-        raise InvalidInputError(f"model {m.alias} is partitioned: give --end (and --start for the first segment)")
-    begin = parse_time(start) if start else default_build_start(segments)
-    if begin is None:
-        raise InvalidInputError(f"model {m.alias} has no segment yet: give --start")
-    return TimeRange.of(begin, parse_time(end))
+def _range(store: MetadataStore, project: str, model: str, start: str | None, end: str | None) -> TimeRange | None:
+    return build_range(store, project, model, parse_time(start) if start else None, parse_time(end) if end else None)
 
 
 def refresh(
@@ -135,20 +108,20 @@ def merge(
 
 def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL, fmt: OutputFormat = FORMAT) -> None:
     """List a model's segments."""
-    store = project_state(ctx, project).store()
-    with store.read(project) as tx:
-        m = require_model(tx, model)
-        dataflow = tx.require(Dataflow, m.uuid)
+    from precube.jobs.segment_listing import list_segments
+
+    cli = project_state(ctx, project)
+    listing = list_segments(cli.store(), cli.settings.warehouse_root, project, model)
     records = [
         {
-            "segment": seg.name,
-            "id": seg.id,
-            "start": seg.range.start,
-            "end": seg.range.end,
-            "status": str(display_status(seg, dataflow.segments)),
-            "source_rows": display_source_rows(seg, dataflow.segments),
+            "segment": view.segment.name,
+            "id": view.segment.id,
+            "start": view.segment.range.start,
+            "end": view.segment.range.end,
+            "status": str(view.status),
+            "source_rows": view.source_rows,
         }
-        for seg in sorted(dataflow.segments, key=lambda s: s.range)
+        for view in listing.segments
     ]
     columns = {
         "segment": lambda r: r["segment"],
@@ -158,7 +131,7 @@ def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL, fmt
         "status": lambda r: r["status"],
         "source rows": lambda r: "-" if r["source_rows"] is None else f"{r['source_rows']:,}",
     }
-    print_records(fmt, records, columns, title=f"{m.alias}: {dataflow.status}")
+    print_records(fmt, records, columns, title=f"{listing.model.alias}: {listing.dataflow.status}")
 
 
 COMMANDS: dict[str, Callable[..., None]] = {"build": build, "refresh": refresh, "merge": merge, "segments": segments}
@@ -178,16 +151,11 @@ def delete(
 ) -> None:
     """Delete segments (not one being refreshed or merged), after showing them and asking; their files go
     at the next GC."""
-    from precube.jobs.removal import drop_text, segment_bytes
-    from precube.modeling.segments import validate_delete
+    from precube.jobs.removal import preview_segment_removal
 
     cli = project_state(ctx, project)
-    with cli.store().read(project) as tx:
-        m = require_model(tx, model)
-        chosen = validate_delete(tx.require(Dataflow, m.uuid).segments, targets)
-    size = segment_bytes(cli.settings.warehouse_root, project, m.uuid, [s.id for s in chosen])
-    names = ", ".join(f"{s.name} {s.range}" for s in chosen)
-    if not confirm_drop(f"{drop_text(len(chosen), size)} of model {m.alias}: {names}", yes, dry_run):
+    preview = preview_segment_removal(cli.store(), cli.settings.warehouse_root, project, model, targets)
+    if not confirm_drop(preview.describe(), yes, dry_run):
         return
     for segment in delete_segments(cli.store(), project, model, targets, cli.writer):
         console.print(f"deleted segment [bold]{segment.name}[/] ({segment.id}), {segment.range}")
