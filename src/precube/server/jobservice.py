@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from precube.engine.context import BuildContext
 from precube.errors import EnvironmentMissingError, PrecubeError
+from precube.jobs.joblog import detach, log_to_file
 from precube.jobs.scheduler import Scheduler
 from precube.jobs.shutdown import pause_for_stop, resume_after_start
 from precube.metadata import Job
@@ -34,6 +35,7 @@ LOG = logging.getLogger("precube.server.jobs")
 WRITER = "server"
 POLL_S = 0.5  # how often queued jobs are looked for
 DISCOVER_S = 2.0  # how often new (and deleted) projects are looked for
+JOB_LOG = "jobs-server.log"  # under HOME/logs, beside the background runners' jobs-PROJECT.log
 PAUSE_WAIT_S = 20.0  # at stop: how long running jobs get to reach the end of their current layout
 
 
@@ -56,12 +58,14 @@ class JobService:
         self.spark: SparkSession | _NoSpark | None = None
         self.spark_error: str | None = None
         self._owns_spark = False
+        self._log: logging.Handler | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="precube-job-service", daemon=True)
 
     @classmethod
     def start(cls, state: ServerState) -> JobService:
         service = cls(state)
+        service._log = log_to_file(state.settings.home / "logs" / JOB_LOG)
         service._thread.start()
         return service
 
@@ -163,3 +167,5 @@ class JobService:
         for project, scheduler in self.schedulers.items():
             self._retire(project, scheduler)
         self.schedulers.clear()
+        if self._log is not None:
+            detach(self._log)
