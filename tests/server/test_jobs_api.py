@@ -91,7 +91,7 @@ def test_pause_resume_discard_and_delete(live: LiveServer, project: Project) -> 
         job = build(admin, project.name, "1993-01-01", "1994-01-01")
         act = {"project": project.name, "job_ids": [job]}
         [paused] = data(admin.put(f"{JOBS}/status", json={**act, "action": "PAUSE"}))
-        assert paused == {"id": job, "job_status": "STOPPED"}
+        assert paused == {"id": job, "job_status": "STOPPED", "state": "PAUSED"}
         wait_job(admin, project.name, job, until=("STOPPED",))
         assert "cannot pause" in error(admin.put(f"{JOBS}/status", json={**act, "action": "PAUSE"}), 409)
         assert "discard it first" in error(admin.delete(JOBS, params={"project": project.name, "job_ids": job}), 409)

@@ -20,6 +20,7 @@ from precube.cli.context import (
     console,
     print_records,
     project_state,
+    state,
     when,
 )
 from precube.cli.follow import hand_off, wait_for
@@ -57,6 +58,16 @@ def build(
     wait: bool = WAIT,
 ) -> None:
     """Build a segment from source (incremental: it starts where the last segment ends)."""
+    remote = state(ctx).remote()
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        if add_layouts:
+            remote_jobs.index_build(remote, project, model, priority, wait)
+        else:
+            times = {} if full else {k: str(parse_time(v)) for k, v in (("start", start), ("end", end)) if v}
+            remote_jobs.build(remote, project, model, {**times, "priority": priority}, wait)
+        return
     cli = project_state(ctx, project)
     store = cli.store()
     if add_layouts:
@@ -81,12 +92,22 @@ def refresh(
     wait: bool = WAIT,
 ) -> None:
     """Rebuild segments from source, each swapped in atomically when its job ends (one job per segment)."""
+    remote = state(ctx).remote()
+    targets = list(segments or [])
+    if (start is not None or end is not None) and (start is None or end is None or targets):
+        raise InvalidInputError("refresh takes segments, or a range with both --start and --end, not both")
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        if start is not None and end is not None:
+            targets = remote_jobs.segments_in(remote, project, model, parse_time(start), parse_time(end))
+        if not targets:
+            raise InvalidInputError("name the segments to refresh, or give --start and --end")
+        remote_jobs.change(remote, project, model, "REFRESH", targets, priority, wait)
+        return
     cli = project_state(ctx, project)
     store = cli.store()
-    targets = list(segments or [])
-    if start is not None or end is not None:
-        if start is None or end is None or targets:
-            raise InvalidInputError("refresh takes segments, or a range with both --start and --end, not both")
+    if start is not None and end is not None:
         targets = segments_in(store, project, model, TimeRange.of(parse_time(start), parse_time(end)))
     if not targets:
         raise InvalidInputError("name the segments to refresh, or give --start and --end")
@@ -102,12 +123,24 @@ def merge(
     wait: bool = WAIT,
 ) -> None:
     """Merge contiguous segments into one (no source read)."""
+    remote = state(ctx).remote()
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        remote_jobs.change(remote, project, model, "MERGE", list(segments), priority, wait)
+        return
     cli = project_state(ctx, project)
     run_jobs(cli, project, [merge_job(cli.store(), project, model, segments, priority)], wait)
 
 
 def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL, fmt: OutputFormat = FORMAT) -> None:
     """List a model's segments."""
+    remote = state(ctx).remote()
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        remote_jobs.segments(remote, project, model, fmt)
+        return
     from precube.jobs.segment_listing import list_segments
 
     cli = project_state(ctx, project)
@@ -153,6 +186,12 @@ def delete(
     at the next GC."""
     from precube.jobs.removal import preview_segment_removal
 
+    remote = state(ctx).remote()
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        remote_jobs.delete_segments(remote, project, model, list(targets), yes, dry_run)
+        return
     cli = project_state(ctx, project)
     preview = preview_segment_removal(cli.store(), cli.settings.warehouse_root, project, model, targets)
     if not confirm_drop(preview.describe(), yes, dry_run):

@@ -171,7 +171,7 @@ def change_status(
     else:
         raise InvalidInputError("give job_ids, or statuses to act on every job in them")
     changed = [act(state.store, project, job_id, action, f"user:{caller.name}") for job_id in chosen]
-    return ok([{"id": j.uuid, "job_status": STATUS[j.state]} for j in changed])
+    return ok([{"id": j.uuid, "job_status": STATUS[j.state], "state": str(j.state)} for j in changed])
 
 
 @router.get("/jobs/{job_id}/detail")
@@ -188,6 +188,7 @@ def detail(request: Request, job_id: str, caller: Caller = Depends(requires(Perm
                 "sequence_id": index,
                 "name": step.name,
                 "step_status": STATUS[step.state],
+                "state": str(step.state),
                 "progress": round(step.fraction, 4),
                 "done": step.done,
                 "total": step.total,

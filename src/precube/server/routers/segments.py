@@ -109,7 +109,8 @@ def segments(
         if v.segment.range.overlaps(wanted) and (status is None or str(v.status) == status.upper())
     ]
     records.sort(key=_SORT[sort_by], reverse=reverse)
-    return ok(page(records, page_offset, page_size))
+    model = {"model": listing.model.alias, "model_status": str(listing.dataflow.status)}
+    return ok({**page(records, page_offset, page_size), **model})
 
 
 class BuildRequest(BaseModel):
@@ -196,7 +197,10 @@ def delete(
     answer: dict[str, Any] = {
         "preview": preview.describe(),
         "dry_run": dry_run,
-        "segments": [{"id": s.id, "name": s.name} for s in preview.segments],
+        "segments": [
+            {"id": s.id, "name": s.name, "start_time": str(s.range.start), "end_time": str(s.range.end)}
+            for s in preview.segments
+        ],
         "bytes_size": preview.data_bytes,
     }
     if not dry_run:
