@@ -103,7 +103,7 @@ class JobService:
     def _discover(self) -> None:
         try:
             names = {p.name for p in self.state.store.list_projects()}
-        except PrecubeError as err:  # the store is unreachable for now: try again later
+        except Exception as err:  # noqa: BLE001 (the store is unreachable for now: try again later)
             LOG.warning("cannot list projects: %s", err)
             return
         for gone in set(self.schedulers) - names:
@@ -124,6 +124,8 @@ class JobService:
                 scheduler.tick()
         except PrecubeError as err:  # a lease lost, a conflict, a project deleted meanwhile: next turn again
             LOG.warning("job scheduler of project %s: %s", project, err)
+        except Exception:  # noqa: BLE001 (a store hiccup must not end the service: the next turn tries again)
+            LOG.exception("job scheduler of project %s failed a turn", project)
 
     def _ended(self, job: Job, aftermath: object) -> None:
         LOG.info("job %s (%s on %s) ended %s", job.uuid, job.job_type, job.model_alias, job.state)
