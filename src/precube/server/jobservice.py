@@ -124,7 +124,7 @@ class JobService:
                 scheduler.tick()
         except PrecubeError as err:  # a lease lost, a conflict, a project deleted meanwhile: next turn again
             LOG.warning("job scheduler of project %s: %s", project, err)
-        except Exception:  # noqa: BLE001 (a store hiccup must not end the service: the next turn tries again)
+        except Exception:  # a store hiccup must not end the service: the next turn tries again
             LOG.exception("job scheduler of project %s failed a turn", project)
 
     def _ended(self, job: Job, aftermath: object) -> None:
