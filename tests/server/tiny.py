@@ -73,7 +73,9 @@ def wait_job(
     deadline = time.monotonic() + timeout
     while True:
         job: dict[str, Any] = data(client.get(f"/kylin/api/jobs/{job_id}/detail", params={"project": project}))
-        if job["job_status"] in until:
+        # a finished job is over once retention and auto-merge ran after it (they write the metadata)
+        over = job["job_status"] != "FINISHED" or job["params"].get("aftermath_done") == "true"
+        if job["job_status"] in until and over:
             return job
         assert job["job_status"] not in ("FINISHED", "ERROR", "DISCARDED") or job["job_status"] in until, job
         assert time.monotonic() < deadline, f"job {job_id} still {job['job_status']} after {timeout} s"
