@@ -20,32 +20,18 @@ from precube.cli.context import (
     console,
     print_records,
     project_state,
+    state,
     when,
 )
 from precube.cli.follow import hand_off, wait_for
-from precube.errors import InvalidInputError, PrecubeError
+from precube.errors import InvalidInputError
+from precube.jobs.build_range import build_range, parse_time
 from precube.jobs.lifecycle import delete_segments
 from precube.jobs.plans import build_job, index_build_job, merge_job, refresh_job, segments_in
 from precube.jobs.submission import submit_all
-from precube.metadata import Dataflow, Job, TimeRange
+from precube.metadata import Dataflow, Job, MetadataStore, TimeRange
 from precube.modeling.model_store import require_model
-from precube.modeling.partition_format import to_epoch_ms
 from precube.modeling.rolling import plan_rolling
-from precube.modeling.segments import default_build_start, display_source_rows, display_status
-
-
-def parse_time(value: str) -> int:
-    """Epoch ms from `2024-01-31`, `2024-01-31 12:00:00` or a number of milliseconds (UTC)."""
-    text = value.strip()
-    if text.isdigit() and len(text) > 8:
-        return int(text)
-    for fmt in ("yyyy-MM-dd", "yyyy-MM-dd HH:mm:ss", "yyyyMMdd"):
-        try:
-            return to_epoch_ms(text, fmt)
-        except PrecubeError:  # not this spelling: try the next one
-            continue
-    raise InvalidInputError(f"cannot read time {value!r}: use YYYY-MM-DD, 'YYYY-MM-DD HH:MM:SS' or epoch milliseconds")
-
 
 WAIT = typer.Option(False, "--wait", "-w", help="Run the job here and block until it (and the jobs after it) end.")
 PRIORITY = typer.Option(3, "--priority", min=0, max=4, help="0 runs first, 4 last.")
@@ -72,29 +58,27 @@ def build(
     wait: bool = WAIT,
 ) -> None:
     """Build a segment from source (incremental: it starts where the last segment ends)."""
+    remote = state(ctx).remote()
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        if add_layouts:
+            remote_jobs.index_build(remote, project, model, priority, wait)
+        else:
+            times = {} if full else {k: str(parse_time(v)) for k, v in (("start", start), ("end", end)) if v}
+            remote_jobs.build(remote, project, model, {**times, "priority": priority}, wait)
+        return
     cli = project_state(ctx, project)
     store = cli.store()
     if add_layouts:
         job = index_build_job(store, project, model, priority)
     else:
-        job = build_job(store, project, model, None if full else _range(cli, project, model, start, end), priority)
+        job = build_job(store, project, model, None if full else _range(store, project, model, start, end), priority)
     run_jobs(cli, project, [job], wait)
 
 
-def _range(cli: CliContext, project: str, model: str, start: str | None, end: str | None) -> TimeRange | None:
-    with cli.store().read(project) as tx:
-        m = require_model(tx, model)
-        segments = tx.require(Dataflow, m.uuid).segments
-    if m.partition_desc is None:
-        if start or end:
-            raise InvalidInputError(f"model {m.alias} has no partition column: build it with --full")
-        return None
-    if end is None:
-        raise InvalidInputError(f"model {m.alias} is partitioned: give --end (and --start for the first segment)")
-    begin = parse_time(start) if start else default_build_start(segments)
-    if begin is None:
-        raise InvalidInputError(f"model {m.alias} has no segment yet: give --start")
-    return TimeRange.of(begin, parse_time(end))
+def _range(store: MetadataStore, project: str, model: str, start: str | None, end: str | None) -> TimeRange | None:
+    return build_range(store, project, model, parse_time(start) if start else None, parse_time(end) if end else None)
 
 
 def refresh(
@@ -108,12 +92,22 @@ def refresh(
     wait: bool = WAIT,
 ) -> None:
     """Rebuild segments from source, each swapped in atomically when its job ends (one job per segment)."""
+    remote = state(ctx).remote()
+    targets = list(segments or [])
+    if (start is not None or end is not None) and (start is None or end is None or targets):
+        raise InvalidInputError("refresh takes segments, or a range with both --start and --end, not both")
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        if start is not None and end is not None:
+            targets = remote_jobs.segments_in(remote, project, model, parse_time(start), parse_time(end))
+        if not targets:
+            raise InvalidInputError("name the segments to refresh, or give --start and --end")
+        remote_jobs.change(remote, project, model, "REFRESH", targets, priority, wait)
+        return
     cli = project_state(ctx, project)
     store = cli.store()
-    targets = list(segments or [])
-    if start is not None or end is not None:
-        if start is None or end is None or targets:
-            raise InvalidInputError("refresh takes segments, or a range with both --start and --end, not both")
+    if start is not None and end is not None:
         targets = segments_in(store, project, model, TimeRange.of(parse_time(start), parse_time(end)))
     if not targets:
         raise InvalidInputError("name the segments to refresh, or give --start and --end")
@@ -129,26 +123,38 @@ def merge(
     wait: bool = WAIT,
 ) -> None:
     """Merge contiguous segments into one (no source read)."""
+    remote = state(ctx).remote()
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        remote_jobs.change(remote, project, model, "MERGE", list(segments), priority, wait)
+        return
     cli = project_state(ctx, project)
     run_jobs(cli, project, [merge_job(cli.store(), project, model, segments, priority)], wait)
 
 
 def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL, fmt: OutputFormat = FORMAT) -> None:
     """List a model's segments."""
-    store = project_state(ctx, project).store()
-    with store.read(project) as tx:
-        m = require_model(tx, model)
-        dataflow = tx.require(Dataflow, m.uuid)
+    remote = state(ctx).remote()
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        remote_jobs.segments(remote, project, model, fmt)
+        return
+    from precube.jobs.segment_listing import list_segments
+
+    cli = project_state(ctx, project)
+    listing = list_segments(cli.store(), cli.settings.warehouse_root, project, model)
     records = [
         {
-            "segment": seg.name,
-            "id": seg.id,
-            "start": seg.range.start,
-            "end": seg.range.end,
-            "status": str(display_status(seg, dataflow.segments)),
-            "source_rows": display_source_rows(seg, dataflow.segments),
+            "segment": view.segment.name,
+            "id": view.segment.id,
+            "start": view.segment.range.start,
+            "end": view.segment.range.end,
+            "status": str(view.status),
+            "source_rows": view.source_rows,
         }
-        for seg in sorted(dataflow.segments, key=lambda s: s.range)
+        for view in listing.segments
     ]
     columns = {
         "segment": lambda r: r["segment"],
@@ -158,7 +164,7 @@ def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL, fmt
         "status": lambda r: r["status"],
         "source rows": lambda r: "-" if r["source_rows"] is None else f"{r['source_rows']:,}",
     }
-    print_records(fmt, records, columns, title=f"{m.alias}: {dataflow.status}")
+    print_records(fmt, records, columns, title=f"{listing.model.alias}: {listing.dataflow.status}")
 
 
 COMMANDS: dict[str, Callable[..., None]] = {"build": build, "refresh": refresh, "merge": merge, "segments": segments}
@@ -178,16 +184,17 @@ def delete(
 ) -> None:
     """Delete segments (not one being refreshed or merged), after showing them and asking; their files go
     at the next GC."""
-    from precube.jobs.removal import drop_text, segment_bytes
-    from precube.modeling.segments import validate_delete
+    from precube.jobs.removal import preview_segment_removal
 
+    remote = state(ctx).remote()
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        remote_jobs.delete_segments(remote, project, model, list(targets), yes, dry_run)
+        return
     cli = project_state(ctx, project)
-    with cli.store().read(project) as tx:
-        m = require_model(tx, model)
-        chosen = validate_delete(tx.require(Dataflow, m.uuid).segments, targets)
-    size = segment_bytes(cli.settings.warehouse_root, project, m.uuid, [s.id for s in chosen])
-    names = ", ".join(f"{s.name} {s.range}" for s in chosen)
-    if not confirm_drop(f"{drop_text(len(chosen), size)} of model {m.alias}: {names}", yes, dry_run):
+    preview = preview_segment_removal(cli.store(), cli.settings.warehouse_root, project, model, targets)
+    if not confirm_drop(preview.describe(), yes, dry_run):
         return
     for segment in delete_segments(cli.store(), project, model, targets, cli.writer):
         console.print(f"deleted segment [bold]{segment.name}[/] ({segment.id}), {segment.range}")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import typer
 from rich.table import Table as RichTable
 
-from precube.cli.context import FORMAT, PROJECT, OutputFormat, console, print_records, project_state, when
+from precube.cli.context import FORMAT, PROJECT, OutputFormat, console, print_records, project_state, state, when
 from precube.cli.follow import hand_off, pause_running, result, scheduler, tell, wait_for
 from precube.jobs.joblog import log_to
 from precube.jobs.lease import Lease
@@ -33,6 +33,12 @@ def list_jobs(
     fmt: OutputFormat = FORMAT,
 ) -> None:
     """A project's jobs, newest first."""
+    remote = state(ctx).remote()
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        remote_jobs.list_jobs(remote, project, model, fmt)
+        return
     store = project_state(ctx, project).store()
     target = None
     if model is not None:
@@ -72,10 +78,25 @@ def show(
     fmt: OutputFormat = FORMAT,
 ) -> None:
     """One job: its target, state, error, and each step's state, progress and output."""
+    remote = state(ctx).remote()
+    if remote is not None:
+        from precube.cli import remote_jobs
+
+        record = remote_jobs.detail(remote, project, job_id)
+        if fmt is OutputFormat.json:
+            console.print_json(json.dumps(record))
+            return
+        print_job(remote_jobs.as_job(record))
+        return
     job = get_job(project_state(ctx, project).store(), project, job_id)
     if fmt is OutputFormat.json:
         console.print_json(json.dumps(job.model_dump(mode="json")))
         return
+    print_job(job)
+
+
+def print_job(job: Job) -> None:
+    """A job's target, state, error and steps (`jobs show`, local or through a server)."""
     console.print(
         f"job [bold]{job.uuid}[/] {job.job_type.value} on {job.model_alias or job.target_model}: "
         f"[bold]{job.state.value}[/] {job.progress:.0%}, priority {job.priority}"
@@ -109,6 +130,12 @@ def _action(action: JobAction) -> Callable[..., None]:
         project: str = PROJECT,
         wait: bool = typer.Option(False, "--wait", "-w", help="Run it here and block until it ends (resume, restart)."),
     ) -> None:
+        remote = state(ctx).remote()
+        if remote is not None:
+            from precube.cli import remote_jobs
+
+            remote_jobs.act(remote, project, job_id, action, wait)
+            return
         cli = project_state(ctx, project)
         store = cli.store()
         if action is JobAction.RESUME and Lease(store, project).holder() is None:

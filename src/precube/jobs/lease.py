@@ -54,6 +54,7 @@ class Lease:
         this process holds it now."""
         try:
             with self.store.transaction(self.project, self.writer) as tx:
+                tx.project()  # raises for a project deleted meanwhile: no lease document may outlive it
                 lease = tx.get(JobLease, "scheduler") or JobLease()
                 if not self._free(lease):
                     return False
@@ -94,7 +95,7 @@ class Lease:
             return
         try:
             with self.store.transaction(self.project, self.writer) as tx:
-                lease = tx.get(JobLease, "scheduler")
+                lease = tx.get(JobLease, "scheduler")  # gone with its project: nothing to give up
                 if lease is not None and lease.owner == self.owner:
                     lease.owner, lease.expires_at = "", 0
                     tx.update(lease)

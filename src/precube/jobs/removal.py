@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from precube.jobs.errors import JobError
-from precube.metadata import Dataflow, IndexPlan, Job, JobState, MetadataStore, Model
+from precube.metadata import Dataflow, IndexPlan, Job, JobState, MetadataStore, Model, Segment
 from precube.modeling.model_store import delete_model, require_model
+from precube.modeling.segments import validate_delete
 from precube.storage.paths import local_path, segment_path
 
 
@@ -117,3 +119,29 @@ def _bytes(directory: Path | None) -> int:
     if directory is None or not directory.is_dir():
         return 0
     return sum((Path(parent) / f).lstat().st_size for parent, _, files in os.walk(directory) for f in files)
+
+
+@dataclass(frozen=True)
+class SegmentRemoval:
+    """What deleting some segments of a model drops."""
+
+    model: str
+    segments: tuple[Segment, ...]
+    data_bytes: int | None
+
+    def describe(self) -> str:
+        """The one line `precube segment delete` and the REST API show before deleting."""
+        names = ", ".join(f"{s.name} {s.range}" for s in self.segments)
+        return f"{drop_text(len(self.segments), self.data_bytes)} of model {self.model}: {names}"
+
+
+def preview_segment_removal(
+    store: MetadataStore, warehouse_root: str, project: str, alias: str, targets: Sequence[str]
+) -> SegmentRemoval:
+    """What deleting the segments `targets` (ids or names) would drop, refused as the delete itself would be
+    (`validate_delete`), dropping nothing."""
+    with store.read(project) as tx:
+        model = require_model(tx, alias)
+        chosen = validate_delete(tx.require(Dataflow, model.uuid).segments, targets)
+    size = segment_bytes(warehouse_root, project, model.uuid, [s.id for s in chosen])
+    return SegmentRemoval(model.alias, tuple(chosen), size)

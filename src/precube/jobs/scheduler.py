@@ -102,6 +102,11 @@ class Scheduler:
         """The jobs this process runs now (as they were when started)."""
         return list(self._running.values())
 
+    @property
+    def busy(self) -> bool:
+        """Whether a job started here has not ended yet."""
+        return any(not future.done() for future in self._running)
+
     # -- loops ----------------------------------------------------------------------------------
 
     def run_until(self, done: Callable[[], bool], timeout_s: float | None = None) -> bool:

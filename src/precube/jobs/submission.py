@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from precube.errors import InvalidInputError
 from precube.jobs.errors import JobConflictError
 from precube.jobs.segment_removal import drop_job_segment
-from precube.metadata import Job, JobAction, MetadataStore, NotFoundError, TimeRange, Transaction
+from precube.jobs.shutdown import PAUSED_AT_STOP
+from precube.metadata import InvalidJobStateError, Job, JobAction, MetadataStore, NotFoundError, TimeRange, Transaction
 
 
 def _span(job: Job) -> TimeRange:
@@ -73,9 +74,22 @@ def act(store: MetadataStore, project: str, job_id: str, action: JobAction, writ
     with store.transaction(project, writer) as tx:
         job = _require(tx, job_id)
         job.apply(action)
+        job.params.pop(PAUSED_AT_STOP, None)  # a user's action: the state they chose stands at the next start
         if action in (JobAction.DISCARD, JobAction.RESTART):
             drop_job_segment(tx, job)
         return tx.update(job)
+
+
+def delete_jobs(store: MetadataStore, project: str, job_ids: Sequence[str], writer: str = "precube") -> list[Job]:
+    """Delete finished or discarded jobs' records, all of them or (one missing or unfinished) none."""
+    with store.transaction(project, writer) as tx:
+        doomed = [_require(tx, job_id) for job_id in job_ids]
+        for job in doomed:
+            if not job.state.is_final:
+                raise InvalidJobStateError(f"cannot delete job {job.uuid}: it is {job.state}; discard it first")
+        for job in doomed:
+            tx.delete(job)
+        return doomed
 
 
 def jobs_of(store: MetadataStore, project: str, model_uuid: str | None = None) -> list[Job]:

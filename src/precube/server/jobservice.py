@@ -1,15 +1,173 @@
-"""The job service of a server process (to be filled by the jobs work): starts with the server, stops
-with it."""
+"""The job service of a server process: one `Scheduler` per project (each under the project's job lease),
+all on one warm Spark session, driven by one background thread that also finds projects created later.
+
+Spark starts in the background when the server starts, so the first build does not pay the JVM start
+and the server answers queries meanwhile; if it cannot start, the jobs run and fail at once with the
+reason (one line, resumable once Spark is fixed) and the server keeps serving.
+
+At start-up a scheduler taking a project's lease turns the jobs a dead runner left RUNNING into ERROR
+(`queue.recover`); the service resumes them, and the jobs a stopped server paused (`jobs.shutdown`).
+`stop()` (the server's SIGTERM / Ctrl-C) pauses the running jobs, which stop after their current layout,
+waits for them a bounded time, stops Spark (cancelling what still runs: those jobs stay PAUSED), and
+gives the leases back.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from precube.engine.context import BuildContext
+from precube.errors import EnvironmentMissingError, PrecubeError
+from precube.jobs.joblog import detach, log_to_file
+from precube.jobs.scheduler import Scheduler
+from precube.jobs.shutdown import pause_for_stop, resume_after_start
+from precube.metadata import Job
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from precube.server.state import ServerState
+
+LOG = logging.getLogger("precube.server.jobs")
+WRITER = "server"
+POLL_S = 0.5  # how often queued jobs are looked for
+DISCOVER_S = 2.0  # how often new (and deleted) projects are looked for
+JOB_LOG = "jobs-server.log"  # under HOME/logs, beside the background runners' jobs-PROJECT.log
+PAUSE_WAIT_S = 20.0  # at stop: how long running jobs get to reach the end of their current layout
+
+
+class _NoSpark:
+    """Stands for the Spark session that could not start: a job touching it fails with the reason."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __getattr__(self, name: str) -> Any:
+        raise EnvironmentMissingError(f"Spark could not start in the server: {self.reason}")
 
 
 class JobService:
+    """Runs every project's queued jobs in this process; `start(state)` … `stop()`."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.schedulers: dict[str, Scheduler] = {}
+        self.spark: SparkSession | _NoSpark | None = None
+        self.spark_error: str | None = None
+        self._owns_spark = False
+        self._log: logging.Handler | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="precube-job-service", daemon=True)
+
     @classmethod
-    def start(cls, state: Any) -> JobService:
-        return cls()
+    def start(cls, state: ServerState) -> JobService:
+        service = cls(state)
+        service._log = log_to_file(state.settings.home / "logs" / JOB_LOG)
+        service._thread.start()
+        return service
+
+    # -- the service thread ------------------------------------------------------------------------
+
+    def _start_spark(self) -> None:
+        from precube.spark_session import spark_session
+
+        try:
+            from pyspark.sql import SparkSession
+
+            self._owns_spark = SparkSession._instantiatedSession is None  # the test run's own session is not ours
+            settings = self.state.settings
+            self.spark = spark_session(settings, console_log=settings.home / "logs" / "spark.log")
+            LOG.info("Spark session ready for jobs")
+        except Exception as err:  # noqa: BLE001 (no Java, a bad conf, a JVM that dies: jobs fail with the reason)
+            self.spark_error = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+            self.spark = _NoSpark(self.spark_error)
+            self._owns_spark = False
+            LOG.error("Spark could not start; jobs will fail until the server restarts: %s", self.spark_error)
+
+    def _serve(self) -> None:
+        self._start_spark()
+        discovered = 0.0
+        while not self._stop.is_set():
+            if time.monotonic() - discovered > DISCOVER_S:
+                self._discover()
+                discovered = time.monotonic()
+            for project, scheduler in list(self.schedulers.items()):
+                if self._stop.is_set():
+                    break
+                self._tick(project, scheduler)
+            self._stop.wait(POLL_S)
+
+    def _discover(self) -> None:
+        try:
+            names = {p.name for p in self.state.store.list_projects()}
+        except Exception as err:  # noqa: BLE001 (the store is unreachable for now: try again later)
+            LOG.warning("cannot list projects: %s", err)
+            return
+        for gone in set(self.schedulers) - names:
+            self._retire(gone, self.schedulers.pop(gone))
+        jobs = self.state.settings.jobs
+        for name in sorted(names - set(self.schedulers)):
+            ctx = BuildContext(self.spark, self.state.store, name, self.state.settings.warehouse_root, WRITER)  # type: ignore[arg-type]
+            self.schedulers[name] = Scheduler(ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, self._ended)
+
+    def _tick(self, project: str, scheduler: Scheduler) -> None:
+        try:
+            held = scheduler.lease.held
+            scheduler.tick()
+            if scheduler.lease.held and not held:  # just taken: continue what a stopped or dead runner left
+                resumed = resume_after_start(self.state.store, project, scheduler.recovered, WRITER)
+                if resumed:
+                    LOG.info("project %s: resumed jobs %s", project, ", ".join(resumed))
+                scheduler.tick()
+        except PrecubeError as err:  # a lease lost, a conflict, a project deleted meanwhile: next turn again
+            LOG.warning("job scheduler of project %s: %s", project, err)
+        except Exception:  # a store hiccup must not end the service: the next turn tries again
+            LOG.exception("job scheduler of project %s failed a turn", project)
+
+    def _ended(self, job: Job, aftermath: object) -> None:
+        LOG.info("job %s (%s on %s) ended %s", job.uuid, job.job_type, job.model_alias, job.state)
+
+    def _retire(self, project: str, scheduler: Scheduler) -> None:
+        try:
+            scheduler.stop()
+        except PrecubeError as err:
+            LOG.warning("stopping the job scheduler of project %s: %s", project, err)
+
+    # -- what the routes ask ---------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """Whether Spark is up, and the projects whose jobs this server runs."""
+        return {
+            "spark": "failed" if self.spark_error else ("ready" if self.spark is not None else "starting"),
+            "spark_error": self.spark_error,
+            "projects": sorted(p for p, s in self.schedulers.items() if s.lease.held),
+        }
+
+    # -- stop ------------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        return None
+        """Pause the running jobs (resumable; the next start resumes them), wait a bounded time for them to
+        stop between two layouts, stop Spark, give the leases back."""
+        self._stop.set()
+        self._thread.join(timeout=60)
+        for project, scheduler in self.schedulers.items():
+            running = [j.uuid for j in scheduler.running]
+            paused = pause_for_stop(self.state.store, project, running, WRITER)
+            if paused:
+                LOG.info("project %s: paused jobs %s (resumed at the next start)", project, ", ".join(paused))
+        deadline = time.monotonic() + PAUSE_WAIT_S
+        while any(s.busy for s in self.schedulers.values()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if self._owns_spark and self.spark is not None and not isinstance(self.spark, _NoSpark):
+            try:
+                self.spark.stop()  # cancels a layout still building: its job stays PAUSED
+            except Exception as err:  # noqa: BLE001 (a JVM already gone: nothing left to stop)
+                LOG.warning("stopping Spark: %s", err)
+        for project, scheduler in self.schedulers.items():
+            self._retire(project, scheduler)
+        self.schedulers.clear()
+        if self._log is not None:
+            detach(self._log)
