@@ -119,6 +119,8 @@ class ServerSettings(_Section):
     url: str | None = None
     user: str | None = None
     password: SecretStr | None = None
+    preload: bool = True  # load every project's layouts at start: first queries are answered warm
+    workers: int = Field(default=1, ge=1, le=64)  # `precube serve` processes sharing the port
 
 
 class Settings(BaseSettings):

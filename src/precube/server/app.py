@@ -44,6 +44,8 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
                 flush=True,
             )
         app.state.server = state
+        if settings.server.preload:
+            state.start_warming()
         if run_jobs:
             from precube.server.jobservice import JobService
 
