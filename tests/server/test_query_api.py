@@ -24,8 +24,8 @@ from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from precube.sources.tables import load_file_table
 from tests.query.oracle import Oracle, assert_same, load_case
 from tests.query.test_escapes import ESCAPES
-from tests.server.conftest import ServerHome, data, error, fingerprint
-from tests.server.live import ADMIN, LiveServer
+from tests.server.conftest import ServerHome, data, error, fingerprint, server_settings
+from tests.server.live import ADMIN, LiveServer, live_server
 
 CASES = sorted((Path(__file__).parent.parent / "query" / "cases").glob("*.sql"))
 QUERY = "/kylin/api/query"
@@ -43,6 +43,15 @@ def oracle(server_home: ServerHome) -> Iterator[Oracle]:
     found = Oracle(server_home.ssb_dir)
     yield found
     found.close()
+
+
+@pytest.fixture(scope="module")
+def caching(server_home: ServerHome) -> Iterator[LiveServer]:
+    """A second server on the same home whose result cache admits every answer (the shared one keeps the
+    default thresholds, which the small test data never reaches)."""
+    settings = server_settings(server_home.settings.home, cache={"min_duration_ms": 0, "min_scanned_rows": 0})
+    with live_server(settings, run_jobs=False) as server:
+        yield server
 
 
 def _user(live: LiveServer, project: str, level: Permission | None) -> tuple[str, str]:
@@ -105,9 +114,10 @@ def test_case_through_the_api_equals_the_oracle(
 
 
 def test_answer_fields_types_paging_and_the_result_cache(
-    live: LiveServer, admin: httpx.Client, oracle: Oracle, server_home: ServerHome
+    caching: LiveServer, oracle: Oracle, server_home: ServerHome
 ) -> None:
     project = server_home.project
+    admin = caching.client()
     data(admin.delete(f"{QUERY}/cache", params={"project": project}))
     first = data(admin.post(QUERY, json={"sql": SSB_Q, "project": project}))
     expected = oracle.run(SSB_Q)
