@@ -13,6 +13,7 @@ from precube.errors import PrecubeError
 BASE = "/kylin/api"
 JSON_TYPE = "application/json"
 ARROW_TYPE = "application/vnd.apache.arrow.stream"
+ANSWER_HEADER = "X-Precube-Answer"  # an Arrow query answer's metadata: the JSON answer without its rows
 
 
 class RemoteError(PrecubeError):

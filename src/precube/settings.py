@@ -122,6 +122,8 @@ class ServerSettings(_Section):
     user: str | None = None
     password: SecretStr | None = None
     source_roots: list[str] = Field(default_factory=list)
+    preload: bool = True  # load every project's layouts at start: first queries are answered warm
+    workers: int = Field(default=1, ge=1, le=64)  # `precube serve` processes sharing the port
 
 
 class Settings(BaseSettings):

@@ -61,23 +61,28 @@ class CachedSession:
         pushdown: bool | None = None,
         force_pushdown: bool = False,
         no_cache: bool = False,
+        user: str | None = None,
     ) -> QueryResult:
         """As `Session.sql`, from the cache when it holds the answer; `no_cache` and `force_pushdown` neither
         read nor store it."""
         session = self.session
         shape = session.shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
         if no_cache or force_pushdown or shape is None:
-            return session.sql(sql, engine=engine, pushdown=pushdown, force_pushdown=force_pushdown, shape=shape)
+            return session.sql(
+                sql, engine=engine, pushdown=pushdown, force_pushdown=force_pushdown, shape=shape, user=user
+            )
         started, start_ms = time.perf_counter(), now_ms()
         result = self.cache.result_cache.answer(
             session,
             sql,
             shape,
             pushdown,
-            lambda snapshot: session.sql(sql, engine=engine, pushdown=pushdown, shape=shape, snapshot=snapshot),
+            lambda snapshot: session.sql(
+                sql, engine=engine, pushdown=pushdown, shape=shape, snapshot=snapshot, user=user
+            ),
         )
         if result.answered is not None:  # a hit, or the answer of the identical query it waited on
-            session.record_answer(sql, start_ms, started, result)
+            session.record_answer(sql, start_ms, started, result, user=user)
         return result
 
     def explain(

@@ -8,8 +8,7 @@ import sys
 import typer
 from rich.table import Table as RichTable
 
-from precube.api import open_cache
-from precube.cli.context import PROJECT, console, project_state
+from precube.cli.context import PROJECT, console, project_state, state
 
 app = typer.Typer(help="The query result cache: counters, entries, clearing.", no_args_is_help=True)
 
@@ -22,14 +21,20 @@ def stats(
 ) -> None:
     """Hits, misses, stale drops, waits, stores, skipped answers, entries and bytes of a project's cache
     (counters shared by every process of a Redis backend; a memory backend only knows this process)."""
-    cli = project_state(ctx, project)
-    cache = open_cache(cli.settings)
-    if cache is None:
-        raise typer.BadParameter("the result cache is disabled (cache.enabled = false)")
-    try:
-        found = cache.stats(project, store=cli.store().identity).as_dict()
-    finally:
-        cache.close()
+    remote = state(ctx).remote()
+    if remote is not None:
+        found = remote.call("GET", "/query/cache/stats", params={"project": project})
+    else:
+        from precube.api import open_cache
+
+        cli = project_state(ctx, project)
+        cache = open_cache(cli.settings)
+        if cache is None:
+            raise typer.BadParameter("the result cache is disabled (cache.enabled = false)")
+        try:
+            found = cache.stats(project, store=cli.store().identity).as_dict()
+        finally:
+            cache.close()
     if output == "json":
         sys.stdout.write(json.dumps(found) + "\n")
         return
@@ -46,13 +51,20 @@ def clear(
     project: str = PROJECT,
     sql: str | None = typer.Option(None, "--sql", help="Clear only this statement's entry (any spelling)."),
 ) -> None:
-    """Drop a project's cached answers, or the one of `--sql`."""
-    cli = project_state(ctx, project)
-    cache = open_cache(cli.settings)
-    if cache is None:
-        raise typer.BadParameter("the result cache is disabled (cache.enabled = false)")
-    try:
-        dropped = cache.clear(project, sql, store=cli.store().identity)
-    finally:
-        cache.close()
+    """Drop a project's cached answers, or the one of `--sql` (through a server: a system admin's)."""
+    remote = state(ctx).remote()
+    if remote is not None:
+        params = {"project": project} if sql is None else {"project": project, "sql": sql}
+        dropped = int(remote.call("DELETE", "/query/cache", params=params)["cleared"])
+    else:
+        from precube.api import open_cache
+
+        cli = project_state(ctx, project)
+        cache = open_cache(cli.settings)
+        if cache is None:
+            raise typer.BadParameter("the result cache is disabled (cache.enabled = false)")
+        try:
+            dropped = cache.clear(project, sql, store=cli.store().identity)
+        finally:
+            cache.close()
     console.print(f"cleared {dropped} cached answer{'s' if dropped != 1 else ''} of {project}")

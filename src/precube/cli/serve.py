@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+from typing import Any
 
 import typer
 
@@ -14,24 +17,40 @@ def serve(
     host: str | None = typer.Option(None, "--host", help="Address to listen on; default [server] host (127.0.0.1)."),
     port: int | None = typer.Option(None, "--port", min=0, max=65535, help="Port; default [server] port (7070)."),
     no_jobs: bool = typer.Option(False, "--no-jobs", help="Answer requests but run no jobs (another server does)."),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        min=1,
+        max=64,
+        help="Server processes sharing the port (default [server] workers: 1). One runs the jobs; each has its "
+        "own sessions and memory result cache (a Redis [cache] url shares it).",
+    ),
 ) -> None:
     """Serve Kylin's REST API (/kylin/api) with users and project permissions; run queued jobs. Stops
     cleanly on SIGTERM or Ctrl-C: running jobs are paused, and resume at the next start."""
     import uvicorn
 
-    from precube.server.app import create_app
+    from precube.server.app import SERVE_ENV, create_app
 
     cli: CliContext = ctx.obj
     settings = cli.settings
     settings.server.host = host or settings.server.host
     settings.server.port = settings.server.port if port is None else port
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    app = create_app(settings, run_jobs=not no_jobs)
-    uvicorn.run(
-        app,
-        host=settings.server.host,
-        port=settings.server.port,
-        access_log=False,  # precube.access logs one line per request, with its request id and user
-        log_config=None,  # keep the logging configured above
-        timeout_graceful_shutdown=30,
+    count = workers or settings.server.workers
+    options: dict[str, Any] = {
+        "host": settings.server.host,
+        "port": settings.server.port,
+        "access_log": False,  # precube.access logs one line per request, with its request id and user
+        "log_config": None,  # keep the logging configured above
+        "timeout_graceful_shutdown": 30,
+    }
+    if count == 1:
+        uvicorn.run(create_app(settings, run_jobs=not no_jobs), **options)
+        return
+    # each worker process makes its application from the settings this command read (`from_environment`)
+    os.environ[SERVE_ENV] = json.dumps(
+        {"config": str(cli.config) if cli.config else None, "home": str(settings.home), "jobs": not no_jobs}
     )
+    os.environ["PRECUBE__SERVER__HOST"], os.environ["PRECUBE__SERVER__PORT"] = options["host"], str(options["port"])
+    uvicorn.run("precube.server.app:from_environment", factory=True, workers=count, **options)

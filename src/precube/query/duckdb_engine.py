@@ -290,6 +290,13 @@ class DuckDBEngine:
                 if not fired:
                     self._watchdog.disarm()
 
+    def preload(self, scan: LayoutScan) -> None:
+        """Register (load into memory, when small enough) one layout's relation ahead of its first query."""
+        with self._lock, mapped_errors(self.name):
+            if scan.name not in self._layouts:
+                self._settle(False)  # loading a layout uses every thread
+                self._register_layout(scan)
+
     def _interrupt(self) -> None:
         """The watchdog's call on a statement past its deadline."""
         # a connection being reopened (a new source) may refuse: the next round interrupts the new one

@@ -100,6 +100,43 @@ class QueryHistory:
         self._thread.join(timeout=10)
         self.engine.dispose()
 
+    def search(
+        self,
+        project: str,
+        *,
+        start_from: int | None = None,
+        start_to: int | None = None,
+        min_ms: float | None = None,
+        max_ms: float | None = None,
+        sql: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[list[QueryRecord], int]:
+        """A page of the project's queries, latest first, started in [start_from, start_to) (epoch ms),
+        taking [min_ms, max_ms] ms, whose SQL contains `sql` (case-insensitive); and how many match."""
+        from sqlalchemy import func
+
+        self.flush()
+        t = self.table.c
+        where = [t.project == project]
+        if start_from is not None:
+            where.append(t.start_ms >= start_from)
+        if start_to is not None:
+            where.append(t.start_ms < start_to)
+        if min_ms is not None:
+            where.append(t.duration_ms >= min_ms)
+        if max_ms is not None:
+            where.append(t.duration_ms <= max_ms)
+        if sql:
+            escaped = sql.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            where.append(func.lower(t.sql).like(f"%{escaped}%", escape="\\"))
+        query = select(self.table).where(*where).order_by(t.id.desc()).offset(offset).limit(limit)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).mappings().all()
+            total = int(conn.execute(select(func.count()).select_from(self.table).where(*where)).scalar_one())
+        fields = QueryRecord.__dataclass_fields__
+        return [QueryRecord(**{k: v for k, v in r.items() if k in fields}) for r in rows], total
+
     def recent(self, project: str, limit: int = 50) -> list[QueryRecord]:
         self.flush()
         t = self.table.c

@@ -17,6 +17,7 @@ from precube.query.contexts import LEFT, QueryContext, own_nodes
 from precube.query.frontend import Catalog, spark_sum_types
 from precube.query.matching import DerivedJoin, Match
 from precube.query.pruning import pinned_columns
+from precube.query.snapshot import ModelSnapshot
 from precube.query.topn import fix_limit, unnested
 from precube.storage import columns
 
@@ -55,6 +56,18 @@ def scan_of(match: Match, pinned: frozenset[int]) -> LayoutScan:
         tuple(columns.column(d) for d in dims),
         bool(dims) and dims[0] in pinned,
     )
+
+
+def whole_scans(model: ModelSnapshot) -> list[LayoutScan]:
+    """The relation of each layout over all the model's queryable segments (the one a query that prunes
+    no segment reads), smallest first: what a server loads at start so that first queries are warm."""
+    found = []
+    for layout in model.layouts.values():
+        if not model.segments or any(layout.id not in s.layouts for s in model.segments):
+            continue  # a layout missing from a segment answers no query over all of them
+        rows = sum(s.layouts[layout.id].rows for s in model.segments)
+        found.append(scan_of(Match(model, layout, {}, [], list(model.segments), [], rows), frozenset()))
+    return sorted(found, key=lambda scan: scan.rows)
 
 
 def _scan_column(name: str) -> exp.Column:

@@ -38,7 +38,7 @@ from precube.query.literal_lists import abbreviated
 from precube.query.lookup_snapshot import SnapshotMatch, SnapshotScan, match_snapshots, rewrite_snapshots, stale_scans
 from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
-from precube.query.rewrite import LayoutScan, rewrite
+from precube.query.rewrite import LayoutScan, rewrite, whole_scans
 from precube.query.snapshot import ProjectSnapshot, Snapshots
 from precube.query.split_blocks import Split, split_tree
 from precube.settings import QuerySettings
@@ -331,13 +331,15 @@ class Session:
         no_cache: bool = False,
         shape: Shape | None = None,
         snapshot: ProjectSnapshot | None = None,
+        user: str | None = None,
     ) -> QueryResult:
         """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts.
         `no_cache` is for a result-cache wrapper (this session has none). A wrapper may pass the statement's
-        `shape` (tokenized once) and the metadata `snapshot` to plan on (its answer is dated by it)."""
+        `shape` (tokenized once) and the metadata `snapshot` to plan on (its answer is dated by it). `user`:
+        who the history records (a server's signed-in caller), else the session's user."""
         # both steps raise only one-line QueryErrors (`engine_errors`)
         shape = shape if shape is not None else self.shape_of(sql)  # the plan cache's key
-        return self._execute(sql, shape, engine or self.engine, pushdown, force_pushdown, snapshot)
+        return self._execute(sql, shape, engine or self.engine, pushdown, force_pushdown, snapshot, user)
 
     def shape_of(self, sql: str) -> Shape | None:
         """The statement's token shape (the plan cache's and the result cache's key; None: it has none),
@@ -354,6 +356,7 @@ class Session:
         pushdown: bool | None,
         force_pushdown: bool,
         snapshot: ProjectSnapshot | None = None,
+        user: str | None = None,
     ) -> QueryResult:
         """Plan (on `snapshot`, else the latest) and run `sql` on engine `chosen`, recording it in the history."""
         started, start_ms = time.perf_counter(), now_ms()
@@ -381,18 +384,35 @@ class Session:
                 table = runner.run(plan.tree, plan.scans, plan.sources)
         except Exception as err:
             shown = query_error(err, chosen)  # the history keeps the line the user is shown
-            self._record(sql, start_ms, started, chosen, None, error=str(shown))
+            self._record(sql, start_ms, started, chosen, None, error=str(shown), user=user)
             if shown is err:
                 raise
             raise shown from err
         params = shape.params if shape is not None and plan.probes else None
         result = QueryResult(table, plan, chosen, (time.perf_counter() - started) * 1000, cached, params=params)
-        self._record(sql, start_ms, started, chosen, result)
+        self._record(sql, start_ms, started, chosen, result, user=user)
         return result
 
-    def record_answer(self, sql: str, start_ms: int, started: float, result: QueryResult) -> None:
+    def record_answer(
+        self, sql: str, start_ms: int, started: float, result: QueryResult, user: str | None = None
+    ) -> None:
         """Record in the history an answer given without running (a result-cache hit)."""
-        self._record(sql, start_ms, started, result.engine, result)
+        self._record(sql, start_ms, started, result.engine, result, user=user)
+
+    def warm(self, stop: Callable[[], bool] = lambda: False) -> int:
+        """Load the online models' layouts (over all their segments, smallest first) into the DuckDB engine
+        ahead of their first query, until `stop()`; how many were loaded. Queries wait only for the layout
+        being loaded (the engine's lock), not for the rest."""
+        loaded = 0
+        for model in self.snapshots.get(self.project).models:
+            if not model.online:
+                continue
+            for scan in whole_scans(model):
+                if stop():
+                    return loaded
+                self.duckdb.preload(scan)
+                loaded += 1
+        return loaded
 
     def explain(
         self, sql: str, *, engine: str | None = None, pushdown: bool | None = None, force_pushdown: bool = False
@@ -404,7 +424,14 @@ class Session:
             return Explanation(plan, chosen, self._engine(chosen).sql_of(abbreviated(plan.tree)))
 
     def _record(
-        self, sql: str, start_ms: int, started: float, engine: str, result: QueryResult | None, error: str | None = None
+        self,
+        sql: str,
+        start_ms: int,
+        started: float,
+        engine: str,
+        result: QueryResult | None,
+        error: str | None = None,
+        user: str | None = None,
     ) -> None:
         if self.history is None:
             return
@@ -412,7 +439,7 @@ class Session:
             QueryRecord(
                 project=self.project,
                 sql=sql,
-                user=self.user,
+                user=user or self.user,
                 start_ms=start_ms,
                 duration_ms=(time.perf_counter() - started) * 1000,
                 engine=engine,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -49,6 +50,8 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
                 flush=True,
             )
         app.state.server = state
+        if settings.server.preload:
+            state.start_warming()
         if run_jobs:
             from precube.server.jobservice import JobService
 
@@ -83,6 +86,38 @@ def _admin_password(settings: Settings) -> str | None:
     """`[server] admin_password`; set but empty (`PRECUBE__SERVER__ADMIN_PASSWORD=`) counts as unset."""
     secret = settings.server.admin_password
     return (secret.get_secret_value() or None) if secret is not None else None
+
+
+SERVE_ENV = "PRECUBE_SERVE"  # `precube serve --workers N`: the settings its worker processes start from (JSON)
+
+
+def from_environment() -> FastAPI:
+    """The application of one worker of `precube serve --workers N`: the settings the command read (the config
+    file and home in `SERVE_ENV`, the rest from the inherited environment); the jobs run in the one worker that
+    holds the home's job lock (the others answer requests only)."""
+    import fcntl
+    import json
+    from pathlib import Path
+
+    from precube.settings import load_settings
+
+    given = json.loads(os.environ[SERVE_ENV])
+    settings = load_settings(Path(given["config"]) if given["config"] else None, home=Path(given["home"]))
+    run_jobs = False
+    if given["jobs"]:
+        lock = Path(settings.home) / "serve-jobs.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        handle = lock.open("a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _JOB_LOCK.append(handle)  # held for the life of this process
+            run_jobs = True
+        except OSError:
+            handle.close()
+    return create_app(settings, run_jobs=run_jobs)
+
+
+_JOB_LOCK: list[object] = []
 
 
 def _request_id(request: Request) -> str:

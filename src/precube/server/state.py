@@ -4,7 +4,9 @@ cache stay warm), and the job service."""
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +17,8 @@ from precube.metadata import MetadataStore, open_store
 from precube.query.history import QueryHistory
 from precube.query.session import Session
 from precube.settings import Settings
+
+LOG = logging.getLogger("precube.server")
 
 
 @dataclass
@@ -28,6 +32,8 @@ class ServerState:
     jobs: Any = None  # the job service, when this server runs jobs (set at start-up)
     _sessions: dict[str, Session | CachedSession] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _closing: threading.Event = field(default_factory=threading.Event)
+    _warmer: threading.Thread | None = None
 
     @classmethod
     def open(cls, settings: Settings, name: str) -> ServerState:
@@ -50,10 +56,31 @@ class ServerState:
                 self._sessions[project] = found
             return found
 
+    def start_warming(self) -> None:
+        """Open every project's session and load its layouts in a background thread, so that the first query on
+        each layout after a start is answered warm (a query meanwhile waits at most for the layout being loaded)."""
+        self._warmer = threading.Thread(target=self._warm, name="precube-warm-layouts", daemon=True)
+        self._warmer.start()
+
+    def _warm(self) -> None:
+        started = time.perf_counter()
+        loaded = 0
+        for project in self.store.list_projects():
+            if self._closing.is_set():
+                return
+            try:
+                loaded += self.session(project.name).warm(self._closing.is_set)
+            except Exception as err:  # noqa: BLE001 (warming is an optimisation: a query reports the failure itself)
+                LOG.warning("warming the layouts of project %s failed: %s", project.name, err)
+        LOG.info("loaded %d layouts in %.1f s", loaded, time.perf_counter() - started)
+
     def forget_session(self, project: str) -> None:
         """Drop a project's session (the project was deleted)."""
         with self._lock:
             self._sessions.pop(project, None)
 
     def close(self) -> None:
+        self._closing.set()
+        if self._warmer is not None:
+            self._warmer.join(timeout=30)
         self.store.close()

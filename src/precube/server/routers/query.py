@@ -1,7 +1,377 @@
-"""Kylin 5's `query` endpoints."""
+"""Kylin 5's `query` endpoints: `POST /query` (Kylin's answer as JSON, or the rows as an Arrow IPC stream
+with the answer's metadata in a header), `POST /query/explain`, the result cache (`DELETE /query/cache`,
+`GET /query/cache/stats`), `GET /query/history_queries` and `GET /query/tables_and_columns`.
+
+A statement precube refuses (bad SQL, a query-trust escape, no layout with pushdown forbidden, …) is a 4xx
+with Kylin's failure envelope and the one-line query error as `msg`, not Kylin's 200 with `isException`:
+the issue requires bad input to be a 4xx, and every client then sees a failure the same way."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import json
+import uuid
+from typing import Any
+
+import pyarrow as pa
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from precube.auth import Permission
+from precube.errors import InvalidInputError
+from precube.query.session import QueryResult
+from precube.remote import ANSWER_HEADER, ARROW_TYPE
+from precube.server.envelope import ok, page
+from precube.server.jdbc_types import of_arrow, of_name, text_column
+from precube.server.security import Caller, requires, state_of
 
 router = APIRouter(tags=["query"])
+
+TABLE_INDEX, AGG_INDEX = "Table Index", "Agg Index"
+NO_CACHE_TOGGLE = "DEBUG_TOGGLE_DISABLE_QUERY_CACHE"  # Kylin's backdoor toggle: this query skips the result cache
+
+
+class QueryRequest(BaseModel):
+    """Kylin's `POST /api/query` body (`SQLRequest`); fields precube has no use for are accepted and ignored."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    sql: str = Field(min_length=1)
+    project: str
+    offset: int = Field(0, ge=0)
+    limit: int = Field(0, ge=0)  # 0: every row
+    accept_partial: bool = Field(False, alias="acceptPartial")
+    forced_to_push_down: bool = Field(False, alias="forcedToPushDown")  # from the source tables, not layouts
+    forced_to_index: bool = False  # answer from layouts or fail: never push down
+    partial_match_index: bool = Field(False, alias="partialMatchIndex")
+    forced_to_tiered_storage: int | None = Field(None, alias="forcedToTieredStorage")
+    user_defined_tag: str | None = Field(None, max_length=256)
+    format: str | None = Field(None, max_length=32)
+    encode: bool = True
+    backdoor_toggles: dict[str, str] | None = Field(None, alias="backdoorToggles")
+
+
+class ExplainRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    sql: str = Field(min_length=1)
+    project: str
+    forced_to_push_down: bool = Field(False, alias="forcedToPushDown")
+    forced_to_index: bool = False
+
+
+def _pushdown(forced_to_index: bool) -> bool | None:
+    return False if forced_to_index else None
+
+
+@router.post("/query", response_model=None)
+def query(body: QueryRequest, request: Request, caller: Caller = Depends(requires(Permission.QUERY))) -> Response:
+    """Answer SQL over the project's tables (Kylin's answer; `Accept: application/vnd.apache.arrow.stream`:
+    the rows as Arrow, the rest in the `X-Precube-Answer` header)."""
+    state = state_of(request)
+    assert caller.project is not None  # QUERY is checked on a project
+    session = state.session(caller.project)
+    toggles = body.backdoor_toggles or {}
+    result = session.sql(
+        body.sql,
+        pushdown=_pushdown(body.forced_to_index),
+        force_pushdown=body.forced_to_push_down,
+        no_cache=toggles.get(NO_CACHE_TOGGLE, "").lower() == "true",
+        user=caller.name,
+    )
+    table = result.table
+    if body.offset or body.limit:
+        table = table.slice(body.offset, body.limit or None)
+    answer = _answer(result, table, state.name, session)
+    if ARROW_TYPE in request.headers.get("accept", ""):
+        header = json.dumps(answer, separators=(",", ":"), ensure_ascii=True)
+        return Response(_ipc(table), media_type=ARROW_TYPE, headers={ANSWER_HEADER: header})
+    answer["results"] = _results(table)
+    return JSONResponse(ok(answer))
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue())
+
+
+def _results(table: pa.Table) -> list[list[str | None]]:
+    columns = [text_column(c) for c in table.columns]
+    return [list(row) for row in zip(*columns, strict=True)] if columns else []
+
+
+def _column_metas(schema: pa.Schema) -> list[dict[str, Any]]:
+    metas = []
+    for field in schema:
+        t = of_arrow(field.type)
+        metas.append(
+            {
+                "isNullable": 1 if field.nullable else 0,
+                "displaySize": min(t.precision, 2147483647) or 256,
+                "label": field.name,
+                "name": field.name,
+                "schemaName": None,
+                "catelogName": None,
+                "tableName": None,
+                "precision": t.precision,
+                "scale": t.scale,
+                "columnType": t.code,
+                "columnTypeName": t.name,
+                "autoIncrement": False,
+                "caseSensitive": t.name == "VARCHAR",
+                "searchable": False,
+                "currency": False,
+                "signed": t.name in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL"),
+                "readOnly": True,
+                "writable": False,
+                "definitelyWritable": False,
+            }
+        )
+    return metas
+
+
+def _realizations(result: QueryResult, session: Any) -> tuple[list[dict[str, Any]], list[int], list[int]]:
+    """Kylin's `realizations` (a layout answered), and the rows and bytes each scanned."""
+    if result.pushdown:
+        return [], [], []
+    snapshots = sorted({t.source.identity for found in result.snapshots for t in found.tables})
+    found: list[tuple[str | None, str | None, int, bool, int, int]]
+    if result.plan is not None and not result.from_cache:
+        found = [
+            (m.model.model.uuid, m.model.model.alias, m.layout.id, m.table_index, m.rows, _bytes(m))
+            for m in result.matches
+        ]
+    else:  # a result-cache answer: its model and layouts, looked up in the project's metadata
+        models = {m.model.alias: m for m in session.snapshots.get(session.project).models}
+        model = models.get(result.model or "")
+        found = []
+        for layout_id in result.layout_ids:
+            layout = model.layouts.get(layout_id) if model is not None else None
+            table_index = bool(layout is not None and layout.is_table_index)
+            uuid_ = model.model.uuid if model is not None else None
+            found.append((uuid_, result.model, layout_id, table_index, 0, 0))
+    realizations = [
+        {
+            "modelId": model_id,
+            "modelAlias": alias,
+            "layoutId": layout_id,
+            "indexType": TABLE_INDEX if table_index else AGG_INDEX,
+            "partialMatchModel": False,
+            "valid": True,
+            "snapshots": snapshots,
+        }
+        for model_id, alias, layout_id, table_index, _, _ in found
+    ]
+    if not realizations and snapshots and result.model is not None:  # lookup snapshots alone answered it
+        realizations.append(
+            {
+                "modelId": None,
+                "modelAlias": result.model,
+                "layoutId": -1,
+                "indexType": None,
+                "partialMatchModel": False,
+                "valid": True,
+                "snapshots": snapshots,
+            }
+        )
+    return realizations, [f[4] for f in found], [f[5] for f in found]
+
+
+def _bytes(match: Any) -> int:
+    return sum(s.layouts[match.layout.id].byte_size for s in match.scanned if match.layout.id in s.layouts)
+
+
+def _answer(result: QueryResult, table: pa.Table, server: str, session: Any) -> dict[str, Any]:
+    realizations, scan_rows, scan_bytes = _realizations(result, session)
+    return {
+        "columnMetas": _column_metas(table.schema),
+        "affectedRowCount": 0,
+        "isException": False,
+        "exceptionMessage": None,
+        "duration": round(result.duration_ms),
+        "scanRows": scan_rows,
+        "totalScanRows": sum(scan_rows),
+        "scanBytes": scan_bytes,
+        "totalScanBytes": sum(scan_bytes),
+        "resultRowCount": table.num_rows,
+        "hitExceptionCache": False,
+        "storageCacheUsed": result.from_cache,
+        "queryId": str(uuid.uuid4()),
+        "server": server,
+        "signature": ",".join(result.segments),
+        "engineType": result.engine.upper() if result.pushdown else "NATIVE",
+        "pushDown": result.pushdown,
+        "partial": False,
+        "realizations": realizations,
+        # precube's own, for its CLI: how the answer came
+        "pushDownReason": result.pushdown_reason,
+        "segments": result.segments,
+        "engine": result.engine,
+        "durationMs": round(result.duration_ms, 3),
+    }
+
+
+@router.post("/query/explain")
+def explain(
+    body: ExplainRequest, request: Request, caller: Caller = Depends(requires(Permission.QUERY))
+) -> dict[str, Any]:
+    """How the statement would be answered, without running it (as `precube query --explain`): `text`, and
+    the plan's structure (contexts, chosen layouts, rejected candidates with their reasons, the engine's SQL)."""
+    assert caller.project is not None
+    session = state_of(request).session(caller.project)
+    found = session.explain(body.sql, pushdown=_pushdown(body.forced_to_index), force_pushdown=body.forced_to_push_down)
+    return ok({"text": found.text(), **found.as_dict()})
+
+
+def _cache(request: Request) -> Any:
+    cache = state_of(request).cache
+    if cache is None:
+        raise InvalidInputError("the result cache is disabled ([cache] enabled = false)")
+    return cache
+
+
+@router.delete("/query/cache")
+def clear_cache(
+    request: Request,
+    project: str | None = Query(None, description="Only this project's answers (default: every project's)."),
+    sql: str | None = Query(None, max_length=1_000_000, description="Only this statement's answer (any spelling)."),
+    caller: Caller = Depends(requires(admin=True)),
+) -> dict[str, Any]:
+    """Drop cached answers (a system admin's, as in Kylin): the project's (or one statement's), or all."""
+    state = state_of(request)
+    cache = _cache(request)
+    if caller.project is None and sql is not None:
+        raise InvalidInputError("sql needs a project")
+    if caller.project is not None:
+        state.store.require_project(caller.project)
+    projects = [caller.project] if caller.project is not None else [p.name for p in state.store.list_projects()]
+    dropped = sum(cache.clear(name, sql, store=state.store.identity) for name in projects)
+    return ok({"cleared": dropped})
+
+
+@router.get("/query/cache/stats")
+def cache_stats(request: Request, caller: Caller = Depends(requires(Permission.QUERY))) -> dict[str, Any]:
+    """The project's result-cache counters: hits, misses, stale drops, waits, stores, skipped, entries, bytes."""
+    assert caller.project is not None
+    state = state_of(request)
+    state.store.require_project(caller.project)
+    found: dict[str, Any] = _cache(request).stats(caller.project, store=state.store.identity).as_dict()
+    return ok(found)
+
+
+@router.get("/query/history_queries")
+def history_queries(
+    request: Request,
+    page_offset: int = Query(0, ge=0),
+    page_size: int = Query(10, ge=1, le=10_000),
+    start_time_from: int | None = Query(None, ge=0, description="epoch ms"),
+    start_time_to: int | None = Query(None, ge=0, description="epoch ms"),
+    latency_from: float | None = Query(None, ge=0, description="seconds"),
+    latency_to: float | None = Query(None, ge=0, description="seconds"),
+    sql: str | None = Query(None, max_length=10_000, description="SQL containing this text"),
+    caller: Caller = Depends(requires(Permission.QUERY)),
+) -> dict[str, Any]:
+    """The project's query history, latest first: who, when, how long, how it was answered, errors."""
+    assert caller.project is not None
+    state = state_of(request)
+    state.store.require_project(caller.project)
+    if state.history is None:
+        return ok({"query_histories": [], "size": 0})
+    records, total = state.history.search(
+        caller.project,
+        start_from=start_time_from,
+        start_to=start_time_to,
+        min_ms=None if latency_from is None else latency_from * 1000,
+        max_ms=None if latency_to is None else latency_to * 1000,
+        sql=sql,
+        offset=page_offset * page_size,
+        limit=page_size,
+    )
+    histories = [
+        {
+            "sql_text": r.sql,
+            "query_time": r.start_ms,
+            "duration": round(r.duration_ms, 3),
+            "submitter": r.user,
+            "project_name": r.project,
+            "query_status": "SUCCEEDED" if r.succeeded else "FAILED",
+            "engine_type": r.engine.upper() if r.pushdown else "NATIVE",
+            "index_hit": not r.pushdown and bool(r.model),
+            "result_row_count": r.rows,
+            "realizations": [
+                {"modelAlias": r.model, "layoutId": int(layout)} for layout in r.layouts.split(",") if layout
+            ],
+            "error_msg": r.error,
+            # precube's own names, as `precube history` shows them
+            "engine": r.engine,
+            "pushdown": r.pushdown,
+            "model": r.model,
+            "layouts": r.layouts,
+        }
+        for r in records
+    ]
+    return ok({"query_histories": histories, "size": total})
+
+
+@router.get("/query/tables_and_columns")
+def tables_and_columns(
+    request: Request,
+    page_offset: int = Query(0, ge=0),
+    page_size: int = Query(10, ge=1, le=10_000),
+    caller: Caller = Depends(requires(Permission.QUERY)),
+) -> dict[str, Any]:
+    """The project's tables and their columns as BI clients list them (Kylin's TableMeta and ColumnMeta)."""
+    assert caller.project is not None
+    session = state_of(request).session(caller.project)
+    tables = sorted(session.snapshots.get(caller.project).tables.values(), key=lambda t: t.identity)
+    metas = []
+    for table in tables:
+        schema, name = table.database.upper(), table.name.upper()
+        columns = []
+        for position, column in enumerate(table.columns, start=1):
+            t = of_name(column.datatype)
+            columns.append(
+                {
+                    "TABLE_CAT": "defaultCatalog",
+                    "TABLE_SCHEM": schema,
+                    "TABLE_NAME": name,
+                    "COLUMN_NAME": column.name.upper(),
+                    "DATA_TYPE": t.code,
+                    "TYPE_NAME": t.name,
+                    "COLUMN_SIZE": t.precision,
+                    "BUFFER_LENGTH": -1,
+                    "DECIMAL_DIGITS": t.scale,
+                    "NUM_PREC_RADIX": 10,
+                    "NULLABLE": 1,
+                    "REMARKS": column.comment,
+                    "COLUMN_DEF": None,
+                    "SQL_DATA_TYPE": -1,
+                    "SQL_DATETIME_SUB": -1,
+                    "CHAR_OCTET_LENGTH": -1,
+                    "ORDINAL_POSITION": position,
+                    "IS_NULLABLE": "YES",
+                    "SCOPE_CATLOG": None,
+                    "SCOPE_SCHEMA": None,
+                    "SCOPE_TABLE": None,
+                    "SOURCE_DATA_TYPE": -1,
+                    "IS_AUTOINCREMENT": "NO",
+                }
+            )
+        metas.append(
+            {
+                "TABLE_CAT": "defaultCatalog",
+                "TABLE_SCHEM": schema,
+                "TABLE_NAME": name,
+                "TABLE_TYPE": "TABLE",
+                "REMARKS": None,
+                "TYPE_CAT": None,
+                "TYPE_SCHEM": None,
+                "TYPE_NAME": None,
+                "SELF_REFERENCING_COL_NAME": None,
+                "REF_GENERATION": None,
+                "columns": columns,
+            }
+        )
+    return ok(page(metas, page_offset, page_size))

@@ -1,0 +1,329 @@
+"""Benchmark: the 13 SSB queries through `precube serve` (HTTP on loopback) against the same queries
+in-process (`Session.sql`), in one run.
+
+    .venv/bin/python bench/serve.py --scale 1      # prints a table, writes bench/results/serve-*.json
+
+Set-up as `bench/ssb.py` (reused when `--home` holds it): SSB at the scale, the SSB model with the layouts
+recommended for the 13 queries, built as one segment. The server runs as a child process (`precube serve
+--no-jobs`, as an operator starts it) so that it and this load generator do not share one GIL. Measured:
+
+- overhead: per query, the median of `--repeat` HTTP answers with the result cache off (Kylin's
+  `backdoorToggles` DEBUG_TOGGLE_DISABLE_QUERY_CACHE) minus the median of `Session.sql` in this process;
+- (a) result-cache hits and (b) warm layout answers with the cache off: throughput and p50/p99 latency at
+  concurrency 1, 8 and 32 (asyncio loops of one httpx client, each sending the queries round-robin for
+  `--seconds`);
+- (c) query p50 (cache off, concurrency 1) while `precube build` builds another project's model in a child
+  process, against idle;
+- (d) the first query on each layout after a server start: once the server has loaded its layouts
+  (`[server] preload`, the default; its time is reported), and with preload off (`--no-preload` start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).parent))
+from precube.metadata import Project, SourceType, open_store
+from precube.modeling.model_store import create_model
+from precube.query.session import Session
+from precube.sources.tables import load_file_table
+from precube.ssb.generate import TABLES
+from precube.ssb.queries import SSB_QUERIES
+from ssb import PROJECT, _prepare
+
+ADMIN = ("ADMIN", "bench-Adm1n!")
+NO_CACHE = {"DEBUG_TOGGLE_DISABLE_QUERY_CACHE": "true"}
+LOADED = re.compile(r"loaded (\d+) layouts in ([\d.]+) s")
+BUILD_PROJECT = "ssb_build_load"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """`precube serve` in a child process."""
+
+    def __init__(self, home: Path, preload: bool = True, workers: int = 1) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = home / f"serve-bench-{self.port}.log"
+        env = {
+            **os.environ,
+            "PRECUBE__SERVER__ADMIN_PASSWORD": ADMIN[1],
+            "PRECUBE__SERVER__PRELOAD": "true" if preload else "false",
+        }
+        command = [sys.executable, "-m", "precube", "--home", str(home), "serve", "--port", str(self.port), "--no-jobs"]
+        if workers > 1:
+            command += ["--workers", str(workers)]
+        self.started = time.perf_counter()
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server exited: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.02)
+        self.up_s = time.perf_counter() - self.started
+
+    def wait_loaded(self, timeout: float = 600) -> tuple[int, float]:
+        """The layouts the server preloaded and the seconds it took (from its log)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = LOADED.search(self.log.read_text(errors="replace"))
+            if found:
+                return int(found.group(1)), float(found.group(2))
+            time.sleep(0.05)
+        raise RuntimeError("the server did not finish loading its layouts")
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, auth=ADMIN, timeout=120)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(60)
+
+
+def _body(sql: str, cache: bool) -> dict[str, Any]:
+    return {"sql": sql, "project": PROJECT} | ({} if cache else {"backdoorToggles": NO_CACHE})
+
+
+def _post(client: httpx.Client, sql: str, cache: bool) -> dict[str, Any]:
+    response = client.post("/kylin/api/query", json=_body(sql, cache))
+    if response.status_code != 200:
+        raise RuntimeError(f"query failed: {response.text[:500]}")
+    data: dict[str, Any] = response.json()["data"]
+    return data
+
+
+def _timed_ms(run: Any, repeat: int) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def _load(url: str, queries: list[str], cache: bool, concurrency: int, seconds: float) -> dict[str, float]:
+    """`concurrency` loops sending the queries round-robin for `seconds`: q/s, p50, p99 (ms)."""
+    latencies: list[float] = []
+    failures = 0
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, auth=ADMIN, timeout=120, limits=limits) as client:
+        deadline = time.perf_counter() + seconds
+
+        async def loop(offset: int) -> None:
+            nonlocal failures
+            i = offset
+            while time.perf_counter() < deadline:
+                sql = queries[i % len(queries)]
+                i += 1
+                started = time.perf_counter()
+                response = await client.post("/kylin/api/query", json=_body(sql, cache))
+                latencies.append((time.perf_counter() - started) * 1000)
+                failures += response.status_code != 200
+
+        began = time.perf_counter()
+        await asyncio.gather(*(loop(k) for k in range(concurrency)))
+        elapsed = time.perf_counter() - began
+    return {
+        "concurrency": concurrency,
+        "queries": len(latencies),
+        "failures": failures,
+        "qps": len(latencies) / elapsed,
+        "p50_ms": _pct(latencies, 0.5),
+        "p99_ms": _pct(latencies, 0.99),
+    }
+
+
+def _second_project(home: Path, data: Path) -> None:
+    """A project with the SSB tables and model, unbuilt: what `precube build` builds during (c)."""
+    from precube.cli.demo import SSB_DATABASE, ssb_model_spec
+    from precube.settings import load_settings
+
+    settings = load_settings(home=home)
+    with open_store(settings.metadata_url) as store:
+        if any(p.name == BUILD_PROJECT for p in store.list_projects()):
+            store.delete_project(BUILD_PROJECT)
+        store.create_project(Project(name=BUILD_PROJECT, default_database=SSB_DATABASE))
+        for name in TABLES:
+            load_file_table(store, BUILD_PROJECT, data / name, SourceType.PARQUET, database=SSB_DATABASE)
+        spec = ssb_model_spec().model_copy(update={"aggregation_groups": [], "base_index_type": ["AGG_INDEX"]})
+        create_model(store, BUILD_PROJECT, spec)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument(
+        "--home", type=Path, default=None, help="work directory (default /tmp/precube-bench-sfN-recommended)"
+    )
+    parser.add_argument("--data", type=Path, default=None, help="SSB data directory (default HOME/data)")
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--repeat", type=int, default=50, help="timed runs per query for the overhead")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each load run")
+    parser.add_argument("--no-build", action="store_true", help="skip (c), the queries during a build")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+    home = args.home or Path(f"/tmp/precube-bench-sf{args.scale:g}-recommended")
+    data = args.data or home / "data"
+    store, settings, build_s = _prepare(home, data, args.scale, args.master, "recommended")
+    queries = list(SSB_QUERIES.values())
+    names = list(SSB_QUERIES)
+    console = Console()
+    report: dict[str, Any] = {"scale": args.scale, "build_s": round(build_s, 1), "cores": os.cpu_count()}
+
+    # (d) first: a fresh server, every layout's first query (after its preload, then with preload off)
+    first: dict[str, Any] = {}
+    for preload in (True, False):
+        server = Server(home, preload=preload)
+        try:
+            loaded = server.wait_loaded() if preload else (0, 0.0)
+            with server.client() as client:
+                times = [_timed_ms(lambda sql=sql: _post(client, sql, cache=False), 1)[0] for sql in queries]
+        finally:
+            server.stop()
+        first["preload" if preload else "no_preload"] = {
+            "server_up_s": round(server.up_s, 2),
+            "layouts_loaded": loaded[0],
+            "load_s": loaded[1],
+            "p50_ms": statistics.median(times),
+            "max_ms": max(times),
+            "per_query_ms": dict(zip(names, times, strict=True)),
+        }
+    report["first_query"] = first
+
+    server = Server(home)
+    try:
+        server.wait_loaded()
+        with (
+            Session(store, PROJECT, settings.warehouse_root, settings=settings.query) as session,
+            server.client() as client,
+        ):
+            overhead = {}
+            for name, sql in zip(names, queries, strict=True):
+                local = statistics.median(_timed_ms(lambda sql=sql: session.sql(sql), args.repeat))
+                _post(client, sql, cache=False)
+                remote = statistics.median(_timed_ms(lambda sql=sql: _post(client, sql, cache=False), args.repeat))
+                overhead[name] = {"in_process_ms": local, "http_ms": remote, "overhead_ms": remote - local}
+        report["overhead"] = overhead
+        report["overhead_p50_ms"] = statistics.median(o["overhead_ms"] for o in overhead.values())
+        with server.client() as client:
+            for sql in queries:
+                _post(client, sql, cache=True)  # cached: (a) reads them
+        report["load"] = {
+            kind: [asyncio.run(_load(server.url, queries, cache, c, args.seconds)) for c in (1, 8, 32)]
+            for kind, cache in (("a_cache_hits", True), ("b_layouts_no_cache", False))
+        }
+        if not args.no_build:
+            idle = asyncio.run(_load(server.url, queries, False, 1, args.seconds))
+            _second_project(home, data)
+            log = (home / "build-during-bench.log").open("wb")
+            build = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "precube",
+                    "--home",
+                    str(home),
+                    "build",
+                    "-p",
+                    BUILD_PROJECT,
+                    "-m",
+                    "ssb",
+                    "--start",
+                    "1992-01-01",
+                    "--end",
+                    "1999-01-01",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            time.sleep(min(20.0, args.seconds * 2))  # past the JVM's start, into the build's stages
+            during = asyncio.run(_load(server.url, queries, False, 1, args.seconds))
+            still_building = build.poll() is None
+            build.wait()
+            report["during_build"] = {
+                "idle_p50_ms": idle["p50_ms"],
+                "build_p50_ms": during["p50_ms"],
+                "ratio": during["p50_ms"] / idle["p50_ms"],
+                "build_running_throughout": still_building,
+            }
+    finally:
+        server.stop()
+        store.close()
+
+    _print(console, report)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"serve-sf{args.scale:g}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(report, indent=2))
+    console.print(f"wrote {out}")
+
+
+def _print(console: Console, report: dict[str, Any]) -> None:
+    view = Table(title=f"precube serve, SSB SF {report['scale']:g} (cores: {report['cores']})")
+    for column in ("measure", "value", "goal"):
+        view.add_column(column)
+    view.add_row("HTTP overhead p50 (cache off)", f"{report['overhead_p50_ms']:.2f} ms", "≤ 1 ms")
+    for kind, goal in (("a_cache_hits", 1000), ("b_layouts_no_cache", 300)):
+        for run in report["load"][kind]:
+            c = run["concurrency"]
+            text = f"{run['qps']:,.0f} q/s · p50 {run['p50_ms']:.1f} ms · p99 {run['p99_ms']:.1f} ms"
+            if run["failures"]:
+                text += f" · {run['failures']} failed"
+            wanted = f"≥ {goal} q/s" if c == 8 else "p99 ≤ 25 ms" if c == 32 else ""
+            view.add_row(f"({kind[0]}) {kind[2:].replace('_', ' ')}, concurrency {c}", text, wanted)
+    if "during_build" in report:
+        b = report["during_build"]
+        view.add_row(
+            "(c) p50 during a build / idle",
+            f"{b['build_p50_ms']:.1f} / {b['idle_p50_ms']:.1f} ms (x{b['ratio']:.2f})",
+            "≤ 2x",
+        )
+    for key, label in (("preload", "after preload"), ("no_preload", "no preload")):
+        f = report["first_query"][key]
+        extra = f" (loaded {f['layouts_loaded']} layouts in {f['load_s']:.1f} s)" if key == "preload" else ""
+        view.add_row(
+            f"(d) first query per layout, {label}",
+            f"p50 {f['p50_ms']:.1f} ms · max {f['max_ms']:.1f} ms{extra}",
+            "p50 ≤ 50, max ≤ 300 ms" if key == "preload" else "",
+        )
+    console.print(view)
+    per = Table(title="per query: in-process vs HTTP (cache off), ms")
+    for column in ("query", "Session.sql", "HTTP", "overhead"):
+        per.add_column(column)
+    for name, o in report["overhead"].items():
+        per.add_row(name, f"{o['in_process_ms']:.2f}", f"{o['http_ms']:.2f}", f"{o['overhead_ms']:.2f}")
+    console.print(per)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Types as Kylin's REST API and JDBC clients name them: a `java.sql.Types` code, a type name, precision and
+scale, for a result's Arrow type (`columnMetas`) and for a source column's Kylin type name
+(`tables_and_columns`); and a result's values as the strings Kylin answers them with."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+@dataclass(frozen=True)
+class JdbcType:
+    code: int  # java.sql.Types
+    name: str
+    precision: int
+    scale: int = 0
+
+
+# java.sql.Types codes
+BOOLEAN, TINYINT, SMALLINT, INTEGER, BIGINT = 16, -6, 5, 4, -5
+FLOAT, DOUBLE, DECIMAL, CHAR, VARCHAR = 6, 8, 3, 1, 12
+DATE, TIMESTAMP, BINARY, VARBINARY, ARRAY, OTHER = 91, 93, -2, -3, 2003, 1111
+
+_BY_ARROW: dict[str, JdbcType] = {
+    "bool": JdbcType(BOOLEAN, "BOOLEAN", 1),
+    "int8": JdbcType(TINYINT, "TINYINT", 3),
+    "int16": JdbcType(SMALLINT, "SMALLINT", 5),
+    "int32": JdbcType(INTEGER, "INTEGER", 10),
+    "int64": JdbcType(BIGINT, "BIGINT", 19),
+    "uint8": JdbcType(SMALLINT, "SMALLINT", 5),
+    "uint16": JdbcType(INTEGER, "INTEGER", 10),
+    "uint32": JdbcType(BIGINT, "BIGINT", 19),
+    "uint64": JdbcType(DECIMAL, "DECIMAL", 20),
+    "float": JdbcType(FLOAT, "FLOAT", 7),
+    "double": JdbcType(DOUBLE, "DOUBLE", 15),
+    "string": JdbcType(VARCHAR, "VARCHAR", 2147483647),
+    "large_string": JdbcType(VARCHAR, "VARCHAR", 2147483647),
+    "string_view": JdbcType(VARCHAR, "VARCHAR", 2147483647),
+    "date32[day]": JdbcType(DATE, "DATE", 10),
+    "binary": JdbcType(VARBINARY, "VARBINARY", 2147483647),
+    "large_binary": JdbcType(VARBINARY, "VARBINARY", 2147483647),
+}
+
+
+def of_arrow(t: pa.DataType) -> JdbcType:
+    """The JDBC type of a result column."""
+    if pa.types.is_decimal(t):
+        return JdbcType(DECIMAL, "DECIMAL", t.precision, t.scale)
+    if pa.types.is_timestamp(t):
+        return JdbcType(TIMESTAMP, "TIMESTAMP", 29, 9 if t.unit == "ns" else 6 if t.unit == "us" else 3)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return JdbcType(ARRAY, "ARRAY", 0)
+    if pa.types.is_dictionary(t):
+        return of_arrow(t.value_type)
+    return _BY_ARROW.get(str(t), JdbcType(OTHER, "OTHER", 0))
+
+
+_BY_NAME: dict[str, JdbcType] = {
+    "boolean": JdbcType(BOOLEAN, "BOOLEAN", 1),
+    "tinyint": JdbcType(TINYINT, "TINYINT", 3),
+    "smallint": JdbcType(SMALLINT, "SMALLINT", 5),
+    "int": JdbcType(INTEGER, "INTEGER", 10),
+    "integer": JdbcType(INTEGER, "INTEGER", 10),
+    "bigint": JdbcType(BIGINT, "BIGINT", 19),
+    "long": JdbcType(BIGINT, "BIGINT", 19),
+    "float": JdbcType(FLOAT, "FLOAT", 7),
+    "real": JdbcType(FLOAT, "FLOAT", 7),
+    "double": JdbcType(DOUBLE, "DOUBLE", 15),
+    "string": JdbcType(VARCHAR, "VARCHAR", 2147483647),
+    "varchar": JdbcType(VARCHAR, "VARCHAR", 2147483647),
+    "char": JdbcType(CHAR, "CHAR", 1),
+    "date": JdbcType(DATE, "DATE", 10),
+    "timestamp": JdbcType(TIMESTAMP, "TIMESTAMP", 29, 9),
+    "binary": JdbcType(BINARY, "BINARY", 2147483647),
+    "varbinary": JdbcType(VARBINARY, "VARBINARY", 2147483647),
+}
+_NAME = re.compile(r"\s*([a-z]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$")
+
+
+def of_name(datatype: str) -> JdbcType:
+    """The JDBC type of a source column's Kylin type name (`varchar(256)`, `decimal(15,2)`, `bigint`…)."""
+    found = _NAME.match(datatype.lower())
+    if found is None:
+        return JdbcType(OTHER, datatype.upper(), 0)
+    base, first, second = found.group(1), found.group(2), found.group(3)
+    if base in ("decimal", "numeric"):
+        return JdbcType(DECIMAL, "DECIMAL", int(first or 38), int(second or 0))
+    known = _BY_NAME.get(base)
+    if known is None:
+        return JdbcType(OTHER, base.upper(), 0)
+    if first is not None and base in ("varchar", "char", "binary", "varbinary"):
+        return JdbcType(known.code, known.name, int(first))
+    return known
+
+
+def text_column(column: pa.ChunkedArray) -> list[str | None]:
+    """A result column as Kylin answers it: each value as a string, NULL as null (JSON's)."""
+    t = column.type
+    if pa.types.is_dictionary(t):
+        column = column.cast(t.value_type)
+        t = t.value_type
+    if pa.types.is_boolean(t):
+        return [None if v is None else ("true" if v else "false") for v in column.to_pylist()]
+    if pa.types.is_timestamp(t):
+        return [None if v is None else v.isoformat(sep=" ") for v in column.to_pylist()]
+    try:
+        cast: list[str | None] = pc.cast(column, pa.string()).to_pylist()
+        return cast
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return [None if v is None else _text(v) for v in column.to_pylist()]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, list):
+        return "[" + ", ".join("null" if v is None else _text(v) for v in value) + "]"
+    return str(value)
