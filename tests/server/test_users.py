@@ -80,6 +80,11 @@ def test_admin_creates_lists_updates_and_deletes_users(server: LiveServer, admin
     groups = data(admin.get(f"{API}/user_group", params={"page_size": 100}))["value"]
     assert name in next(g for g in groups if g["group_name"] == "ROLE_ANALYST")["users"]
     assert name not in next(g for g in groups if g["group_name"] == "ROLE_MODELER")["users"]
+    names = data(admin.get(f"{API}/user_group/groups", params={"group_name": "role_", "page_size": 100}))["value"]
+    assert names == ["ROLE_ADMIN", "ROLE_ANALYST", "ROLE_MODELER"]
+    members = data(admin.get(f"{API}/user_group/group_members/ROLE_ANALYST", params={"username": name}))["value"]
+    assert [m["username"] for m in members] == [name]
+    error(admin.get(f"{API}/user_group/group_members/NO_SUCH_GROUP"), 404)
 
     error(admin.post(f"{API}/user", json={"username": name.upper(), "password": PASSWORD}), 409)
     error(admin.post(f"{API}/user", json={"username": _name(), "password": "weak"}), 400)
