@@ -217,3 +217,16 @@ def test_another_directory_sees_changes_after_refresh(store: MetadataStore) -> N
     writer.grant("p1", "bob", Permission.QUERY)
     time.sleep(0.25)
     assert reader.permission(bob, "p1") is Permission.QUERY
+
+
+def test_user_names_are_case_insensitive_as_in_kylin(directory: Directory) -> None:
+    directory.add_user("bob", PASSWORD)
+    assert directory.authenticate("BOB", PASSWORD).username == "bob"
+    directory.grant("p1", "Bob", Permission.QUERY)
+    assert [e.sid for e in directory.acl("p1").entries] == ["bob"]
+    assert directory.permission(directory.authenticate("bOb", PASSWORD), "p1") is Permission.QUERY
+    directory.update_user("BOB", disabled=True)
+    assert directory.require_user("bob").disabled
+    directory.revoke("p1", "BOB")
+    directory.delete_user("BOB")
+    assert directory.user("bob") is None

@@ -80,6 +80,11 @@ def test_admin_creates_lists_updates_and_deletes_users(server: LiveServer, admin
     groups = data(admin.get(f"{API}/user_group", params={"page_size": 100}))["value"]
     assert name in next(g for g in groups if g["group_name"] == "ROLE_ANALYST")["users"]
     assert name not in next(g for g in groups if g["group_name"] == "ROLE_MODELER")["users"]
+    names = data(admin.get(f"{API}/user_group/groups", params={"group_name": "role_", "page_size": 100}))["value"]
+    assert names == ["ROLE_ADMIN", "ROLE_ANALYST", "ROLE_MODELER"]
+    members = data(admin.get(f"{API}/user_group/group_members/ROLE_ANALYST", params={"username": name}))["value"]
+    assert [m["username"] for m in members] == [name]
+    error(admin.get(f"{API}/user_group/group_members/NO_SUCH_GROUP"), 404)
 
     error(admin.post(f"{API}/user", json={"username": name.upper(), "password": PASSWORD}), 409)
     error(admin.post(f"{API}/user", json={"username": _name(), "password": "weak"}), 400)
@@ -150,6 +155,8 @@ def test_project_acl_grant_change_list_revoke(server: LiveServer, admin: httpx.C
         data(admin.post(acl, json={**query_body, "permission": "READ"}))
         error(user.get(f"{API}/access/acls", params={"type": "user", "name": name}), 403)  # system admins only
         error(user.get(acl, params={"project": "pa"}), 403)  # QUERY is not ADMIN
+        data(admin.put(acl, json={"project": "pa", "type": "user", "permission": "MANAGEMENT", "name": name}))
+        error(user.get(acl, params={"project": "pa"}), 403)  # just below ADMIN
         data(admin.put(acl, json={"project": "pa", "type": "user", "permission": "ADMINISTRATION", "name": name}))
         rows = data(user.get(acl, params={"project": "pa"}))["value"]  # the change counts on the next request
         assert {"type": "user", "name": name, "permission": "ADMIN"} in rows
@@ -220,6 +227,10 @@ def test_openapi_docs_need_credentials_and_use_no_cdn(server: LiveServer, admin:
         )
         schema = client.get("/openapi.json").json()
         assert f"{API}/user" in schema["paths"] and f"{API}/access/project" in schema["paths"]
+        assert (
+            schema["security"] == [{"basic": []}]
+            and schema["components"]["securitySchemes"]["basic"]["scheme"] == "basic"
+        )
         for asset, kind in (("swagger-ui-bundle.js", "javascript"), ("swagger-ui.css", "css")):
             got = client.get(f"/docs/assets/{asset}")
             assert got.status_code == 200 and kind in got.headers["content-type"] and len(got.content) > 10_000

@@ -53,6 +53,7 @@ def _acl_key(project: str) -> str:
 @dataclass
 class _Snapshot:
     users: dict[str, tuple[User, int]] = field(default_factory=dict)  # name -> (user, mvcc)
+    folded: dict[str, str] = field(default_factory=dict)  # name.lower() -> name (names are case-insensitive)
     acls: dict[str, tuple[ProjectAcl, int]] = field(default_factory=dict)  # project -> (acl, mvcc)
     changed: int = -1  # the store's last_change when read
     checked_at: float = float("-inf")  # monotonic time of the last look at the store
@@ -86,6 +87,7 @@ class Directory:
         for doc in self.store.scan(f"/{GLOBAL}/user/"):
             user = User.model_validate_json(doc.content)
             snap.users[user.username] = (user, doc.mvcc)
+            snap.folded[user.username.lower()] = user.username
         for doc in self.store.scan(f"/{GLOBAL}/acl/"):
             acl = ProjectAcl.model_validate_json(doc.content)
             snap.acls[acl.project] = (acl, doc.mvcc)
@@ -101,8 +103,15 @@ class Directory:
         return [u for u, _ in sorted(self._fresh().users.values(), key=lambda p: p[0].username)]
 
     def user(self, name: str) -> User | None:
-        found = self._fresh().users.get(name)
+        """The user of that name in any letter case (as Kylin signs users in), or None."""
+        snap = self._fresh()
+        found = snap.users.get(name) or snap.users.get(snap.folded.get(name.lower(), ""))
         return None if found is None else found[0]
+
+    def _stored_name(self, name: str) -> str:
+        """The name as stored, for a name given in any letter case (unchanged when no such user)."""
+        found = self.user(check_user_name(name))
+        return name if found is None else found.username
 
     def require_user(self, name: str) -> User:
         found = self.user(check_user_name(name))
@@ -128,6 +137,7 @@ class Directory:
         self, name: str, *, password: str | None = None, groups: list[str] | None = None, disabled: bool | None = None
     ) -> User:
         """Change a user's password, groups or disabled flag; the last enabled admin cannot lose admin."""
+        name = self._stored_name(name)
         with self.store.backend.begin(self.writer, readonly=False) as raw:
             doc = raw.get(_user_key(name))
             if doc is None:
@@ -150,7 +160,7 @@ class Directory:
     def change_password(self, actor: User, name: str, new_password: str, old_password: str | None = None) -> User:
         """`actor` sets `name`'s password: their own only with the old one (verified here), anyone's when
         `actor` is a system admin. The old password stops working at once (the memo keys on the hash)."""
-        if actor.username == name:
+        if actor.username == self._stored_name(name):
             if old_password is None or not verify_password(old_password, actor.password_hash):
                 raise AuthError("the old password is wrong")
         elif not actor.is_admin:
@@ -160,6 +170,7 @@ class Directory:
 
     def delete_user(self, name: str) -> None:
         """Delete a user and their grants (not the last enabled admin)."""
+        name = self._stored_name(name)
         with self.store.backend.begin(self.writer, readonly=False) as raw:
             doc = raw.get(_user_key(name))
             if doc is None:
@@ -271,14 +282,14 @@ class Directory:
     def grant(self, project: str, sid: str, permission: Permission, principal: bool = True) -> ProjectAcl:
         """Give a user (or a group) `permission` on `project`, replacing what it held there."""
         check_user_name(sid, "user name" if principal else "group name")
-        if principal and self.user(sid) is None:
-            raise UnknownUserError(f"user {sid!r} does not exist")
-        if not principal:
+        if principal:
+            sid = self.require_user(sid).username
+        else:
             self.require_group(sid)
         return self._edit_acl(project, sid, principal, permission)
 
     def revoke(self, project: str, sid: str, principal: bool = True) -> ProjectAcl:
-        return self._edit_acl(project, sid, principal, None)
+        return self._edit_acl(project, self._stored_name(sid) if principal else sid, principal, None)
 
     def require_group(self, name: str) -> str:
         check_user_name(name, "group name")

@@ -26,6 +26,9 @@ ASSETS = {
 @router.get("/openapi.json", include_in_schema=False)
 def openapi(request: Request) -> dict[str, Any]:
     schema: dict[str, Any] = request.app.openapi()
+    # every operation needs HTTP Basic: said once, globally, so clients and Swagger UI's "Authorize" know
+    schema.setdefault("components", {}).setdefault("securitySchemes", {})["basic"] = {"type": "http", "scheme": "basic"}
+    schema["security"] = [{"basic": []}]
     return schema
 
 

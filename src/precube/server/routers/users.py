@@ -155,6 +155,41 @@ def list_groups(
     return ok(page(groups, page_offset, page_size))
 
 
+@router.get("/user_group/groups")
+def group_names(
+    request: Request,
+    group_name: str | None = Query(None, max_length=100, description="Only groups whose name contains this."),
+    is_case_sensitive: bool = False,
+    page_offset: int = PAGE_OFFSET,
+    page_size: int = PAGE_SIZE,
+    caller: Caller = Depends(requires(admin=True)),
+) -> dict[str, Any]:
+    """The groups' names (Kylin 5's list); groups are Kylin's four and any group a user is in."""
+    names = state_of(request).directory.known_groups()
+    if group_name:
+        names = [g for g in names if (group_name in g if is_case_sensitive else group_name.lower() in g.lower())]
+    return ok(page(names, page_offset, page_size))
+
+
+@router.get("/user_group/group_members/{group_name}")
+def group_members(
+    group_name: str,
+    request: Request,
+    username: str | None = Query(None, max_length=100, description="Only users whose name contains this."),
+    page_offset: int = PAGE_OFFSET,
+    page_size: int = PAGE_SIZE,
+    caller: Caller = Depends(requires(admin=True)),
+) -> dict[str, Any]:
+    directory = state_of(request).directory
+    directory.require_group(group_name)
+    members = [
+        u.public()
+        for u in directory.users()
+        if group_name in u.groups and (not username or username.lower() in u.username.lower())
+    ]
+    return ok(page(members, page_offset, page_size))
+
+
 # -- project ACL (the project's ADMIN) ---------------------------------------------------------------
 
 
