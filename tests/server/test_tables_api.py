@@ -172,6 +172,9 @@ def test_without_source_roots_file_loads_are_refused(live: LiveServer, server_ho
         {"files": [{"path": "{root}/DATES", "database": "a b"}]},
         {"files": [{"path": "{root}/DATES", "format": "orc"}]},
         {"files": [{"path": "{root}/DATES", "delimiter": ";;"}]},
+        {"files": [{"path": "{root}/DATES", "format": "csv", "delimiter": "\n"}]},
+        {"files": [{"path": "{root}/DATES", "format": "csv", "columns": [{"name": "a;b", "type": "int"}]}]},
+        {"files": [{"path": "{root}/DATES", "format": "csv", "columns": [{"name": "A", "type": "blob"}]}]},
         {"files": [{"path": "{root}/DATES", "header": False}]},  # CSV options on Parquet files
         {"files": [{"path": "{root}/DATES", "surprise": 1}]},
         {"data_source_type": 1, "tables": ["SSB.X"]},
@@ -352,3 +355,24 @@ def test_catalog_tables_and_databases_load_by_name(
     rest = data(admin_of.post(f"{API}/tables", json={"project": project, "databases": [db.upper()], "tables": []}))
     assert rest["loaded"] == [f"{db.upper()}.MORE"]  # a whole database: the tables not loaded yet
     error(admin_of.post(f"{API}/tables", json={"project": project, "databases": ["no_such_db"]}), 400)
+
+
+def test_csv_files_load_with_their_options(roots: Roots, admin_of: httpx.Client, project: str) -> None:
+    folder = roots.root / f"csv_{uuid.uuid4().hex[:6]}"
+    folder.mkdir()
+    (folder / "a.csv").write_text("1;x\n2;\n3;'z;z'\n", encoding="utf-8")
+    spec = {
+        "path": str(folder),
+        "name": "SEMI",
+        "header": False,
+        "delimiter": ";",
+        "quote": "'",
+        "columns": [{"name": "id", "type": "bigint"}, {"name": "label", "type": "varchar(10)"}],
+    }
+    done = data(admin_of.post(f"{API}/tables", json={"project": project, "files": [spec], "need_sampling": True}))
+    assert done["loaded"] == ["SSB.SEMI"] and done["sampling"][0]["total_rows"] == 3
+    table = _tables(roots.server, project)["SSB.SEMI"]
+    assert [(c.name, c.datatype) for c in table.columns] == [("ID", "bigint"), ("LABEL", "varchar(10)")]
+    assert table.source_properties["delimiter"] == ";" and table.source_properties["quote"] == "'"
+    values = sorted(r[1] or "" for r in done["sampling"][0]["sample_rows"])
+    assert values == ["", "x", "z;z"]
