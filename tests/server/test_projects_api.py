@@ -155,7 +155,7 @@ def test_delete_drops_metadata_acl_and_warehouse_data(
         live.state.store.get_project(name)
     assert not data_dir.exists()
     assert live.state.directory.acl(name).entries == []
-    assert "not found" in error(admin.delete(f"{API}/projects/{name}"), 404).lower()
+    assert "does not exist" in error(admin.delete(f"{API}/projects/{name}"), 404)
     error(admin.delete(f"{API}/projects/a%27b"), 400)
 
 
