@@ -9,7 +9,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from precube.jobs.errors import JobError
+from precube.jobs.errors import JobConflictError, JobError
 from precube.metadata import Dataflow, Job, JobState, MetadataStore, Model
 from precube.storage.paths import local_path, segment_path
 
@@ -51,7 +51,9 @@ def remove_project(store: MetadataStore, warehouse_root: str, project: str, writ
     with store.read(project) as tx:
         running = [j.uuid for j in tx.list(Job) if j.state is JobState.RUNNING]
     if running:
-        raise JobError(f"project {project} has running jobs ({', '.join(running)}): pause or discard them first")
+        raise JobConflictError(
+            f"project {project} has running jobs ({', '.join(running)}): pause or discard them first"
+        )
     store.delete_project(project, writer=writer)
     if found.directory is not None and found.directory.exists():
         try:
