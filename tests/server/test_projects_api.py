@@ -12,12 +12,13 @@ import pytest
 
 from precube.auth import Permission
 from precube.jobs.lifecycle import FIRST_DAY_OF_WEEK
-from precube.metadata import NotFoundError, SourceType, open_store
+from precube.metadata import Job, JobState, JobType, NotFoundError, SourceType, open_store
+from precube.metadata.job import new_job_id
 from precube.query.errors import NoLayoutError
 from precube.query.session import PUSHDOWN_PROPERTY
 from precube.sources.tables import load_file_table
 from tests.server.conftest import ServerHome, data, error, fingerprint
-from tests.server.live import LiveServer
+from tests.server.live import LiveServer, live_server
 
 API = "/kylin/api"
 PASSWORD = "Passw0rd!"
@@ -155,7 +156,7 @@ def test_delete_drops_metadata_acl_and_warehouse_data(
         live.state.store.get_project(name)
     assert not data_dir.exists()
     assert live.state.directory.acl(name).entries == []
-    assert "not found" in error(admin.delete(f"{API}/projects/{name}"), 404).lower()
+    assert "does not exist" in error(admin.delete(f"{API}/projects/{name}"), 404)
     error(admin.delete(f"{API}/projects/a%27b"), 400)
 
 
@@ -261,3 +262,20 @@ def test_project_type_matches_the_store(live: LiveServer, admin: httpx.Client, p
     listed = data(admin.get(f"{API}/projects", params={"project": project, "exact": True}))["value"][0]
     stored = live.state.store.get_project(project)
     assert {k: v for k, v in listed.items() if k != "permission"} == stored.model_dump(mode="json")
+
+
+def test_a_project_with_a_running_job_is_not_deleted(server_home: ServerHome) -> None:
+    """On a server that runs no jobs (nothing may pick the job up): the refusal is a 409, nothing changes."""
+    with live_server(server_home.settings, run_jobs=False) as quiet, quiet.client() as admin:
+        name = _name()
+        _create(admin, name)
+        job = Job(uuid=new_job_id(None), job_type=JobType.TABLE_SAMPLING, target_table="SSB.DATES")
+        job.state = JobState.RUNNING
+        with quiet.state.store.transaction(name, "test") as tx:
+            tx.create(job)
+        before = fingerprint(quiet.settings)
+        assert "running jobs" in error(admin.delete(f"{API}/projects/{name}"), 409)
+        assert fingerprint(quiet.settings) == before
+        with quiet.state.store.transaction(name, "test") as tx:
+            tx.delete(tx.require(Job, job.uuid))
+        data(admin.delete(f"{API}/projects/{name}"))

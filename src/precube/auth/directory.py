@@ -93,6 +93,11 @@ class Directory:
             snap.acls[acl.project] = (acl, doc.mvcc)
         return snap
 
+    def forget_cached(self) -> None:
+        """Re-read users and ACLs at the next check: for a change made around the directory (a project deleted
+        with its ACL), which this process should see at once."""
+        self._invalidate()
+
     def _invalidate(self) -> None:
         with self._lock:
             self._snap = _Snapshot()

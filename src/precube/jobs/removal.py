@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from precube.jobs.errors import JobError
+from precube.jobs.errors import JobConflictError, JobError
 from precube.metadata import Dataflow, IndexPlan, Job, JobState, MetadataStore, Model, Segment
 from precube.modeling.model_store import delete_model, require_model
 from precube.modeling.segments import validate_delete
@@ -54,7 +54,9 @@ def remove_project(store: MetadataStore, warehouse_root: str, project: str, writ
     with store.read(project) as tx:
         running = [j.uuid for j in tx.list(Job) if j.state is JobState.RUNNING]
     if running:
-        raise JobError(f"project {project} has running jobs ({', '.join(running)}): pause or discard them first")
+        raise JobConflictError(
+            f"project {project} has running jobs ({', '.join(running)}): pause or discard them first"
+        )
     store.delete_project(project, writer=writer)
     if found.directory is not None and found.directory.exists():
         try:

@@ -155,6 +155,7 @@ def delete_project(request: Request, project: str, caller: Caller = Depends(requ
     state.store.require_project(project)
     dropped = remove_project(state.store, state.settings.warehouse_root, project, f"user:{caller.name}")
     state.forget_session(project)
+    state.directory.forget_cached()  # its ACL went with it
     if state.cache is not None:
         state.cache.clear(project, store=state.store.identity)  # a new project of that name starts empty
     return ok(

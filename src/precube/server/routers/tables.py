@@ -60,9 +60,12 @@ class FileTableIn(_Body):
 
     def csv(self) -> tuple[CsvOptions, list[str]]:
         """The CSV options, and the names of those given (which Parquet files refuse)."""
-        given = [
-            k for k in ("header", "delimiter", "quote", "escape", "null", "encoding", "columns") if getattr(self, k)
-        ]
+        csv_fields = ("header", "delimiter", "quote", "escape", "null", "encoding", "columns")
+        given = [k for k in csv_fields if getattr(self, k) is not None]
+        for key in ("delimiter", "quote", "escape"):
+            char = getattr(self, key)
+            if char is not None and char != "\t" and not char.isprintable():
+                raise InvalidInputError(f"{key} must be a printable character or a tab")
         declared = check_columns([(c.name, c.type) for c in self.columns], "columns") if self.columns else None
         quote = self.quote or '"'
         options = CsvOptions(
