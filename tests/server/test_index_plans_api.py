@@ -101,8 +101,11 @@ def test_groups_by_kylin_ids_store_the_same_rule_as_by_names(
         return {
             "includes": [col[n] for n in group["includes"]],
             "measures": [model.measure_by_name(n).id for n in group["measures"]],  # type: ignore[union-attr]
-            "select_rule": {k: [[col[n] for n in h] for h in v] for k, v in rule.items() if k.endswith("_dims")}
-            | ({"mandatory_dims": [col[n] for n in rule["mandatory_dims"]]} if "mandatory_dims" in rule else {}),
+            "select_rule": {
+                "mandatory_dims": [col[n] for n in rule.get("mandatory_dims", [])],
+                "hierarchy_dims": [[col[n] for n in h] for h in rule.get("hierarchy_dims", [])],
+                "joint_dims": [[col[n] for n in j] for j in rule.get("joint_dims", [])],
+            },
         }
 
     data(
