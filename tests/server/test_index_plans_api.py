@@ -5,12 +5,16 @@ the store holds them, table indexes, the limits, the permission boundary, hostil
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 
+from precube.cli.app import run
 from precube.metadata import Dataflow, IndexPlan, Model, SegmentDetails
 from precube.modeling.agg_group import MAX_COMBINATION
 from precube.modeling.agg_group import preview as preview_rule
@@ -271,3 +275,24 @@ def test_permissions_and_hostile_input(live: LiveServer, own: OwnProject, client
     assert fingerprint(live.settings) == before
     with live.client(auth=own.modeler) as modeler:
         data(modeler.put(f"{API}/index_plans/rule", json=body))
+
+
+def test_the_clis_preview_and_set_rules_agree_with_the_api(
+    live: LiveServer, own: OwnProject, client: httpx.Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    new_model(client, own.name, "i_cli")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"aggregation_groups": GROUPS}))
+    home = ["--home", str(live.settings.home)]
+    body = {"project": own.name, "model": "i_cli", "aggregation_groups": GROUPS}
+    counted = data(client.put(f"{API}/index_plans/agg_index_count", json=body))
+    capsys.readouterr()
+    assert run([*home, "index", "preview", str(rules), "-p", own.name, "-m", "i_cli"]) == 0
+    out = capsys.readouterr().out
+    total = re.search(r"total distinct layouts \(with the base layout\): ([0-9,]+)", out)
+    assert total is not None and int(total.group(1).replace(",", "")) == counted["total_count"]["result"], out
+    assert run([*home, "index", "set-rules", str(rules), "-p", own.name, "-m", "i_cli", "--yes"]) == 0
+    by_cli = stored(live, own.name, "i_cli")[1]
+    got = data(client.get(f"{API}/index_plans/rule", params={"project": own.name, "model": "i_cli"}))
+    assert got["rule_layouts"] == len(rule_layouts(by_cli)) == counted["total_count"]["result"]
+    assert [g["includes"] for g in got["aggregation_groups"]] == [g["includes"] for g in GROUPS]
