@@ -5,12 +5,16 @@ the store holds them, table indexes, the limits, the permission boundary, hostil
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 
+from precube.cli.app import run
 from precube.metadata import Dataflow, IndexPlan, Model, SegmentDetails
 from precube.modeling.agg_group import MAX_COMBINATION
 from precube.modeling.agg_group import preview as preview_rule
@@ -101,8 +105,11 @@ def test_groups_by_kylin_ids_store_the_same_rule_as_by_names(
         return {
             "includes": [col[n] for n in group["includes"]],
             "measures": [model.measure_by_name(n).id for n in group["measures"]],  # type: ignore[union-attr]
-            "select_rule": {k: [[col[n] for n in h] for h in v] for k, v in rule.items() if k.endswith("_dims")}
-            | ({"mandatory_dims": [col[n] for n in rule["mandatory_dims"]]} if "mandatory_dims" in rule else {}),
+            "select_rule": {
+                "mandatory_dims": [col[n] for n in rule.get("mandatory_dims", [])],
+                "hierarchy_dims": [[col[n] for n in h] for h in rule.get("hierarchy_dims", [])],
+                "joint_dims": [[col[n] for n in j] for j in rule.get("joint_dims", [])],
+            },
         }
 
     data(
@@ -221,7 +228,8 @@ def test_too_many_layouts_is_a_400_naming_the_limit_and_the_preview_says_fail(
     before = fingerprint(live.settings)
     assert f"{MAX_COMBINATION}" in error(client.put(f"{API}/index_plans/rule", json=body), 400).replace(",", "")
     huge = {"includes": every * 5_000}  # 80,000 names, the same ones over and over
-    error(client.put(f"{API}/index_plans/rule", json=body | {"aggregation_groups": [huge]}), 400)
+    said = error(client.put(f"{API}/index_plans/rule", json=body | {"aggregation_groups": [huge]}), 400)
+    assert "duplicate" in said and len(said) < 200, said  # the repeated column, not the 80,000 of them
     error(
         client.put(
             f"{API}/index_plans/agg_index_count", json=body | {"aggregation_groups": [{"includes": ["NO_SUCH"]}]}
@@ -268,3 +276,24 @@ def test_permissions_and_hostile_input(live: LiveServer, own: OwnProject, client
     assert fingerprint(live.settings) == before
     with live.client(auth=own.modeler) as modeler:
         data(modeler.put(f"{API}/index_plans/rule", json=body))
+
+
+def test_the_clis_preview_and_set_rules_agree_with_the_api(
+    live: LiveServer, own: OwnProject, client: httpx.Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    new_model(client, own.name, "i_cli")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"aggregation_groups": GROUPS}))
+    home = ["--home", str(live.settings.home)]
+    body = {"project": own.name, "model": "i_cli", "aggregation_groups": GROUPS}
+    counted = data(client.put(f"{API}/index_plans/agg_index_count", json=body))
+    capsys.readouterr()
+    assert run([*home, "index", "preview", str(rules), "-p", own.name, "-m", "i_cli"]) == 0
+    out = capsys.readouterr().out
+    total = re.search(r"total distinct layouts \(with the base layout\): ([0-9,]+)", out)
+    assert total is not None and int(total.group(1).replace(",", "")) == counted["total_count"]["result"], out
+    assert run([*home, "index", "set-rules", str(rules), "-p", own.name, "-m", "i_cli", "--yes"]) == 0
+    by_cli = stored(live, own.name, "i_cli")[1]
+    got = data(client.get(f"{API}/index_plans/rule", params={"project": own.name, "model": "i_cli"}))
+    assert got["rule_layouts"] == len(rule_layouts(by_cli)) == counted["total_count"]["result"]
+    assert [g["includes"] for g in got["aggregation_groups"]] == [g["includes"] for g in GROUPS]

@@ -12,7 +12,7 @@ import pytest
 from precube.engine.context import BuildContext
 from precube.engine.operations import build_segment
 from precube.jobs.lifecycle import segment_config
-from precube.metadata import Dataflow, DataflowStatus, IndexPlan, Model, TimeRange
+from precube.metadata import Dataflow, DataflowStatus, IndexPlan, Job, JobState, JobType, Model, TimeRange
 from precube.modeling.model_store import editable_spec, find_model
 from tests.query.conftest import day
 from tests.server.conftest import ServerHome, data, error, fingerprint
@@ -169,6 +169,16 @@ def test_permissions_query_reads_management_edits(live: LiveServer, own: OwnProj
 def test_rename_and_config(live: LiveServer, own: OwnProject, client: httpx.Client) -> None:
     uuid = create(client, own.name, small_spec("m_old"))["uuid"]
     create(client, own.name, small_spec("m_taken"))
+    # a job runs on its model's alias: a model with an unfinished (here PAUSED) job keeps its name
+    paused = Job(job_type=JobType.INC_BUILD, target_model=uuid, model_alias="m_old", state=JobState.PAUSED)
+    with live.state.store.transaction(own.name, "test") as tx:
+        tx.create(paused)
+    rename = {"project": own.name, "new_model_name": "m_new"}
+    assert paused.uuid in error(client.put(f"{API}/models/m_old/name", json=rename), 400)
+    with live.state.store.transaction(own.name, "test") as tx:
+        job = tx.require(Job, paused.uuid)
+        job.state = JobState.DISCARDED
+        tx.update(job)
     error(client.put(f"{API}/models/m_old/name", json={"project": own.name, "new_model_name": "M_TAKEN"}), 409)
     assert data(client.put(f"{API}/models/m_old/name", json={"project": own.name, "new_model_name": "m_new"})) == {
         "uuid": uuid,

@@ -82,6 +82,16 @@ def _fail(index: int, what: str) -> InvalidIndexPlanError:
     return InvalidIndexPlanError(f"aggregation group {index}: {what}")
 
 
+def _first_repeated(values: Sequence[int]) -> int:
+    """The first value seen twice (named in a message instead of the whole list, which may be huge)."""
+    seen: set[int] = set()
+    for v in values:
+        if v in seen:
+            return v
+        seen.add(v)
+    raise ValueError("no value is repeated")
+
+
 def validate_group(
     group: AggregationGroup, index: int, model_dims: Collection[int], model_measures: Collection[int]
 ) -> None:
@@ -97,7 +107,7 @@ def validate_group(
         ("measures", group.measures),
     ]:
         if len(set(values)) < len(values):
-            raise _fail(index, f"{field} contains a duplicate: {sorted(values)}")
+            raise _fail(index, f"{field} contains a duplicate: {_first_repeated(values)}")
     for d in includes:
         if d not in dims:
             raise _fail(index, f"dimension {d} in includes is not a dimension of the model")

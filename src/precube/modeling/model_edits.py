@@ -14,6 +14,7 @@ from precube.metadata import (
     Dataflow,
     DataflowStatus,
     IndexPlan,
+    Job,
     MetadataStore,
     Model,
     NotFoundError,
@@ -50,12 +51,19 @@ def resolve_model(tx: Transaction, ref: str) -> Model:
 
 def rename_model(store: MetadataStore, project: str, alias: str, new_alias: str, writer: str = "precube") -> Model:
     """Give a model a new alias (unique in the project, compared case-insensitively); nothing else changes:
-    segments, layouts and jobs refer to its uuid."""
+    segments and layouts refer to its uuid. Refused while one of its jobs is unfinished."""
     with store.transaction(project, writer) as tx:
         model = require_model(tx, alias)
         other = find_model(tx, new_alias)
         if other is not None and other.uuid != model.uuid:
             raise AlreadyExistsError(f"model {new_alias!r} already exists in project {project!r}")
+        # a job runs on its model's alias (the runner looks the model up by it): not under a job's feet
+        unfinished = [j.uuid for j in tx.list(Job) if j.target_model == model.uuid and not j.state.is_final]
+        if unfinished:
+            raise InvalidModelError(
+                f"model {model.alias} has unfinished jobs ({', '.join(unfinished)}): let them finish or discard "
+                "them before renaming it"
+            )
         model.alias = check_model_name(new_alias)
         return tx.update(model)
 

@@ -71,17 +71,21 @@ def rule_from_groups(
 ) -> RuleBasedIndex:
     """Aggregation groups written with names → a `RuleBasedIndex` with ids; unknown names are named."""
 
+    # looked up once: a group may name thousands of columns (hostile or generated input)
+    dimensions = {c.name.upper(): c.id for c in model.dimensions()}
+    measures = {m.name.upper(): m.id for m in model.measures()}
+
     def dim(name: str, where: str) -> int:
-        col = model.column_by_name(name)
-        if col is None or col not in model.dimensions():
+        found = dimensions.get(name.upper())
+        if found is None:
             raise InvalidIndexPlanError(f"{where}: {name} is not a dimension of model {model.alias}")
-        return col.id
+        return found
 
     def measure(name: str, where: str) -> int:
-        m = model.measure_by_name(name)
-        if m is None:
+        found = measures.get(name.upper())
+        if found is None:
             raise InvalidIndexPlanError(f"{where}: {name} is not a measure of model {model.alias}")
-        return m.id
+        return found
 
     result = []
     for i, g in enumerate(groups, start=1):
