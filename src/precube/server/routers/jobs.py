@@ -93,7 +93,7 @@ def jobs(
     job_names: list[str] | None = Query(None),
     key: str | None = Query(None, max_length=200),
     page_offset: int = Query(0, ge=0),
-    page_size: int = Query(10, ge=1, le=10_000),
+    page_size: int = Query(10, ge=1, le=100_000),
     sort_by: str = "create_time",
     reverse: bool = True,
     caller: Caller = Depends(requires(Permission.QUERY, project_optional=True)),
