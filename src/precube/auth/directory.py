@@ -63,6 +63,7 @@ class Directory:
     """Users and ACLs of one metadata store (thread-safe)."""
 
     def __init__(self, store: MetadataStore, refresh_s: float = 1.0, writer: str = "precube") -> None:
+        # `writer`: who the audit log names for a change, unless a call names its caller
         self.store, self.refresh_s, self.writer = store, refresh_s, writer
         self._lock = threading.Lock()
         self._snap = _Snapshot()
@@ -124,13 +125,20 @@ class Directory:
             raise UnknownUserError(f"user {name!r} does not exist")
         return found
 
-    def add_user(self, name: str, password: str, groups: list[str] | None = None, disabled: bool = False) -> User:
+    def add_user(
+        self,
+        name: str,
+        password: str,
+        groups: list[str] | None = None,
+        disabled: bool = False,
+        writer: str | None = None,
+    ) -> User:
         """Create a user; names are unique regardless of letter case, as in Kylin."""
         check_user_name(name)
         user = User(
             username=name, password_hash=hash_password(password), groups=self._groups(groups or []), disabled=disabled
         )
-        with self.store.backend.begin(self.writer, readonly=False) as raw:
+        with self.store.backend.begin(writer or self.writer, readonly=False) as raw:
             for doc in raw.scan(f"/{GLOBAL}/user/"):
                 if doc.key.lower() == _user_key(name).lower():
                     raise UserExistsError(f"user {name!r} already exists")
@@ -139,11 +147,17 @@ class Directory:
         return user
 
     def update_user(
-        self, name: str, *, password: str | None = None, groups: list[str] | None = None, disabled: bool | None = None
+        self,
+        name: str,
+        *,
+        password: str | None = None,
+        groups: list[str] | None = None,
+        disabled: bool | None = None,
+        writer: str | None = None,
     ) -> User:
         """Change a user's password, groups or disabled flag; the last enabled admin cannot lose admin."""
         name = self._stored_name(name)
-        with self.store.backend.begin(self.writer, readonly=False) as raw:
+        with self.store.backend.begin(writer or self.writer, readonly=False) as raw:
             doc = raw.get(_user_key(name))
             if doc is None:
                 raise UnknownUserError(f"user {name!r} does not exist")
@@ -162,7 +176,9 @@ class Directory:
         self._invalidate()
         return updated
 
-    def change_password(self, actor: User, name: str, new_password: str, old_password: str | None = None) -> User:
+    def change_password(
+        self, actor: User, name: str, new_password: str, old_password: str | None = None, writer: str | None = None
+    ) -> User:
         """`actor` sets `name`'s password: their own only with the old one (verified here), anyone's when
         `actor` is a system admin. The old password stops working at once (the memo keys on the hash)."""
         if actor.username == self._stored_name(name):
@@ -171,12 +187,12 @@ class Directory:
         elif not actor.is_admin:
             raise AccessDeniedError(f"user {actor.username} may only change their own password")
         self.require_user(name)
-        return self.update_user(name, password=new_password)
+        return self.update_user(name, password=new_password, writer=writer)
 
-    def delete_user(self, name: str) -> None:
+    def delete_user(self, name: str, writer: str | None = None) -> None:
         """Delete a user and their grants (not the last enabled admin)."""
         name = self._stored_name(name)
-        with self.store.backend.begin(self.writer, readonly=False) as raw:
+        with self.store.backend.begin(writer or self.writer, readonly=False) as raw:
             doc = raw.get(_user_key(name))
             if doc is None:
                 raise UnknownUserError(f"user {name!r} does not exist")
@@ -284,17 +300,19 @@ class Directory:
         if held is None or held < level:
             raise AccessDeniedError(f"user {user.username} needs {level.name} permission on project {project}")
 
-    def grant(self, project: str, sid: str, permission: Permission, principal: bool = True) -> ProjectAcl:
+    def grant(
+        self, project: str, sid: str, permission: Permission, principal: bool = True, writer: str | None = None
+    ) -> ProjectAcl:
         """Give a user (or a group) `permission` on `project`, replacing what it held there."""
         check_user_name(sid, "user name" if principal else "group name")
         if principal:
             sid = self.require_user(sid).username
         else:
             self.require_group(sid)
-        return self._edit_acl(project, sid, principal, permission)
+        return self._edit_acl(project, sid, principal, permission, writer)
 
-    def revoke(self, project: str, sid: str, principal: bool = True) -> ProjectAcl:
-        return self._edit_acl(project, self._stored_name(sid) if principal else sid, principal, None)
+    def revoke(self, project: str, sid: str, principal: bool = True, writer: str | None = None) -> ProjectAcl:
+        return self._edit_acl(project, self._stored_name(sid) if principal else sid, principal, None, writer)
 
     def require_group(self, name: str) -> str:
         check_user_name(name, "group name")
@@ -305,8 +323,10 @@ class Directory:
     def known_groups(self) -> list[str]:
         return sorted({*GROUPS, *(g for u in self.users() for g in u.groups)})
 
-    def _edit_acl(self, project: str, sid: str, principal: bool, permission: Permission | None) -> ProjectAcl:
-        with self.store.transaction(project, self.writer) as tx:
+    def _edit_acl(
+        self, project: str, sid: str, principal: bool, permission: Permission | None, writer: str | None
+    ) -> ProjectAcl:
+        with self.store.transaction(project, writer or self.writer) as tx:
             tx.project()  # raises NotFoundError for an unknown project
             doc = tx.get_document(_acl_key(project))
             acl = ProjectAcl.model_validate_json(doc.content) if doc is not None else ProjectAcl(project=project)

@@ -43,6 +43,11 @@ class Caller:
     def name(self) -> str:
         return self.user.username
 
+    @property
+    def writer(self) -> str:
+        """Who the metadata's audit log names for this caller's changes."""
+        return f"user:{self.user.username}"
+
 
 def state_of(request: Request) -> ServerState:
     state: ServerState = request.app.state.server

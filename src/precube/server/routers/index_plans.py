@@ -97,10 +97,6 @@ def _project(caller: Caller) -> str:
     return caller.project
 
 
-def _writer(caller: Caller) -> str:
-    return f"user:{caller.name}"
-
-
 def _model(request: Request, project: str, ref: str) -> Model:
     with state_of(request).store.read(project) as tx:
         return resolve_model(tx, ref)
@@ -189,8 +185,8 @@ def _set_rules(request: Request, body: RuleRequest, caller: Caller) -> dict[str,
     model = _model(request, project, body.ref())
     groups = _groups(model, body.aggregation_groups)
     diff = diff_rules(state.store, project, model.alias, groups, body.global_dim_cap)
-    set_model_rules(state.store, project, model.alias, groups, body.global_dim_cap, _writer(caller))
-    job_id = _build_new_layouts(state.store, project, model.alias, _writer(caller)) if body.load_data else None
+    set_model_rules(state.store, project, model.alias, groups, body.global_dim_cap, caller.writer)
+    job_id = _build_new_layouts(state.store, project, model.alias, caller.writer) if body.load_data else None
     with state.store.read(project) as tx:
         answer = _rule_answer(tx, require_model(tx, model.alias))
     answer |= {
@@ -402,9 +398,9 @@ def add_table_index(request: Request, body: TableIndexRequest, caller: Caller = 
         names(body.col_order, "col_order"),
         names(body.shard_by_columns, "shard_by_columns"),
         names(body.sort_by_columns, "sort_by_columns"),
-        _writer(caller),
+        caller.writer,
     )
-    job_id = _build_new_layouts(state.store, project, model.alias, _writer(caller)) if body.load_data else None
+    job_id = _build_new_layouts(state.store, project, model.alias, caller.writer) if body.load_data else None
     return ok({"id": layout.id, "model_id": model.uuid, "job_id": job_id})
 
 
@@ -424,7 +420,7 @@ def _ids(values: list[str]) -> list[int]:
 def _removed(request: Request, caller: Caller, ref: str, ids: list[int], table_only: bool) -> dict[str, Any]:
     project = _project(caller)
     model = _model(request, project, ref)
-    done = remove_model_layouts(state_of(request).store, project, model.alias, ids, _writer(caller), table_only)
+    done = remove_model_layouts(state_of(request).store, project, model.alias, ids, caller.writer, table_only)
     return ok({"model_id": model.uuid, "removed": list(done.removed), "to_be_deleted": list(done.to_be_deleted)})
 
 

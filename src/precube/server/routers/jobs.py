@@ -170,7 +170,7 @@ def change_status(
             chosen = [j.uuid for j in tx.list(Job) if j.state in wanted and j.state in action.sources]
     else:
         raise InvalidInputError("give job_ids, or statuses to act on every job in them")
-    changed = [act(state.store, project, job_id, action, f"user:{caller.name}") for job_id in chosen]
+    changed = [act(state.store, project, job_id, action, caller.writer) for job_id in chosen]
     return ok([{"id": j.uuid, "job_status": STATUS[j.state], "state": str(j.state)} for j in changed])
 
 
@@ -243,5 +243,5 @@ def delete(
     ids = [_job_id(j) for j in _split(job_ids)]
     if not ids:
         raise InvalidInputError("give job_ids")
-    deleted = delete_jobs(state_of(request).store, str(caller.project), ids, f"user:{caller.name}")
+    deleted = delete_jobs(state_of(request).store, str(caller.project), ids, caller.writer)
     return ok([j.uuid for j in deleted])

@@ -137,10 +137,6 @@ def _project(caller: Caller) -> str:
     return caller.project
 
 
-def _writer(caller: Caller) -> str:
-    return f"user:{caller.name}"
-
-
 def _storage(tx: Transaction, model: Model) -> tuple[int, int]:
     """Bytes and rows of the model's built layouts, over its segments."""
     details = tx.list(SegmentDetails, model.uuid)
@@ -238,7 +234,7 @@ def create(request: Request, body: ModelRequest, caller: Caller = WRITE) -> dict
     """Create a model from the CLI's spec, with its index plan (base indexes and the spec's groups) and an
     empty OFFLINE dataflow."""
     state, project = state_of(request), _project(caller)
-    saved = create_model(state.store, project, body.spec(), writer=_writer(caller))
+    saved = create_model(state.store, project, body.spec(), writer=caller.writer)
     with state.store.read(project) as tx:
         return ok(model_summary(tx, project, saved.model))
 
@@ -301,7 +297,7 @@ def _update(request: Request, caller: Caller, spec: ModelSpec, dry_run: bool) ->
     found = preview_update(state.store, project, spec)
     answer = _update_answer(state, project, found, saved=False)  # measured before the segments go
     if not dry_run:
-        saved = update_model(state.store, project, spec, writer=_writer(caller))
+        saved = update_model(state.store, project, spec, writer=caller.writer)
         answer |= {"saved": True, "semantic_version": saved.model.semantic_version}
     return ok(answer)
 
@@ -329,7 +325,7 @@ def update(
 @router.put("/models/{model_name}/name")
 def rename(request: Request, model_name: str, body: RenameRequest, caller: Caller = WRITE) -> dict[str, Any]:
     project = _project(caller)
-    model = rename_model(state_of(request).store, project, _name(model_name), body.new_model_name, _writer(caller))
+    model = rename_model(state_of(request).store, project, _name(model_name), body.new_model_name, caller.writer)
     return ok({"uuid": model.uuid, "alias": model.alias})
 
 
@@ -338,7 +334,7 @@ def status(request: Request, model_name: str, body: StatusRequest, caller: Calle
     """ONLINE (it answers queries; needs a READY segment) or OFFLINE (queries go elsewhere)."""
     project = _project(caller)
     dataflow = set_model_status(
-        state_of(request).store, project, _name(model_name), DataflowStatus(body.status), _writer(caller)
+        state_of(request).store, project, _name(model_name), DataflowStatus(body.status), caller.writer
     )
     return ok({"uuid": dataflow.uuid, "status": dataflow.status.value})
 
@@ -352,7 +348,7 @@ def partition(
     found = preview_partition(state.store, project, name, body.partition_desc)
     answer = _update_answer(state, project, found, saved=False)
     if not dry_run:
-        saved = set_partition(state.store, project, name, body.partition_desc, _writer(caller))
+        saved = set_partition(state.store, project, name, body.partition_desc, caller.writer)
         answer |= {"saved": True, "semantic_version": saved.model.semantic_version}
     return ok(answer)
 
@@ -376,7 +372,7 @@ def put_config(request: Request, model_name: str, body: ModelConfigRequest, call
     """Override the given segment settings for this model (as `precube model config`): only the model
     document changes, no segment or layout."""
     state, project, name = state_of(request), _project(caller), _name(model_name)
-    set_segment_config(state.store, project, name, body.changes, body.inherit, _writer(caller))
+    set_segment_config(state.store, project, name, body.changes, body.inherit, caller.writer)
     return ok(_config_answer(state, project, name))
 
 
@@ -384,7 +380,7 @@ def put_config(request: Request, model_name: str, body: ModelConfigRequest, call
 def delete(request: Request, model_name: str, caller: Caller = WRITE) -> dict[str, Any]:
     """Delete the model with its index plan and segments; answers what was dropped."""
     state, project, name = state_of(request), _project(caller), _name(model_name)
-    found = remove_model(state.store, state.settings.warehouse_root, project, name, _writer(caller))
+    found = remove_model(state.store, state.settings.warehouse_root, project, name, caller.writer)
     return ok(
         {
             "model": found.model,

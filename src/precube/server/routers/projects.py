@@ -142,8 +142,8 @@ def create_project(request: Request, body: CreateProject, caller: Caller = Depen
         default_database=check_identifier(body.default_database, "database"),
         override_kylin_properties=properties,
     )
-    created = state.store.create_project(project, writer=f"user:{caller.name}")
-    state.directory.grant(name, caller.name, Permission.ADMIN)
+    created = state.store.create_project(project, writer=caller.writer)
+    state.directory.grant(name, caller.name, Permission.ADMIN, writer=caller.writer)
     return ok(_describe(created, Permission.ADMIN))
 
 
@@ -153,7 +153,7 @@ def delete_project(request: Request, project: str, caller: Caller = Depends(requ
     dropped. Refused while one of its jobs runs."""
     state = state_of(request)
     state.store.require_project(project)
-    dropped = remove_project(state.store, state.settings.warehouse_root, project, f"user:{caller.name}")
+    dropped = remove_project(state.store, state.settings.warehouse_root, project, caller.writer)
     state.forget_session(project)
     state.directory.forget_cached()  # its ACL went with it
     if state.cache is not None:
@@ -199,7 +199,7 @@ def put_segment_config(
     if body.retention_range is not None:
         given = body.retention_range.model_dump(exclude_none=True)
         changes["retention_range"] = current.retention_range.model_copy(update=given)
-    updated = update_project_settings(state.store, name, f"user:{caller.name}", segment_changes=changes)
+    updated = update_project_settings(state.store, name, caller.writer, segment_changes=changes)
     return ok(updated.segment_config.model_dump(mode="json"))
 
 
@@ -211,7 +211,7 @@ def put_push_down_config(
     name = _same_project(caller, body.project)
     state = state_of(request)
     value = "true" if body.push_down_enabled else "false"
-    updated = update_project_settings(state.store, name, f"user:{caller.name}", properties={PUSHDOWN_PROPERTY: value})
+    updated = update_project_settings(state.store, name, caller.writer, properties={PUSHDOWN_PROPERTY: value})
     return ok({"project": name, "push_down_enabled": pushdown_enabled(updated)})
 
 
@@ -230,7 +230,5 @@ def put_project_config(
     """Set (or with null remove) overridden properties; those precube reads are checked for their values."""
     name = _same_project(caller, body.project)
     state = state_of(request)
-    updated = update_project_settings(
-        state.store, name, f"user:{caller.name}", properties=body.override_kylin_properties
-    )
+    updated = update_project_settings(state.store, name, caller.writer, properties=body.override_kylin_properties)
     return ok(_config(updated))

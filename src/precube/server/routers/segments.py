@@ -133,7 +133,7 @@ def build(
     state, project, model = state_of(request), str(caller.project), _model_name(model_name)
     rng = build_range(state.store, project, model, _ms(body.start, "start"), _ms(body.end, "end"), REST)
     job = build_job(state.store, project, model, rng, body.priority)
-    return ok(_jobs(submit_all(state.store, project, [job], f"user:{caller.name}")))
+    return ok(_jobs(submit_all(state.store, project, [job], caller.writer)))
 
 
 class ChangeRequest(BaseModel):
@@ -167,7 +167,7 @@ def refresh_or_merge(
         jobs = [merge_job(state.store, project, model, targets, body.priority)]
     else:
         jobs = [refresh_job(state.store, project, model, t, body.priority) for t in targets]
-    return ok(_jobs(submit_all(state.store, project, jobs, f"user:{caller.name}")))
+    return ok(_jobs(submit_all(state.store, project, jobs, caller.writer)))
 
 
 @router.delete("/models/{model_name}/segments")
@@ -204,7 +204,7 @@ def delete(
         "bytes_size": preview.data_bytes,
     }
     if not dry_run:
-        delete_segments(state.store, project, model, targets, f"user:{caller.name}")
+        delete_segments(state.store, project, model, targets, caller.writer)
     return ok(answer)
 
 
@@ -258,4 +258,4 @@ def build_indexes(
     """Build the layouts of the index plan that READY segments lack (`precube build --add-layouts`)."""
     state, project = state_of(request), str(caller.project)
     job = index_build_job(state.store, project, _model_name(model_name), body.priority)
-    return ok(_jobs(submit_all(state.store, project, [job], f"user:{caller.name}")))
+    return ok(_jobs(submit_all(state.store, project, [job], caller.writer)))

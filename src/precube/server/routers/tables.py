@@ -146,7 +146,7 @@ def load_tables(
     fails part-way unloads what it had loaded."""
     state, project = state_of(request), caller.project
     assert project is not None
-    writer = f"user:{caller.name}"
+    writer = caller.writer
     catalog = [_identity(t) for t in body.tables]
     databases = [check_identifier(d, "database") for d in body.databases]
     files = [(f, _checked_path(state, f.path), *f.csv()) for f in body.files]
@@ -248,7 +248,7 @@ def sample_table(
     identity = _identity(body.qualified_table_name)
     with state.store.read(caller.project) as tx:
         tx.require(Table, identity)
-    return ok(_stats(_sample(state, caller.project, identity, body.rows, f"user:{caller.name}")))
+    return ok(_stats(_sample(state, caller.project, identity, body.rows, caller.writer)))
 
 
 @router.get("/tables/pre_reload")
@@ -272,7 +272,7 @@ def reload_table(
 ) -> dict[str, Any]:
     """Re-read the table's schema and save it; models it breaks lose their segments (as pre_reload told)."""
     assert caller.project is not None
-    state, writer = state_of(request), f"user:{caller.name}"
+    state, writer = state_of(request), caller.writer
     identity = _identity(body.table)
     found = preview_reload(
         state.store, state.settings.warehouse_root, caller.project, [identity], lambda: _spark_of(state)
@@ -316,5 +316,5 @@ def unload(
 ) -> dict[str, Any]:
     """Unload the table; refused while a model reads it, unless `cascade`, which deletes those models."""
     identity = _identity(f"{database}.{table}")
-    found = unload_tables(state_of(request).store, project, [identity], cascade, f"user:{caller.name}")
+    found = unload_tables(state_of(request).store, project, [identity], cascade, caller.writer)
     return ok({"table": identity, "deleted_models": sorted(found.models) if cascade else []})

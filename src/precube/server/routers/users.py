@@ -99,7 +99,9 @@ def list_users(
 
 @router.post("/user")
 def create_user(request: Request, body: NewUser, caller: Caller = Depends(requires(admin=True))) -> dict[str, Any]:
-    user = state_of(request).directory.add_user(body.username, body.password, body.authorities, body.disabled)
+    user = state_of(request).directory.add_user(
+        body.username, body.password, body.authorities, body.disabled, writer=caller.writer
+    )
     return ok(user.public())
 
 
@@ -108,7 +110,9 @@ def update_user(request: Request, body: UserUpdate, caller: Caller = Depends(req
     """Replace a user's groups and/or enable or disable them (the last system admin cannot lose admin)."""
     if body.authorities is None and body.disabled is None:
         raise InvalidInputError("nothing to change: give authorities and/or disabled")
-    user = state_of(request).directory.update_user(body.username, groups=body.authorities, disabled=body.disabled)
+    user = state_of(request).directory.update_user(
+        body.username, groups=body.authorities, disabled=body.disabled, writer=caller.writer
+    )
     return ok(user.public())
 
 
@@ -116,14 +120,14 @@ def update_user(request: Request, body: UserUpdate, caller: Caller = Depends(req
 def change_password(request: Request, body: PasswordChange, caller: Caller = Depends(requires())) -> dict[str, Any]:
     """A user changes their own password giving the old one; a system admin changes anyone's."""
     directory = state_of(request).directory
-    user = directory.change_password(caller.user, body.username, body.new_password, body.password)
+    user = directory.change_password(caller.user, body.username, body.new_password, body.password, writer=caller.writer)
     return ok(user.public())
 
 
 @router.delete("/user/{username}")
 def delete_user(username: str, request: Request, caller: Caller = Depends(requires(admin=True))) -> dict[str, Any]:
     """Delete a user and their grants (not the last system admin)."""
-    state_of(request).directory.delete_user(username)
+    state_of(request).directory.delete_user(username, writer=caller.writer)
     return ok("")
 
 
@@ -132,7 +136,7 @@ def delete_user_by_body(
     request: Request, body: UserName, caller: Caller = Depends(requires(admin=True))
 ) -> dict[str, Any]:
     """Kylin 5's form of the delete: the name in the body."""
-    state_of(request).directory.delete_user(body.username)
+    state_of(request).directory.delete_user(body.username, writer=caller.writer)
     return ok("")
 
 
@@ -221,7 +225,7 @@ def grant(request: Request, body: Grant, caller: Caller = Depends(requires(Permi
     for sid in body.names:  # all are checked first: a bad name grants nothing
         (directory.require_user(sid) if _is_user(body.type) else directory.require_group(sid))
     for sid in body.names:
-        directory.grant(str(caller.project), sid, permission, principal=_is_user(body.type))
+        directory.grant(str(caller.project), sid, permission, principal=_is_user(body.type), writer=caller.writer)
     return ok("")
 
 
@@ -231,7 +235,13 @@ def update_grant(
 ) -> dict[str, Any]:
     """Change the permission a user or group holds on the project."""
     directory = state_of(request).directory
-    directory.grant(str(caller.project), body.name, Permission.parse(body.permission), principal=_is_user(body.type))
+    directory.grant(
+        str(caller.project),
+        body.name,
+        Permission.parse(body.permission),
+        principal=_is_user(body.type),
+        writer=caller.writer,
+    )
     return ok("")
 
 
@@ -242,7 +252,7 @@ def revoke(
     name: str = Query(..., max_length=100),
     caller: Caller = Depends(requires(Permission.ADMIN)),
 ) -> dict[str, Any]:
-    state_of(request).directory.revoke(str(caller.project), name, principal=_is_user(type))
+    state_of(request).directory.revoke(str(caller.project), name, principal=_is_user(type), writer=caller.writer)
     return ok("")
 
 
