@@ -107,7 +107,7 @@ def test_case_through_the_api_equals_the_oracle(
     assert answer["isException"] is False and answer["server"] == live.state.name
     if not answer["pushDown"]:
         assert answer["engineType"] == "NATIVE"
-        if case.answer == "layout":
+        if case.answer == "layout" and answer["segments"]:  # (a statement over no table reads no layout)
             assert answer["realizations"] and all(r["modelAlias"] == server_home.model for r in answer["realizations"])
     else:
         assert answer["realizations"] == [] and answer["engineType"] != "NATIVE"
