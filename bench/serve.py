@@ -266,6 +266,7 @@ def main() -> None:
                     "1992-01-01",
                     "--end",
                     "1999-01-01",
+                    "--wait",
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
