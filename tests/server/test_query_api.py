@@ -312,3 +312,17 @@ def test_cli_server_mode(live: LiveServer, server_home: ServerHome, monkeypatch:
     assert "cleared" in run(*remote, "cache", "clear", *project)
     failed = runner.invoke(app, [*remote, "query", "select nope from ssb.lineorder", *project])
     assert failed.exit_code != 0 and "nope" in str(failed.exception).lower()
+
+
+def test_serve_with_two_workers_answers_queries(server_home: ServerHome) -> None:
+    """`precube serve --workers 2`: worker processes made from the command's settings answer the API."""
+    from tests.server.live import ServerProcess
+
+    server = ServerProcess(server_home.settings.home, args=("--workers", "2", "--no-jobs"))
+    try:
+        with server.client() as client:
+            for _ in range(4):  # spread over the workers
+                answer = data(client.post(QUERY, json={"sql": SSB_Q, "project": server_home.project}))
+                assert answer["pushDown"] is False and answer["results"]
+    finally:
+        assert server.terminate() == 0

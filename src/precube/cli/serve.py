@@ -30,13 +30,13 @@ def serve(
     cleanly on SIGTERM or Ctrl-C: running jobs are paused, and resume at the next start."""
     import uvicorn
 
-    from precube.server.app import SERVE_ENV, create_app
+    from precube.server.app import LOG_FORMAT, SERVE_ENV, create_app
 
     cli: CliContext = ctx.obj
     settings = cli.settings
     settings.server.host = host or settings.server.host
     settings.server.port = settings.server.port if port is None else port
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     count = workers or settings.server.workers
     options: dict[str, Any] = {
         "host": settings.server.host,

@@ -76,6 +76,7 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
     return app
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"  # `precube serve`'s log lines
 SERVE_ENV = "PRECUBE_SERVE"  # `precube serve --workers N`: the settings its worker processes start from (JSON)
 
 
@@ -89,6 +90,7 @@ def from_environment() -> FastAPI:
 
     from precube.settings import load_settings
 
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)  # a spawned worker starts unconfigured
     given = json.loads(os.environ[SERVE_ENV])
     settings = load_settings(Path(given["config"]) if given["config"] else None, home=Path(given["home"]))
     run_jobs = False
