@@ -48,6 +48,13 @@ def serve(
     if count == 1:
         uvicorn.run(create_app(settings, run_jobs=not no_jobs), **options)
         return
+    # ADMIN is created here, once: the workers would race to create it on a new store
+    from precube.auth import Directory
+    from precube.metadata import open_store
+    from precube.server.app import create_admin
+
+    with open_store(settings.metadata_url, settings.metadata.table) as store:
+        create_admin(Directory(store, writer="server"), settings)
     # each worker process makes its application from the settings this command read (`from_environment`)
     os.environ[SERVE_ENV] = json.dumps(
         {"config": str(cli.config) if cli.config else None, "home": str(settings.home), "jobs": not no_jobs}

@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from precube.auth import Directory
 from precube.errors import PrecubeError
 from precube.server.envelope import failure, status_of
 from precube.server.middleware import BodyLimit, RequestLog
@@ -35,15 +36,7 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state = ServerState.open(settings, server_name)
-        admin = settings.server.admin_password
-        created = state.directory.bootstrap(admin.get_secret_value() if admin is not None else None)
-        if created is not None:
-            print(
-                f"precube: created user ADMIN with password {created} (shown once; change it with "
-                "`precube user passwd ADMIN`)",
-                file=sys.stderr,
-                flush=True,
-            )
+        create_admin(state.directory, settings)
         app.state.server = state
         if settings.server.preload:
             state.start_warming()
@@ -74,6 +67,19 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
     app.add_middleware(BodyLimit, max_bytes=settings.server.max_body_bytes)
     app.add_middleware(RequestLog)
     return app
+
+
+def create_admin(directory: Directory, settings: Settings) -> None:
+    """Create `ADMIN` on the first start (`[server] admin_password`, else a random password printed once)."""
+    admin = settings.server.admin_password
+    created = directory.bootstrap(admin.get_secret_value() if admin is not None else None)
+    if created is not None:
+        print(
+            f"precube: created user ADMIN with password {created} (shown once; change it with "
+            "`precube user passwd ADMIN`)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"  # `precube serve`'s log lines
