@@ -30,13 +30,13 @@ def serve(
     cleanly on SIGTERM or Ctrl-C: running jobs are paused, and resume at the next start."""
     import uvicorn
 
-    from precube.server.app import SERVE_ENV, create_app
+    from precube.server.app import LOG_FORMAT, SERVE_ENV, create_app
 
     cli: CliContext = ctx.obj
     settings = cli.settings
     settings.server.host = host or settings.server.host
     settings.server.port = settings.server.port if port is None else port
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     count = workers or settings.server.workers
     options: dict[str, Any] = {
         "host": settings.server.host,
@@ -48,6 +48,13 @@ def serve(
     if count == 1:
         uvicorn.run(create_app(settings, run_jobs=not no_jobs), **options)
         return
+    # ADMIN is created here, once: the workers would race to create it on a new store
+    from precube.auth import Directory
+    from precube.metadata import open_store
+    from precube.server.app import create_admin
+
+    with open_store(settings.metadata_url, settings.metadata.table) as store:
+        create_admin(Directory(store, writer="server"), settings)
     # each worker process makes its application from the settings this command read (`from_environment`)
     os.environ[SERVE_ENV] = json.dumps(
         {"config": str(cli.config) if cli.config else None, "home": str(settings.home), "jobs": not no_jobs}

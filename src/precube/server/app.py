@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from precube.auth import check_admin_password
+from precube.auth import Directory, check_admin_password
 from precube.errors import PrecubeError
 from precube.server.envelope import failure, status_of
 from precube.server.middleware import BodyLimit, RequestLog
@@ -41,14 +41,7 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state = ServerState.open(settings, server_name)
-        created = state.directory.bootstrap(admin_password)
-        if created is not None:
-            print(
-                f"precube: created user ADMIN with password {created} (shown once; change it with "
-                "`precube user passwd ADMIN`)",
-                file=sys.stderr,
-                flush=True,
-            )
+        create_admin(state.directory, settings)
         app.state.server = state
         if settings.server.preload:
             state.start_warming()
@@ -88,6 +81,19 @@ def _admin_password(settings: Settings) -> str | None:
     return (secret.get_secret_value() or None) if secret is not None else None
 
 
+def create_admin(directory: Directory, settings: Settings) -> None:
+    """Create `ADMIN` on the first start (`[server] admin_password`, else a random password printed once)."""
+    created = directory.bootstrap(_admin_password(settings))
+    if created is not None:
+        print(
+            f"precube: created user ADMIN with password {created} (shown once; change it with "
+            "`precube user passwd ADMIN`)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"  # `precube serve`'s log lines
 SERVE_ENV = "PRECUBE_SERVE"  # `precube serve --workers N`: the settings its worker processes start from (JSON)
 
 
@@ -101,6 +107,7 @@ def from_environment() -> FastAPI:
 
     from precube.settings import load_settings
 
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)  # a spawned worker starts unconfigured
     given = json.loads(os.environ[SERVE_ENV])
     settings = load_settings(Path(given["config"]) if given["config"] else None, home=Path(given["home"]))
     run_jobs = False
