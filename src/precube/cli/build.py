@@ -15,6 +15,7 @@ from precube.cli.context import (
     PROJECT,
     YES,
     CliContext,
+    Columns,
     OutputFormat,
     confirm_drop,
     console,
@@ -133,6 +134,17 @@ def merge(
     run_jobs(cli, project, [merge_job(cli.store(), project, model, segments, priority)], wait)
 
 
+# `segments`' table (local and through a server): a record's cells
+SEGMENT_COLUMNS: Columns = {
+    "segment": lambda r: r["segment"],
+    "id": lambda r: r["id"],
+    "start": lambda r: when(r["start"]),
+    "end": lambda r: when(r["end"]),
+    "status": lambda r: r["status"],
+    "source rows": lambda r: "-" if r["source_rows"] is None else f"{r['source_rows']:,}",
+}
+
+
 def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL, fmt: OutputFormat = FORMAT) -> None:
     """List a model's segments."""
     remote = state(ctx).remote()
@@ -156,15 +168,7 @@ def segments(ctx: typer.Context, project: str = PROJECT, model: str = MODEL, fmt
         }
         for view in listing.segments
     ]
-    columns = {
-        "segment": lambda r: r["segment"],
-        "id": lambda r: r["id"],
-        "start": lambda r: when(r["start"]),
-        "end": lambda r: when(r["end"]),
-        "status": lambda r: r["status"],
-        "source rows": lambda r: "-" if r["source_rows"] is None else f"{r['source_rows']:,}",
-    }
-    print_records(fmt, records, columns, title=f"{listing.model.alias}: {listing.dataflow.status}")
+    print_records(fmt, records, SEGMENT_COLUMNS, title=f"{listing.model.alias}: {listing.dataflow.status}")
 
 
 COMMANDS: dict[str, Callable[..., None]] = {"build": build, "refresh": refresh, "merge": merge, "segments": segments}

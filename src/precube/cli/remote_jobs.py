@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from precube.cli.build import SEGMENT_COLUMNS
 from precube.cli.context import OutputFormat, confirm_drop, console, print_records, when
 from precube.cli.follow import result
 from precube.errors import InvalidInputError
@@ -138,15 +139,7 @@ def segments(remote: Remote, project: str, model: str, fmt: OutputFormat) -> Non
         }
         for s in listed["value"]
     ]
-    columns = {
-        "segment": lambda r: r["segment"],
-        "id": lambda r: r["id"],
-        "start": lambda r: when(r["start"]),
-        "end": lambda r: when(r["end"]),
-        "status": lambda r: r["status"],
-        "source rows": lambda r: "-" if r["source_rows"] is None else f"{r['source_rows']:,}",
-    }
-    print_records(fmt, records, columns, title=f"{listed['model']}: {listed['model_status']}")
+    print_records(fmt, records, SEGMENT_COLUMNS, title=f"{listed['model']}: {listed['model_status']}")
 
 
 def delete_segments(remote: Remote, project: str, model: str, targets: list[str], yes: bool, dry_run: bool) -> None:

@@ -6,6 +6,7 @@ a model is named by `model` (its uuid or its alias), `model_id` or `model_name`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -310,18 +311,35 @@ def _layouts(tx: Transaction, model: Model) -> list[dict[str, Any]]:
     return found
 
 
-def _list_indexes(
-    request: Request,
-    project: str,
-    ref: str,
-    status: list[str],
-    sources: list[str],
-    key: str | None,
-    sort_by: str,
-    reverse: bool,
-    page_offset: int,
-    page_size: int,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class IndexFilter:
+    """The filters, order and page of an index listing (Kylin's query parameters)."""
+
+    status: list[str]
+    sources: list[str]
+    key: str | None
+    sort_by: str
+    reverse: bool
+    page_offset: int
+    page_size: int
+
+
+def index_filter(
+    status: list[str] = Query(default_factory=list),
+    sources: list[str] = Query(default_factory=list),
+    key: str | None = None,
+    sort_by: str = "id",
+    reverse: bool = False,
+    page_offset: int = Query(0, ge=0),
+    page_size: int = Query(10, ge=1, le=MAX_PAGE),
+) -> IndexFilter:
+    return IndexFilter(status, sources, key, sort_by, reverse, page_offset, page_size)
+
+
+def _list_indexes(request: Request, project: str, ref: str, f: IndexFilter) -> dict[str, Any]:
+    status, sources, key, sort_by, reverse = f.status, f.sources, f.key, f.sort_by, f.reverse
+    page_offset, page_size = f.page_offset, f.page_size
+
     def split(values: list[str]) -> set[str]:
         return {v.strip().upper() for item in values for v in item.split(",") if v.strip()}
 
@@ -349,18 +367,10 @@ def model_indexes(
     request: Request,
     model_name: str,
     caller: Caller = READ,
-    status: list[str] = Query(default_factory=list),
-    sources: list[str] = Query(default_factory=list),
-    key: str | None = None,
-    sort_by: str = "id",
-    reverse: bool = False,
-    page_offset: int = Query(0, ge=0),
-    page_size: int = Query(10, ge=1, le=MAX_PAGE),
+    filters: IndexFilter = Depends(index_filter),
 ) -> dict[str, Any]:
     """The model's layouts: id, AGG/TABLE, source, status, dimensions, measures, rows and bytes per segment."""
-    return _list_indexes(
-        request, _project(caller), model_name, status, sources, key, sort_by, reverse, page_offset, page_size
-    )
+    return _list_indexes(request, _project(caller), model_name, filters)
 
 
 @router.get("/index_plans/index")
@@ -368,18 +378,10 @@ def indexes(
     request: Request,
     model: str = Query(..., description="model uuid or alias"),
     caller: Caller = READ,
-    status: list[str] = Query(default_factory=list),
-    sources: list[str] = Query(default_factory=list),
-    key: str | None = None,
-    sort_by: str = "id",
-    reverse: bool = False,
-    page_offset: int = Query(0, ge=0),
-    page_size: int = Query(10, ge=1, le=MAX_PAGE),
+    filters: IndexFilter = Depends(index_filter),
 ) -> dict[str, Any]:
     """As `GET /api/models/{model_name}/indexes`, the model given by `model` (uuid or alias)."""
-    return _list_indexes(
-        request, _project(caller), model, status, sources, key, sort_by, reverse, page_offset, page_size
-    )
+    return _list_indexes(request, _project(caller), model, filters)
 
 
 @router.post("/index_plans/table_index")
