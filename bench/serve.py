@@ -10,8 +10,8 @@ recommended for the 13 queries, built as one segment. The server runs as a child
 - overhead: per query, the median of `--repeat` HTTP answers with the result cache off (Kylin's
   `backdoorToggles` DEBUG_TOGGLE_DISABLE_QUERY_CACHE) minus the median of `Session.sql` in this process;
 - (a) result-cache hits and (b) warm layout answers with the cache off: throughput and p50/p99 latency at
-  concurrency 1, 8 and 32 (asyncio loops of one httpx client, each sending the queries round-robin for
-  `--seconds`);
+  concurrency 1, 8 and 32 (asyncio loops, each on its own keep-alive connection, sending the queries
+  round-robin for `--seconds`);
 - (c) query p50 (cache off, concurrency 1) while `precube build` builds another project's model in a child
   process, against idle;
 - (d) the first query on each layout after a server start: once the server has loaded its layouts
@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +105,13 @@ class Server:
             time.sleep(0.05)
         raise RuntimeError("the server did not finish loading its layouts")
 
-    def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, auth=ADMIN, timeout=120)
+    @contextmanager
+    def client(self) -> Iterator[Wire]:
+        wire = Wire(self.url)
+        try:
+            yield wire
+        finally:
+            wire.close()
 
     def stop(self) -> None:
         self.process.terminate()
@@ -113,11 +122,75 @@ def _body(sql: str, cache: bool) -> dict[str, Any]:
     return {"sql": sql, "project": PROJECT} | ({} if cache else {"backdoorToggles": NO_CACHE})
 
 
-def _post(client: httpx.Client, sql: str, cache: bool) -> dict[str, Any]:
-    response = client.post("/kylin/api/query", json=_body(sql, cache))
-    if response.status_code != 200:
-        raise RuntimeError(f"query failed: {response.text[:500]}")
-    data: dict[str, Any] = response.json()["data"]
+class Wire:
+    """A minimal HTTP/1.1 keep-alive client of `POST /kylin/api/query` for the timed requests: each request's
+    bytes are made once and the answer is read by its Content-Length. httpx spends 1-4 ms of CPU a request,
+    which on a 2-core machine shared with the server measures the client rather than the server."""
+
+    def __init__(self, url: str) -> None:
+        self.host, port = url.removeprefix("http://").split(":")
+        self.port = int(port)
+        self._token = base64.b64encode(f"{ADMIN[0]}:{ADMIN[1]}".encode()).decode()
+        self._sock: socket.socket | None = None
+        self._file: Any = None
+
+    def request(self, sql: str, cache: bool) -> bytes:
+        payload = json.dumps(_body(sql, cache)).encode()
+        head = (
+            f"POST /kylin/api/query HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Authorization: Basic {self._token}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
+        )
+        return head.encode() + payload
+
+    def post(self, request: bytes) -> tuple[int, bytes]:
+        """Send one request on this client's connection (blocking); the status and body."""
+        if self._sock is None:
+            self._sock = socket.create_connection((self.host, self.port))
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._file = self._sock.makefile("rb")
+        self._sock.sendall(request)
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            line = self._file.readline()
+            if not line:
+                raise RuntimeError("the server closed the connection")
+            head += line
+        return _status(head), self._file.read(_length(head))
+
+    async def post_async(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
+    ) -> tuple[int, bytes]:
+        writer.write(request)
+        head = await reader.readuntil(b"\r\n\r\n")
+        return _status(head), await reader.readexactly(_length(head))
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._file.close()
+            self._sock.close()
+            self._sock = None
+
+
+def _status(head: bytes) -> int:
+    return int(head[9:12])
+
+
+def _length(head: bytes) -> int:
+    found = CONTENT_LENGTH.search(head)
+    if found is None:
+        raise RuntimeError(f"an answer without Content-Length: {head[:200]!r}")
+    return int(found.group(1))
+
+
+CONTENT_LENGTH = re.compile(rb"(?i)\r\ncontent-length: *(\d+)")
+
+
+def _post(wire: Wire, sql: str, cache: bool) -> dict[str, Any]:
+    status, body = wire.post(wire.request(sql, cache))
+    if status != 200:
+        raise RuntimeError(f"query failed: {body[:500]!r}")
+    data: dict[str, Any] = json.loads(body)["data"]
     return data
 
 
@@ -136,27 +209,32 @@ def _pct(values: list[float], q: float) -> float:
 
 
 async def _load(url: str, queries: list[str], cache: bool, concurrency: int, seconds: float) -> dict[str, float]:
-    """`concurrency` loops sending the queries round-robin for `seconds`: q/s, p50, p99 (ms)."""
+    """`concurrency` loops, each on its own connection, sending the queries round-robin for `seconds`: q/s,
+    p50, p99 (ms)."""
     latencies: list[float] = []
     failures = 0
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, auth=ADMIN, timeout=120, limits=limits) as client:
-        deadline = time.perf_counter() + seconds
+    wire = Wire(url)
+    requests = [wire.request(sql, cache) for sql in queries]
+    deadline = time.perf_counter() + seconds
 
-        async def loop(offset: int) -> None:
-            nonlocal failures
-            i = offset
+    async def loop(offset: int) -> None:
+        nonlocal failures
+        reader, writer = await asyncio.open_connection(wire.host, wire.port)
+        i = offset
+        try:
             while time.perf_counter() < deadline:
-                sql = queries[i % len(queries)]
+                request = requests[i % len(requests)]
                 i += 1
                 started = time.perf_counter()
-                response = await client.post("/kylin/api/query", json=_body(sql, cache))
+                status, _ = await wire.post_async(reader, writer, request)
                 latencies.append((time.perf_counter() - started) * 1000)
-                failures += response.status_code != 200
+                failures += status != 200
+        finally:
+            writer.close()
 
-        began = time.perf_counter()
-        await asyncio.gather(*(loop(k) for k in range(concurrency)))
-        elapsed = time.perf_counter() - began
+    began = time.perf_counter()
+    await asyncio.gather(*(loop(k) for k in range(concurrency)))
+    elapsed = time.perf_counter() - began
     return {
         "concurrency": concurrency,
         "queries": len(latencies),

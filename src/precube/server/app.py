@@ -26,8 +26,10 @@ from precube.settings import Settings
 LOG = logging.getLogger("precube.server")
 BASE = "/kylin/api"
 ROOT_ROUTERS = ("health", "docs")  # /health; /docs and /openapi.json
-# Each module has `router`; all but those of ROOT_ROUTERS are mounted under BASE, in this order.
-ROUTERS = ("health", "docs", "users", "projects", "tables", "models", "index_plans", "segments", "jobs", "query")
+# Each module has `router`; all but those of ROOT_ROUTERS are mounted under BASE, in this order. A request is
+# matched against the routes in order (FastAPI walks every included router, each route twice), so the hot path,
+# `query`, comes first: matching the last of some 70 routes cost more than the rest of a cache hit.
+ROUTERS = ("query", "health", "docs", "users", "projects", "tables", "models", "index_plans", "segments", "jobs")
 
 
 def create_app(settings: Settings, name: str | None = None, run_jobs: bool = True) -> FastAPI:
