@@ -78,7 +78,11 @@ def test_segment_lifecycle_through_the_cli(home: Path, capsys: pytest.CaptureFix
         assert time.monotonic() < deadline, "the background runner did not finish the jobs"
         time.sleep(0.5)
     assert [j.state for j in jobs] == [JobState.SUCCEED] * 2, [j.error for j in jobs]
-    assert (home / "logs" / "jobs-ssb.log").read_text().count("refreshed segment") == 2  # the runner reports
+    # the runner reports each job in its log once the job's document says it ended: wait for the second line
+    log = home / "logs" / "jobs-ssb.log"
+    while log.read_text().count("refreshed segment") < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert log.read_text().count("refreshed segment") == 2
     assert sorted(segments()) == [(day("1992-01-01"), day("1992-01-03")), (day("1992-01-04"), day("1992-01-07"))]
 
     # refresh of a range: every segment holding data of it
