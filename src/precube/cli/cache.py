@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table as RichTable
 
 from precube.cli.context import PROJECT, console, project_state, state
+
+if TYPE_CHECKING:
+    from precube.cache import ResultCache
 
 app = typer.Typer(help="The query result cache: counters, entries, clearing.", no_args_is_help=True)
 
@@ -25,16 +31,8 @@ def stats(
     if remote is not None:
         found = remote.call("GET", "/query/cache/stats", params={"project": project})
     else:
-        from precube.api import open_cache
-
-        cli = project_state(ctx, project)
-        cache = open_cache(cli.settings)
-        if cache is None:
-            raise typer.BadParameter("the result cache is disabled (cache.enabled = false)")
-        try:
-            found = cache.stats(project, store=cli.store().identity).as_dict()
-        finally:
-            cache.close()
+        with _local_cache(ctx, project) as (cache, store):
+            found = cache.stats(project, store=store).as_dict()
     if output == "json":
         sys.stdout.write(json.dumps(found) + "\n")
         return
@@ -57,14 +55,21 @@ def clear(
         params = {"project": project} if sql is None else {"project": project, "sql": sql}
         dropped = int(remote.call("DELETE", "/query/cache", params=params)["cleared"])
     else:
-        from precube.api import open_cache
-
-        cli = project_state(ctx, project)
-        cache = open_cache(cli.settings)
-        if cache is None:
-            raise typer.BadParameter("the result cache is disabled (cache.enabled = false)")
-        try:
-            dropped = cache.clear(project, sql, store=cli.store().identity)
-        finally:
-            cache.close()
+        with _local_cache(ctx, project) as (cache, store):
+            dropped = cache.clear(project, sql, store=store)
     console.print(f"cleared {dropped} cached answer{'s' if dropped != 1 else ''} of {project}")
+
+
+@contextmanager
+def _local_cache(ctx: typer.Context, project: str) -> Iterator[tuple[ResultCache, str]]:
+    """The settings' result cache and the store's identity (its entries are keyed by it), closed after use."""
+    from precube.api import open_cache
+
+    cli = project_state(ctx, project)
+    cache = open_cache(cli.settings)
+    if cache is None:
+        raise typer.BadParameter("the result cache is disabled (cache.enabled = false)")
+    try:
+        yield cache, cli.store().identity
+    finally:
+        cache.close()
