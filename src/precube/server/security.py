@@ -44,6 +44,12 @@ class Caller:
         return self.user.username
 
     @property
+    def scoped(self) -> str:
+        """The project of a route whose dependency requires one."""
+        assert self.project is not None, "the route's dependency requires a project"
+        return self.project
+
+    @property
     def writer(self) -> str:
         """Who the metadata's audit log names for this caller's changes."""
         return f"user:{self.user.username}"
@@ -115,14 +121,12 @@ class Authenticate:
         await self.app(scope, receive, send)
 
 
-async def authenticate(request: Request) -> User:
-    """The signed-in user: the one `Authenticate` found, else (an app without it) from the credentials."""
+def authenticate(request: Request) -> User:
+    """The user `Authenticate` signed in (every app `create_app` makes has it in front of the routes)."""
     found = getattr(request.state, "principal", None)
-    if isinstance(found, User):
-        return found
-    user = await _sign_in(state_of(request).directory, request.headers.get("authorization", ""))
-    request.state.user = user.username
-    return user
+    if not isinstance(found, User):
+        raise AuthenticationError("credentials required: use HTTP Basic authentication")
+    return found
 
 
 async def _body_project(request: Request) -> object:
@@ -161,7 +165,7 @@ def requires(
     admin when `admin`). `project_optional`: a route that may act on every project the caller can see."""
 
     async def dependency(request: Request) -> Caller:
-        user = await authenticate(request)
+        user = authenticate(request)
         directory = state_of(request).directory
         if admin:
             directory.require(user, None, Permission.ADMIN)

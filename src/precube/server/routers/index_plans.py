@@ -93,11 +93,6 @@ class TableIndexRequest(ModelRef):
     load_data: bool = False
 
 
-def _project(caller: Caller) -> str:
-    assert caller.project is not None, "the route's dependency requires a project"
-    return caller.project
-
-
 def _model(request: Request, project: str, ref: str) -> Model:
     with state_of(request).store.read(project) as tx:
         return resolve_model(tx, ref)
@@ -176,13 +171,13 @@ def get_rule(
     request: Request, model: str = Query(..., description="model uuid or alias"), caller: Caller = READ
 ) -> dict[str, Any]:
     """The model's aggregation groups, by name."""
-    project = _project(caller)
+    project = caller.scoped
     with state_of(request).store.read(project) as tx:
         return ok(_rule_answer(tx, resolve_model(tx, model)))
 
 
 def _set_rules(request: Request, body: RuleRequest, caller: Caller) -> dict[str, Any]:
-    state, project = state_of(request), _project(caller)
+    state, project = state_of(request), caller.scoped
     model = _model(request, project, body.ref())
     groups = _groups(model, body.aggregation_groups)
     diff = diff_rules(state.store, project, model.alias, groups, body.global_dim_cap)
@@ -216,7 +211,7 @@ def put_agg_groups(request: Request, body: RuleRequest, caller: Caller = WRITE) 
 def agg_index_count(request: Request, body: RuleRequest, caller: Caller = WRITE) -> dict[str, Any]:
     """How many layouts the groups yield, per group and in all (with the base layout), saving nothing:
     what `precube index preview` shows. A group over the limit is FAIL (saving it would be refused)."""
-    project = _project(caller)
+    project = caller.scoped
     model = _model(request, project, body.ref())
     rule = rule_from_groups(model, _groups(model, body.aggregation_groups), body.global_dim_cap)
     found = preview_rule(rule, model_dims(model), model_measures(model))
@@ -238,7 +233,7 @@ def agg_index_count(request: Request, body: RuleRequest, caller: Caller = WRITE)
 @router.put("/index_plans/rule_based_index_diff")
 def rule_based_index_diff(request: Request, body: RuleRequest, caller: Caller = WRITE) -> dict[str, Any]:
     """The layouts the groups would add and remove (Kylin's increase/decrease/rollback counts), saving nothing."""
-    project = _project(caller)
+    project = caller.scoped
     model = _model(request, project, body.ref())
     groups = _groups(model, body.aggregation_groups)
     diff = diff_rules(state_of(request).store, project, model.alias, groups, body.global_dim_cap)
@@ -370,7 +365,7 @@ def model_indexes(
     filters: IndexFilter = Depends(index_filter),
 ) -> dict[str, Any]:
     """The model's layouts: id, AGG/TABLE, source, status, dimensions, measures, rows and bytes per segment."""
-    return _list_indexes(request, _project(caller), model_name, filters)
+    return _list_indexes(request, caller.scoped, model_name, filters)
 
 
 @router.get("/index_plans/index")
@@ -381,13 +376,13 @@ def indexes(
     filters: IndexFilter = Depends(index_filter),
 ) -> dict[str, Any]:
     """As `GET /api/models/{model_name}/indexes`, the model given by `model` (uuid or alias)."""
-    return _list_indexes(request, _project(caller), model, filters)
+    return _list_indexes(request, caller.scoped, model, filters)
 
 
 @router.post("/index_plans/table_index")
 def add_table_index(request: Request, body: TableIndexRequest, caller: Caller = WRITE) -> dict[str, Any]:
     """Add a table (detail) index over model columns, in `col_order`."""
-    state, project = state_of(request), _project(caller)
+    state, project = state_of(request), caller.scoped
     model = _model(request, project, body.ref())
 
     def names(values: list[Column], where: str) -> list[str]:
@@ -420,7 +415,7 @@ def _ids(values: list[str]) -> list[int]:
 
 
 def _removed(request: Request, caller: Caller, ref: str, ids: list[int], table_only: bool) -> dict[str, Any]:
-    project = _project(caller)
+    project = caller.scoped
     model = _model(request, project, ref)
     done = remove_model_layouts(state_of(request).store, project, model.alias, ids, caller.writer, table_only)
     return ok({"model_id": model.uuid, "removed": list(done.removed), "to_be_deleted": list(done.to_be_deleted)})

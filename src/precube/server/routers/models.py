@@ -132,11 +132,6 @@ def _name(model_name: str) -> str:
     return check_model_name(model_name)
 
 
-def _project(caller: Caller) -> str:
-    assert caller.project is not None, "the route's dependency requires a project"
-    return caller.project
-
-
 def _storage(tx: Transaction, model: Model) -> tuple[int, int]:
     """Bytes and rows of the model's built layouts, over its segments."""
     details = tx.list(SegmentDetails, model.uuid)
@@ -204,7 +199,7 @@ def list_models(
     reverse: bool = True,
 ) -> dict[str, Any]:
     """A project's models, filtered by name (fuzzy unless `exact`), status and table, sorted and paged."""
-    project = _project(caller)
+    project = caller.scoped
     wanted = {s.strip().upper() for item in status for s in item.split(",") if s.strip()}
     unknown = wanted - {s.value for s in DataflowStatus}
     if unknown:
@@ -233,7 +228,7 @@ def list_models(
 def create(request: Request, body: ModelRequest, caller: Caller = WRITE) -> dict[str, Any]:
     """Create a model from the CLI's spec, with its index plan (base indexes and the spec's groups) and an
     empty OFFLINE dataflow."""
-    state, project = state_of(request), _project(caller)
+    state, project = state_of(request), caller.scoped
     saved = create_model(state.store, project, body.spec(), writer=caller.writer)
     with state.store.read(project) as tx:
         return ok(model_summary(tx, project, saved.model))
@@ -243,7 +238,7 @@ def create(request: Request, body: ModelRequest, caller: Caller = WRITE) -> dict
 def model_desc(request: Request, model_name: str, caller: Caller = READ) -> dict[str, Any]:
     """The model as stored, with its dimensions and measures by name, its aggregation groups and the
     editable spec (what `PUT /api/models/{model_name}` takes back)."""
-    project = _project(caller)
+    project = caller.scoped
     with state_of(request).store.read(project) as tx:
         model = require_model(tx, _name(model_name))
         plan = tx.require(IndexPlan, model.uuid)
@@ -293,7 +288,7 @@ def _update_answer(state: ServerState, project: str, found: ModelUpdate, saved: 
 def _update(request: Request, caller: Caller, spec: ModelSpec, dry_run: bool) -> dict[str, Any]:
     """Preview the update (what it drops: segments on a significant change, built layouts it no longer has),
     then apply it unless `dry_run`."""
-    state, project = state_of(request), _project(caller)
+    state, project = state_of(request), caller.scoped
     found = preview_update(state.store, project, spec)
     answer = _update_answer(state, project, found, saved=False)  # measured before the segments go
     if not dry_run:
@@ -324,7 +319,7 @@ def update(
 
 @router.put("/models/{model_name}/name")
 def rename(request: Request, model_name: str, body: RenameRequest, caller: Caller = WRITE) -> dict[str, Any]:
-    project = _project(caller)
+    project = caller.scoped
     model = rename_model(state_of(request).store, project, _name(model_name), body.new_model_name, caller.writer)
     return ok({"uuid": model.uuid, "alias": model.alias})
 
@@ -332,7 +327,7 @@ def rename(request: Request, model_name: str, body: RenameRequest, caller: Calle
 @router.put("/models/{model_name}/status")
 def status(request: Request, model_name: str, body: StatusRequest, caller: Caller = WRITE) -> dict[str, Any]:
     """ONLINE (it answers queries; needs a READY segment) or OFFLINE (queries go elsewhere)."""
-    project = _project(caller)
+    project = caller.scoped
     dataflow = set_model_status(
         state_of(request).store, project, _name(model_name), DataflowStatus(body.status), caller.writer
     )
@@ -344,7 +339,7 @@ def partition(
     request: Request, model_name: str, body: PartitionRequest, caller: Caller = WRITE, dry_run: bool = False
 ) -> dict[str, Any]:
     """Change the partition column and format; a different partition drops every built segment (Kylin)."""
-    state, project, name = state_of(request), _project(caller), _name(model_name)
+    state, project, name = state_of(request), caller.scoped, _name(model_name)
     found = preview_partition(state.store, project, name, body.partition_desc)
     answer = _update_answer(state, project, found, saved=False)
     if not dry_run:
@@ -364,14 +359,14 @@ def _config_answer(state: ServerState, project: str, alias: str) -> dict[str, An
 @router.get("/models/{model_name}/config")
 def get_config(request: Request, model_name: str, caller: Caller = READ) -> dict[str, Any]:
     """The model's own segment settings and those in force (the project's for the rest)."""
-    return ok(_config_answer(state_of(request), _project(caller), _name(model_name)))
+    return ok(_config_answer(state_of(request), caller.scoped, _name(model_name)))
 
 
 @router.put("/models/{model_name}/config")
 def put_config(request: Request, model_name: str, body: ModelConfigRequest, caller: Caller = WRITE) -> dict[str, Any]:
     """Override the given segment settings for this model (as `precube model config`): only the model
     document changes, no segment or layout."""
-    state, project, name = state_of(request), _project(caller), _name(model_name)
+    state, project, name = state_of(request), caller.scoped, _name(model_name)
     set_segment_config(state.store, project, name, body.changes, body.inherit, caller.writer)
     return ok(_config_answer(state, project, name))
 
@@ -379,7 +374,7 @@ def put_config(request: Request, model_name: str, body: ModelConfigRequest, call
 @router.delete("/models/{model_name}")
 def delete(request: Request, model_name: str, caller: Caller = WRITE) -> dict[str, Any]:
     """Delete the model with its index plan and segments; answers what was dropped."""
-    state, project, name = state_of(request), _project(caller), _name(model_name)
+    state, project, name = state_of(request), caller.scoped, _name(model_name)
     found = remove_model(state.store, state.settings.warehouse_root, project, name, caller.writer)
     return ok(
         {
