@@ -144,13 +144,23 @@ class Wire:
         return head.encode() + payload
 
     def post(self, request: bytes) -> tuple[int, bytes]:
-        """Send one request on this client's connection (blocking); the status and body."""
-        if self._sock is None:
-            self._sock = socket.create_connection((self.host, self.port))
-            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._file = self._sock.makefile("rb")
-        self._sock.sendall(request)
-        head = b""
+        """Send one request on this client's connection (blocking); the status and body. A connection the
+        server closed while idle (uvicorn's keep-alive timeout, 5 s) is reopened once."""
+        for attempt in (1, 2):
+            if self._sock is None:
+                self._sock = socket.create_connection((self.host, self.port))
+                self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self._file = self._sock.makefile("rb")
+            try:
+                self._sock.sendall(request)
+                head = self._file.readline()
+            except ConnectionError:
+                head = b""
+            if head:
+                break
+            self.close()
+            if attempt == 2:
+                raise RuntimeError("the server closed the connection")
         while not head.endswith(b"\r\n\r\n"):
             line = self._file.readline()
             if not line:
