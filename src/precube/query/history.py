@@ -7,8 +7,9 @@ latency; `flush` waits for them (tests, the CLI before it exits).
 
 from __future__ import annotations
 
-import queue
+import logging
 import threading
+from collections import deque
 from dataclasses import asdict, dataclass
 
 from sqlalchemy import (
@@ -26,8 +27,11 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from precube.metadata.sql_backend import engine_url
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -67,36 +71,62 @@ def _table(name: str) -> Table:
 
 
 class QueryHistory:
-    def __init__(self, url: str, metadata_table: str) -> None:
+    """Records are written by one thread, in batches, each in one transaction. `record` only appends to a
+    buffer (no lock, no wake-up: waking a thread per query hands the GIL over twice, which cost more than a
+    result-cache hit's whole answer); the thread writes what gathered every `linger_s`, and at once on
+    `flush` (which every read calls) or `close`. History is best effort: a batch the database refuses is
+    logged and dropped."""
+
+    def __init__(self, url: str, metadata_table: str, linger_s: float = 0.2) -> None:
         self.engine: Engine = create_engine(engine_url(url))
         self.table = _table(f"{metadata_table}_query_history")
         self.table.create(self.engine, checkfirst=True)
-        self._queue: queue.Queue[QueryRecord | None] = queue.Queue()
+        self.linger_s = linger_s
+        self._pending: deque[QueryRecord | threading.Event] = deque()  # appends and pops are thread-safe
+        self._wake = threading.Event()
+        self._closing = False
         self._thread = threading.Thread(target=self._drain, name="precube-query-history", daemon=True)
         self._thread.start()
 
     def record(self, rec: QueryRecord) -> None:
-        self._queue.put(rec)
+        self._pending.append(rec)
 
     def _drain(self) -> None:
         while True:
-            batch = [self._queue.get()]
-            while not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            rows = [asdict(r) for r in batch if r is not None]
-            if rows:
-                with self.engine.begin() as conn:
-                    conn.execute(insert(self.table), rows)
-            for _ in batch:
-                self._queue.task_done()
-            if None in batch:
+            self._wake.wait(self.linger_s)
+            self._wake.clear()
+            closing = self._closing
+            batch: list[QueryRecord] = []
+            flushed: list[threading.Event] = []
+            while self._pending:
+                item = self._pending.popleft()
+                if isinstance(item, threading.Event):
+                    flushed.append(item)
+                else:
+                    batch.append(item)
+            if batch:
+                try:
+                    with self.engine.begin() as conn:
+                        conn.execute(insert(self.table), [asdict(r) for r in batch])
+                except SQLAlchemyError as err:
+                    log.warning("query history: %d records lost: %s", len(batch), str(err).splitlines()[0])
+            for done in flushed:
+                done.set()
+            if closing:
                 return
 
-    def flush(self) -> None:
-        self._queue.join()
+    def flush(self, timeout: float = 30.0) -> None:
+        """Wait until every record made so far is written (or `timeout` seconds)."""
+        if not self._thread.is_alive():
+            return
+        done = threading.Event()
+        self._pending.append(done)
+        self._wake.set()
+        done.wait(timeout)
 
     def close(self) -> None:
-        self._queue.put(None)
+        self._closing = True
+        self._wake.set()
         self._thread.join(timeout=10)
         self.engine.dispose()
 
