@@ -75,7 +75,9 @@ class QuerySettings(_Section):
     of the in-process engine (DuckDB's syntax, e.g. "4GB"; empty: DuckDB's default of 80% of RAM),
     `max_statement_chars` and `max_nesting_depth` of the SQL text and its tree. `pushdown_on_failure`: a
     statement over layouts that fails on the engine is re-run on the source tables (off: it is an error
-    naming the layout and segments, so an answer never silently changes source)."""
+    naming the layout and segments, so an answer never silently changes source). `metadata_check_ms`: how
+    long a reading of the metadata's change counter answers queries (another process's change — a build by
+    the CLI, an edit through another server — is seen within it; this process's own at once)."""
 
     engine: Literal["duckdb", "spark"] = "duckdb"
     history: bool = True
@@ -84,6 +86,7 @@ class QuerySettings(_Section):
     max_statement_chars: int = Field(default=1_000_000, gt=0)
     max_nesting_depth: int = Field(default=200, gt=0)
     pushdown_on_failure: bool = False
+    metadata_check_ms: float = Field(default=50.0, ge=0)
 
 
 class CacheSettings(_Section):

@@ -220,3 +220,31 @@ def test_concurrent_writers_exactly_one_wins(store_url: str, store: MetadataStor
         final = tx.require(Table, "SSB.DATES")
     assert final.mvcc == 1
     assert [r.mvcc for r in store.audit_log("/p/table/")] == [0, 1]
+
+
+def test_a_recent_reading_is_reused_until_this_process_commits(store_url: str, store: MetadataStore) -> None:
+    """`last_change(max_age_s)`: another process's commit is seen once the reading is older than `max_age_s`;
+    a commit of this process, through any store object on the database, at once."""
+    import subprocess
+    import sys
+    import time
+
+    table = store.backend._docs.name  # type: ignore[attr-defined]
+    seen = store.last_change(60.0)
+    assert store.known_change(60.0) == seen and store.known_change(0.0) is None
+    write = (
+        "import sys; from precube.metadata import Project, open_store\n"
+        "with open_store(sys.argv[1], table=sys.argv[2]) as s: s.create_project(Project(name='elsewhere'))"
+    )
+    subprocess.run([sys.executable, "-c", write, store_url, table], check=True, timeout=120)
+    assert store.last_change(60.0) == seen  # another process's commit: the reading is younger than 60 s
+    assert store.last_change() > seen  # a fresh reading sees it
+    seen = store.last_change(60.0)
+    with open_store(store_url, table=table) as other:  # another store object of this process
+        other.create_project(Project(name="here"))
+    assert store.known_change(60.0) is None
+    assert store.last_change(60.0) > seen  # seen at once
+    seen = store.last_change(0.05)
+    subprocess.run([sys.executable, "-c", write.replace("elsewhere", "later"), store_url, table], check=True)
+    time.sleep(0.06)
+    assert store.last_change(0.05) > seen  # the reading aged out

@@ -87,6 +87,13 @@ def _reason(err: BaseException) -> str:
     return text[0] if text else type(orig).__name__
 
 
+# The writes this process committed to each database, counted across all its backends on it: a store that
+# reuses a recent `last_change` reading (`MetadataStore.last_change(max_age_s)`) sees this process's own
+# changes at once, whichever store object made them. Process-wide by nature, as the database is.
+_COMMITS: dict[str, int] = {}
+_COMMITS_LOCK = threading.Lock()
+
+
 class SqlBackend:
     """`StoreBackend` on SQLAlchemy."""
 
@@ -98,6 +105,7 @@ class SqlBackend:
         self.display_url = sa_url.render_as_string(hide_password=True)
         self._docs, self._audit = _tables(table)
         self._local = threading.local()  # each thread's own connection for `last_change`
+        self._database = f"{self.display_url}#{table}"  # what `local_commits` counts
         self._probes: list[Any] = []
         self._probes_lock = threading.Lock()
         try:
@@ -168,6 +176,9 @@ class SqlBackend:
             raise StoreUnavailableError(f"metadata store {self.display_url} failed: {err}") from err
         return int(row[0] or 0) if row else 0
 
+    def local_commits(self) -> int:
+        return _COMMITS.get(self._database, 0)
+
     @contextmanager
     def begin(self, writer: str, readonly: bool) -> Iterator[_SqlTransaction]:
         try:
@@ -175,6 +186,9 @@ class SqlBackend:
                 conn = conn.execution_options(precube_readonly=readonly)
                 with conn.begin():
                     yield _SqlTransaction(conn, self._docs, self._audit, writer)
+            if not readonly:
+                with _COMMITS_LOCK:
+                    _COMMITS[self._database] = _COMMITS.get(self._database, 0) + 1
         except DBAPIError as err:
             if isinstance(err, IntegrityError):
                 raise VersionConflictError(f"concurrent write conflict: {_reason(err)}") from err

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -56,6 +57,7 @@ class MetadataStore:
                 doc = {"uuid": new_uuid(), "create_time": now_ms()}
                 found = tx.put(paths.IDENTITY_KEY, json.dumps(doc).encode(), -1)
         self._identity: str = json.loads(found.content)["uuid"]
+        self._reading: tuple[int, float, int] | None = None  # last_change: (value, monotonic time, local commits)
 
     def __enter__(self) -> MetadataStore:
         return self
@@ -96,9 +98,27 @@ class MetadataStore:
     def audit_log(self, prefix: str = "/", limit: int = 1000) -> list[AuditRecord]:
         return self.backend.audit_log(prefix, limit)
 
-    def last_change(self) -> int:
-        """Moves whenever any change commits, in any project: a cheap check that nothing changed."""
-        return self.backend.last_change()
+    def last_change(self, max_age_s: float = 0.0) -> int:
+        """Moves whenever any change commits, in any project: a cheap check that nothing changed. With
+        `max_age_s`, a reading at most that old is reused unless this process committed to the database since:
+        this process's changes are seen at once, other processes' within `max_age_s`."""
+        known = self.known_change(max_age_s)
+        if known is not None:
+            return known
+        commits, at = self.backend.local_commits(), time.monotonic()  # before reading: a commit meanwhile counts
+        value = self.backend.last_change()
+        self._reading = (value, at, commits)
+        return value
+
+    def known_change(self, max_age_s: float) -> int | None:
+        """`last_change(max_age_s)` when it needs no database round trip, else None."""
+        reading = self._reading
+        if reading is None or max_age_s <= 0:
+            return None
+        value, at, commits = reading
+        if commits != self.backend.local_commits() or time.monotonic() - at > max_age_s:
+            return None
+        return value
 
     # -- projects -----------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ The session knows nothing of the result cache: `precube.cache.CachedSession` wra
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 
 PUSHDOWN_PROPERTY = "kylin.query.pushdown-enabled"
 ENGINES = ("duckdb", "spark")
+SHAPE_MEMO_SIZE, SHAPE_MEMO_CHARS = 1024, 8192  # statements whose shape a session remembers (count, length)
 
 
 @dataclass
@@ -183,8 +185,10 @@ class Session:
         self.store = store
         self.project = project
         self.engine = engine
-        self.snapshots = Snapshots(store)
+        self.snapshots = Snapshots(store, self.settings.metadata_check_ms / 1000)
         self.plans = PlanCache()
+        self._shapes: dict[str, Shape | None] = {}  # text → shape: a repeated statement is not tokenized again
+        self._shapes_lock = threading.Lock()
         self.duckdb = DuckDBEngine(
             warehouse_root,
             project,
@@ -344,9 +348,19 @@ class Session:
     def shape_of(self, sql: str) -> Shape | None:
         """The statement's token shape (the plan cache's and the result cache's key; None: it has none),
         after the size and text checks (`[query] max_statement_chars`): a failure is a one-line QueryError."""
+        try:
+            return self._shapes[sql]
+        except KeyError:
+            pass
         with mapped_errors():
             check_text(sql, self.settings.max_statement_chars)
-            return shape_of(sql)
+            shape = shape_of(sql)
+        if len(sql) <= SHAPE_MEMO_CHARS:
+            with self._shapes_lock:
+                if len(self._shapes) >= SHAPE_MEMO_SIZE:
+                    del self._shapes[next(iter(self._shapes))]  # the oldest
+                self._shapes[sql] = shape
+        return shape
 
     def _execute(
         self,

@@ -185,16 +185,23 @@ def _version(store: MetadataStore, project: str) -> int:
 class Snapshots:
     """The latest snapshot of each project, re-read when the project's metadata changed.
 
-    Before each query only the store's change counter is read (microseconds); when it moved, the project's own
-    audit position tells whether this project changed."""
+    Before each query only the store's change counter is read (microseconds; a reading at most `max_age_s`
+    old is reused, see `MetadataStore.last_change`); when it moved, the project's own audit position tells
+    whether this project changed."""
 
-    def __init__(self, store: MetadataStore) -> None:
-        self.store = store
+    def __init__(self, store: MetadataStore, max_age_s: float = 0.0) -> None:
+        self.store, self.max_age_s = store, max_age_s
         self._cached: dict[str, tuple[int, ProjectSnapshot]] = {}  # project → (change counter seen, snapshot)
         self._lock = threading.Lock()
 
+    def known(self, project: str) -> ProjectSnapshot | None:
+        """The project's snapshot when telling that it is current needs no database round trip, else None."""
+        seen = self.store.known_change(self.max_age_s)
+        cached = self._cached.get(project)
+        return cached[1] if seen is not None and cached is not None and cached[0] == seen else None
+
     def get(self, project: str) -> ProjectSnapshot:
-        seen = self.store.last_change()
+        seen = self.store.last_change(self.max_age_s)
         with self._lock:
             cached = self._cached.get(project)
         if cached is not None and cached[0] == seen:
