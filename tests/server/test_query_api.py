@@ -203,6 +203,18 @@ def test_hostile_query_bodies_are_4xx(body: bytes, admin: httpx.Client, server_h
     assert fingerprint(server_home.settings) == before
 
 
+def test_the_query_route_reads_only_json_and_one_project(admin: httpx.Client, server_home: ServerHome) -> None:
+    """The hot path (`server.hot_path`) refuses what the FastAPI route would: a body not sent as JSON, and a
+    project named in the query string other than the body's (the permission must be checked on the one acted on)."""
+    body = {"sql": "select count(*) from ssb.lineorder", "project": server_home.project}
+    as_text = {"content": json.dumps(body), "headers": {"Content-Type": "text/plain"}}
+    assert "project is required" in error(admin.post(QUERY, **as_text), 400)
+    named = admin.post(QUERY, params={"project": server_home.project}, **as_text)
+    assert "Content-Type: application/json" in error(named, 400)
+    assert "two projects" in error(admin.post(QUERY, params={"project": "elsewhere"}, json=body), 400)
+    assert data(admin.post(QUERY, params={"project": server_home.project}, json=body))["resultRowCount"] == 1
+
+
 def test_explain_tells_the_layout_and_the_rejections(admin: httpx.Client, server_home: ServerHome) -> None:
     found = data(admin.post(f"{QUERY}/explain", json={"sql": SSB_Q, "project": server_home.project}))
     assert found["pushdown"] is False and found["contexts"][0]["model"] == server_home.model

@@ -22,6 +22,7 @@ class CacheBackend(Protocol):
     """A store of cache entries, flight markers and counters, safe to use from many threads."""
 
     name: str
+    in_process: bool  # entries live in this process's memory: reading one needs no I/O
 
     def get(self, key: CacheKey) -> Entry | None: ...
 

@@ -85,6 +85,29 @@ class CachedSession:
             session.record_answer(sql, start_ms, started, result, user=user)
         return result
 
+    def cached(
+        self,
+        sql: str,
+        *,
+        pushdown: bool | None = None,
+        force_pushdown: bool = False,
+        no_cache: bool = False,
+        user: str | None = None,
+    ) -> QueryResult | None:
+        """`sql`'s answer when the cache holds it in this process's memory and checking it needs no I/O
+        (`ResultCache.cached`), recorded in the history as `sql` records a hit; else None."""
+        if no_cache or force_pushdown:
+            return None
+        session = self.session
+        shape = session.shape_of(sql)
+        if shape is None:
+            return None
+        started, start_ms = time.perf_counter(), now_ms()
+        result = self.cache.result_cache.cached(session, shape, pushdown)
+        if result is not None:
+            session.record_answer(sql, start_ms, started, result, user=user)
+        return result
+
     def explain(
         self, sql: str, *, engine: str | None = None, pushdown: bool | None = None, force_pushdown: bool = False
     ) -> Explanation:

@@ -21,6 +21,7 @@ SWEEP_AT = 1024  # handed-over answers kept before the expired ones are dropped
 
 class MemoryBackend:
     name = "memory"
+    in_process = True
 
     def __init__(self, memory_mb: float = 256.0) -> None:
         self.limit = int(memory_mb * 1024 * 1024)

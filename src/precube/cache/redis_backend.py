@@ -31,6 +31,7 @@ def _ms(seconds: float) -> int:
 
 class RedisBackend:
     name = "redis"
+    in_process = False
 
     def __init__(self, url: str) -> None:
         import redis  # the one client of the shared backend; imported only when a redis:// URL is configured

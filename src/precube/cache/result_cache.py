@@ -110,6 +110,19 @@ class ResultCache:
             log.warning("query cache bypassed: %s", err)
             return ran[0] if ran else run(session.snapshots.get(project))
 
+    def cached(self, session: Session, shape: Shape, pushdown: bool | None) -> QueryResult | None:
+        """The answer of the statement whose token shape is `shape` when this process's memory holds a valid
+        one and telling so needs no I/O: an in-process backend, and a recent reading of the metadata's change
+        counter (`Snapshots.known`). A server answers such hits on its event loop; None sends the query on
+        to `answer` (which counts the miss)."""
+        if not self.backend.in_process:
+            return None
+        snapshot = session.snapshots.known(session.project)
+        if snapshot is None:
+            return None
+        started = time.perf_counter()
+        return self._lookup(cache_key(session.store.identity, session.project, shape), snapshot, pushdown, started)
+
     def _lookup(
         self, key: CacheKey, snapshot: ProjectSnapshot, pushdown: bool | None, started: float
     ) -> QueryResult | None:

@@ -17,13 +17,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from precube.auth import Directory, check_admin_password
 from precube.errors import PrecubeError
-from precube.server.envelope import failure, status_of
+from precube.server.envelope import failure, invalid_input, status_of, unexpected
+from precube.server.hot_path import QueryHotPath
 from precube.server.middleware import BodyLimit, RequestLog
 from precube.server.security import Authenticate
 from precube.server.state import ServerState
 from precube.settings import Settings
 
-LOG = logging.getLogger("precube.server")
 BASE = "/kylin/api"
 ROOT_ROUTERS = ("health", "docs")  # /health; /docs and /openapi.json
 # Each module has `router`; all but those of ROOT_ROUTERS are mounted under BASE, in this order. A request is
@@ -71,6 +71,7 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
         router = importlib.import_module(f"precube.server.routers.{module}").router
         app.include_router(router, prefix="" if module in ROOT_ROUTERS else BASE)
     _handle_errors(app)
+    app.add_middleware(QueryHotPath, base=BASE)  # innermost of ours: the caller is signed in, the body bounded
     app.add_middleware(BodyLimit, max_bytes=settings.server.max_body_bytes)
     app.add_middleware(Authenticate)  # outside BodyLimit: no body is read for a caller without credentials
     app.add_middleware(RequestLog)
@@ -140,10 +141,7 @@ def _handle_errors(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
-        first = err.errors()[0] if err.errors() else {"loc": (), "msg": "invalid request"}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
-        return failure(400, f"{where}: {message}" if where else message, "INVALID_INPUT", _request_id(request))
+        return invalid_input(err.errors(), _request_id(request))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
@@ -151,12 +149,8 @@ def _handle_errors(app: FastAPI) -> None:
         return failure(err.status_code, str(err.detail), code, _request_id(request))
 
     @app.exception_handler(Exception)
-    async def unexpected(request: Request, err: Exception) -> JSONResponse:
-        rid = _request_id(request)
-        LOG.exception("request %s failed", rid)
-        return failure(
-            500, f"internal error ({type(err).__name__}); see the server log, request {rid}", "INTERNAL", rid
-        )
+    async def internal_error(request: Request, err: Exception) -> JSONResponse:
+        return unexpected(err, _request_id(request))
 
 
 def _version() -> str:

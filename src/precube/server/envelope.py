@@ -3,12 +3,15 @@ becomes an HTTP status: every handler raises precube's errors and this module an
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi.responses import JSONResponse
 
 from precube.errors import PrecubeError
 
+LOG = logging.getLogger("precube.server")
 OK = "000"
 FAILED = "999"  # Kylin's code of every failed request; `error_code` says which failure
 
@@ -62,3 +65,18 @@ def failure(status: int, msg: str, error_code: str, request_id: str = "") -> JSO
     return JSONResponse(
         body, status_code=status, headers={"WWW-Authenticate": 'Basic realm="precube"'} if status == 401 else None
     )
+
+
+def invalid_input(errors: Sequence[Mapping[str, Any]], request_id: str = "") -> JSONResponse:
+    """A 400 naming the first field that failed validation (pydantic's `errors()`)."""
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+    message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+    return failure(400, f"{where}: {message}" if where else message, "INVALID_INPUT", request_id)
+
+
+def unexpected(err: Exception, request_id: str = "") -> JSONResponse:
+    """A 500 naming only the exception's type and the request; the traceback goes to the server log."""
+    LOG.error("request %s failed", request_id, exc_info=err)
+    message = f"internal error ({type(err).__name__}); see the server log, request {request_id}"
+    return failure(500, message, "INTERNAL", request_id)

@@ -12,8 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +23,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from precube.auth import AuthenticationError, Directory, Permission, User
 from precube.errors import InvalidInputError, PrecubeError
 from precube.metadata.paths import check_project_name
-from precube.server.envelope import failure, status_of
+from precube.server.envelope import failure, status_of, unexpected
 from precube.server.state import ServerState
 
-LOG = logging.getLogger("precube.server")
 OPEN_PATHS = frozenset({"/health"})  # the only paths answered without credentials
 
 
@@ -62,11 +60,25 @@ def state_of(request: Request) -> ServerState:
 
 @dataclass(frozen=True)
 class Requirement:
-    """What a route's `requires(...)` dependency asks (read by the server-wide security tests)."""
+    """What a route's `requires(...)` dependency asks (read by the server-wide security tests), and the one
+    check of it: the dependency and the query route's fast path (`server.hot_path`) both call `check`."""
 
     level: Permission | None
     admin: bool
     project_optional: bool
+
+    def check(self, directory: Directory, user: User, given: Sequence[object]) -> Caller:
+        """`user` as the caller of a route with this requirement on the project `given` names (the values of
+        the path, query and body `project`, None where absent); raises the 403 or 400 otherwise."""
+        if self.admin:
+            directory.require(user, None, Permission.ADMIN)
+        project = one_project(given)
+        if self.level is not None and project is None and not self.project_optional:
+            raise InvalidInputError("project is required")
+        if self.level is not None and project is not None:
+            directory.require(user, project, self.level)
+        held = directory.permission(user, project) if project is not None else None
+        return Caller(user, project, held)
 
 
 def _credentials(header: str) -> tuple[str, str]:
@@ -111,10 +123,8 @@ class Authenticate:
         except PrecubeError as err:
             await failure(status_of(err), err.message, err.code, rid)(scope, receive, send)
             return
-        except Exception as err:  # e.g. the store's driver: answered in the envelope, and logged
-            LOG.exception("request %s: signing in failed", rid)
-            message = f"internal error ({type(err).__name__}); see the server log, request {rid}"
-            await failure(500, message, "INTERNAL", rid)(scope, receive, send)
+        except Exception as err:  # noqa: BLE001 (e.g. the store's driver: answered in the envelope, and logged)
+            await unexpected(err, rid)(scope, receive, send)
             return
         state["user"] = user.username  # for the access log
         state["principal"] = user
@@ -137,17 +147,21 @@ async def _body_project(request: Request) -> object:
     body = await request.body()
     if not body or "json" not in kind:
         return None
-    try:
-        parsed = json.loads(body)
-    except (ValueError, RecursionError) as err:  # RecursionError: nested too deep
-        raise InvalidInputError(f"the request body is not valid JSON: {str(err)[:200]}") from err
+    parsed = parse_json(body)
     return parsed.get("project") if isinstance(parsed, dict) else None
 
 
-async def _project_of(request: Request) -> str | None:
-    """The one project the request names. Given in two places (path, query, body) with different values
+def parse_json(body: bytes) -> Any:
+    """A JSON body, or the 400 that says it is not JSON."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as err:  # RecursionError: nested too deep
+        raise InvalidInputError(f"the request body is not valid JSON: {str(err)[:200]}") from err
+
+
+def one_project(given: Sequence[object]) -> str | None:
+    """The one project a request names. Given in two places (path, query, body) with different values
     it is refused: the permission checked must be on the project the handler acts on, whichever it reads."""
-    given = [request.path_params.get("project"), request.query_params.get("project"), await _body_project(request)]
     names = [n for n in given if n is not None]
     for name in names:
         if not isinstance(name, str):
@@ -164,18 +178,15 @@ def requires(
     """A dependency: the caller must be signed in and hold `level` on the request's project (a system
     admin when `admin`). `project_optional`: a route that may act on every project the caller can see."""
 
+    requirement = Requirement(level, admin, project_optional)
+
     async def dependency(request: Request) -> Caller:
         user = authenticate(request)
         directory = state_of(request).directory
-        if admin:
+        if admin:  # before the body is read: a non-admin learns nothing of it
             directory.require(user, None, Permission.ADMIN)
-        project = await _project_of(request)
-        if level is not None and project is None and not project_optional:
-            raise InvalidInputError("project is required")
-        if level is not None and project is not None:
-            directory.require(user, project, level)
-        held = directory.permission(user, project) if project is not None else None
-        return Caller(user, project, held)
+        given = [request.path_params.get("project"), request.query_params.get("project"), await _body_project(request)]
+        return requirement.check(directory, user, given)
 
-    dependency.requirement = Requirement(level, admin, project_optional)  # type: ignore[attr-defined]
+    dependency.requirement = requirement  # type: ignore[attr-defined]
     return dependency

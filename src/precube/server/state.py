@@ -56,6 +56,10 @@ class ServerState:
                 self._sessions[project] = found
             return found
 
+    def open_session(self, project: str) -> Session | CachedSession | None:
+        """The project's query session if one is open (no I/O)."""
+        return self._sessions.get(project)
+
     def start_warming(self) -> None:
         """Open every project's session and load its layouts in a background thread, so that the first query on
         each layout after a start is answered warm (a query meanwhile waits at most for the layout being loaded)."""

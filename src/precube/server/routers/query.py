@@ -18,12 +18,14 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from precube.auth import Permission
+from precube.cache import CachedSession
 from precube.errors import InvalidInputError
-from precube.query.session import QueryResult
+from precube.query.session import QueryResult, Session
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from precube.server.envelope import ok, page
 from precube.server.jdbc_types import of_arrow, of_name, text_column
 from precube.server.security import Caller, requires, state_of
+from precube.server.state import ServerState
 
 router = APIRouter(tags=["query"])
 
@@ -64,30 +66,61 @@ def _pushdown(forced_to_index: bool) -> bool | None:
     return False if forced_to_index else None
 
 
-@router.post("/query", response_model=None)
-def query(body: QueryRequest, request: Request, caller: Caller = Depends(requires(Permission.QUERY))) -> Response:
+QUERY_PATH = "/query"
+ASK_QUERY = requires(Permission.QUERY)  # the route's dependency; `server.hot_path` checks its `requirement`
+
+
+@router.post(QUERY_PATH, response_model=None)
+def query(body: QueryRequest, request: Request, caller: Caller = Depends(ASK_QUERY)) -> Response:
     """Answer SQL over the project's tables (Kylin's answer; `Accept: application/vnd.apache.arrow.stream`:
     the rows as Arrow, the rest in the `X-Precube-Answer` header)."""
-    state = state_of(request)
-    assert caller.project is not None  # QUERY is checked on a project
-    session = state.session(caller.project)
+    return answer(state_of(request), caller, body, request.headers.get("accept", ""))
+
+
+def answer(state: ServerState, caller: Caller, body: QueryRequest, accept: str) -> Response:
+    """The response to `POST /query` (the route's and the hot path's one implementation)."""
+    session = state.session(caller.scoped)
+    return _response(state, session, body, session.sql(body.sql, **_options(body, caller)), accept)
+
+
+MEMORY_ANSWER_CELLS = 20_000  # a larger cached answer is encoded in a worker thread, not on the event loop
+
+
+def answer_from_memory(state: ServerState, caller: Caller, body: QueryRequest, accept: str) -> Response | None:
+    """The response to `POST /query` when the result cache holds the answer in this process's memory and
+    checking it needs no I/O (`CachedSession.cached`), for a small answer; None otherwise (then `answer`)."""
+    session = state.open_session(caller.scoped)
+    if not isinstance(session, CachedSession):
+        return None
+    result = session.cached(body.sql, **_options(body, caller))
+    if result is None or result.table.num_rows * result.table.num_columns > MEMORY_ANSWER_CELLS:
+        return None
+    return _response(state, session, body, result, accept)
+
+
+def _options(body: QueryRequest, caller: Caller) -> dict[str, Any]:
+    """`Session.sql`'s options for the request."""
     toggles = body.backdoor_toggles or {}
-    result = session.sql(
-        body.sql,
-        pushdown=_pushdown(body.forced_to_index),
-        force_pushdown=body.forced_to_push_down,
-        no_cache=toggles.get(NO_CACHE_TOGGLE, "").lower() == "true",
-        user=caller.name,
-    )
+    return {
+        "pushdown": _pushdown(body.forced_to_index),
+        "force_pushdown": body.forced_to_push_down,
+        "no_cache": toggles.get(NO_CACHE_TOGGLE, "").lower() == "true",
+        "user": caller.name,
+    }
+
+
+def _response(
+    state: ServerState, session: Session | CachedSession, body: QueryRequest, result: QueryResult, accept: str
+) -> Response:
     table = result.table
     if body.offset or body.limit:
         table = table.slice(body.offset, body.limit or None)
-    answer = _answer(result, table, state.name, session)
-    if ARROW_TYPE in request.headers.get("accept", ""):
-        header = json.dumps(answer, separators=(",", ":"), ensure_ascii=True)
+    found = _answer(result, table, state.name, session)
+    if ARROW_TYPE in accept:
+        header = json.dumps(found, separators=(",", ":"), ensure_ascii=True)
         return Response(_ipc(table), media_type=ARROW_TYPE, headers={ANSWER_HEADER: header})
-    answer["results"] = _results(table)
-    return JSONResponse(ok(answer))
+    found["results"] = _results(table)
+    return JSONResponse(ok(found))
 
 
 def _ipc(table: pa.Table) -> bytes:
