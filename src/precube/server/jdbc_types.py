@@ -103,6 +103,9 @@ def text_column(column: pa.ChunkedArray) -> list[str | None]:
     if pa.types.is_dictionary(t):
         column = column.cast(t.value_type)
         t = t.value_type
+    if (pa.types.is_integer(t) or pa.types.is_string(t)) and len(column) <= 4096:
+        # the same text as Arrow's cast, without its per-call dispatch (~7 µs a column, most of a small answer)
+        return [None if v is None else str(v) for v in column.to_pylist()]
     if pa.types.is_boolean(t):
         return [None if v is None else ("true" if v else "false") for v in column.to_pylist()]
     if pa.types.is_timestamp(t):
