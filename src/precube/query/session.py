@@ -24,6 +24,7 @@ from sqlglot import exp
 from precube.metadata import MetadataStore, Table
 from precube.metadata.entity import now_ms
 from precube.query import guard
+from precube.query.catalog import CatalogAnswers
 from precube.query.collector import paused_for
 from precube.query.computed import inline_computed
 from precube.query.contexts import QueryContext, contexts
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 
 PUSHDOWN_PROPERTY = "kylin.query.pushdown-enabled"
 ENGINES = ("duckdb", "spark")
+CATALOG = "catalog"  # the engine a catalog statement's answer names: precube's metadata (`query.catalog`)
 
 
 @dataclass
@@ -192,6 +194,9 @@ class Session:
             memory_limit=self.settings.memory_limit,
             timeout_s=self.settings.timeout_s,
         )
+        # SHOW/DESCRIBE and information_schema, from the metadata in a connection of their own
+        limits = self.settings
+        self.catalog = CatalogAnswers(limits.memory_limit, limits.timeout_s, limits.max_nesting_depth)
         self._spark = spark
         self._spark_engine: Any = None
         self.history = history
@@ -199,6 +204,7 @@ class Session:
 
     def close(self) -> None:
         self.duckdb.close()
+        self.catalog.close()
         if self.history is not None:
             self.history.close()
 
@@ -362,6 +368,13 @@ class Session:
         started, start_ms = time.perf_counter(), now_ms()
         cached = False
         try:
+            catalog = self.catalog.recognise(sql)
+            if catalog is not None:  # answered from the metadata: no plan, no engine
+                chosen = CATALOG
+                answer = self.catalog.answer(catalog, snapshot or self.snapshots.get(self.project))
+                result = QueryResult(answer, None, CATALOG, (time.perf_counter() - started) * 1000)
+                self._record(sql, start_ms, started, CATALOG, result, user=user)
+                return result
             runner = self._engine(chosen)
             snapshot = snapshot or self.snapshots.get(self.project)
             with paused_for(sql):
