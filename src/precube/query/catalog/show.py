@@ -19,8 +19,9 @@ from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from precube.query.catalog import rows
+from precube.query.dialect import DIALECT, Precube
 from precube.query.errors import SqlSyntaxError, UnknownObjectError
-from precube.query.frontend import DIALECT, Precube, token_message
+from precube.query.frontend import token_message
 from precube.query.snapshot import ProjectSnapshot
 
 SUPPORTED = "SHOW DATABASES, SHOW TABLES [IN db], SHOW COLUMNS IN table and DESCRIBE table"
