@@ -153,7 +153,7 @@ def main() -> None:
     )
     report["remote_arrow_big_mb_s"] = found["DB-API remote, Arrow"]["big_mb_s"]
     report["remote_arrow_transfer_mb_s"] = found["DB-API remote, Arrow"]["big_transfer_mb_s"]
-    _print(Console(), report)
+    _print(Console(width=140), report)
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"clients-sf{args.scale:g}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(report, indent=2))

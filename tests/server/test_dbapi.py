@@ -42,13 +42,6 @@ HOSTILE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def oracle(server_home: ServerHome) -> Iterator[Oracle]:
-    found = Oracle(server_home.ssb_dir)
-    yield found
-    found.close()
-
-
 @pytest.fixture(scope="module", params=["local", "remote"])
 def con(request: pytest.FixtureRequest, server_home: ServerHome, live: LiveServer) -> Iterator[db.Connection]:
     """A connection in this process (on the server's home) or through the live server."""
