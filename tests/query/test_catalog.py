@@ -14,7 +14,7 @@ import pytest
 
 from precube.cache import CachedSession, ResultCache
 from precube.metadata import Project, SourceType
-from precube.query.errors import ForbiddenSqlError, SqlSyntaxError, UnknownObjectError
+from precube.query.errors import ForbiddenSqlError, QueryError, SqlSyntaxError, UnknownObjectError
 from precube.query.session import CATALOG, Session
 from precube.settings import CacheSettings
 from precube.sources.tables import load_file_table
@@ -60,6 +60,9 @@ def test_show_and_describe_list_the_raw_tables_and_their_columns(
         extra = computed if name == "lineorder" else []
         assert [r[0].lower() for r in described.rows] == _oracle_columns(oracle, name) + [c.lower() for c in extra]
         assert session.sql(f"show columns in {name}").rows == [(r[0],) for r in described.rows]
+    for statement in ("SHOW TABLES", "select * from information_schema.tables"):
+        with pytest.raises(QueryError, match="catalog statement is answered from the project's metadata"):
+            session.explain(statement)
     types = dict((r[0], r[1]) for r in session.sql("desc table lineorder").rows)
     assert types["LO_ORDERDATE"] == "date" and types["LO_REVENUE"] in ("int", "bigint")
 

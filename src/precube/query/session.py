@@ -218,6 +218,8 @@ class Session:
         """How `sql` would run: the layouts that answer its contexts, or why it must be pushed down."""
         with mapped_errors():
             check_text(sql, self.settings.max_statement_chars)
+            if self.catalog.recognise(sql) is not None:
+                raise QueryError("a catalog statement is answered from the project's metadata: it has no plan")
             with paused_for(sql):
                 return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
 
