@@ -4,6 +4,7 @@ carrying the server's one-line message and its error code."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -62,9 +63,14 @@ class Remote:
 
 
 def _error(response: httpx.Response) -> RemoteError:
+    return failure_of(response.status_code, response.content)
+
+
+def failure_of(status: int, body: bytes) -> RemoteError:
+    """The error a failed request's answer (Kylin's failure envelope) carries: its one-line `msg` and code."""
     try:
-        body = response.json()
-        message, code = str(body["msg"]), str(body.get("error_code") or "REMOTE_ERROR")
+        found = json.loads(body)
+        message, code = str(found["msg"]), str(found.get("error_code") or "REMOTE_ERROR")
     except (ValueError, KeyError, TypeError):
-        message, code = f"HTTP {response.status_code} from the server", "REMOTE_ERROR"
-    return RemoteError(message, code, response.status_code)
+        message, code = f"HTTP {status} from the server", "REMOTE_ERROR"
+    return RemoteError(message, code, status)

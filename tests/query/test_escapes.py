@@ -85,8 +85,9 @@ ESCAPES: list[tuple[str, type[QueryError]]] = [
     ("select * from duckdb_extensions()", ForbiddenSqlError),
     ("select * from duckdb_tables", ForbiddenSqlError),
     ("select * from pragma_database_list()", ForbiddenSqlError),
-    ("select * from information_schema.tables", ForbiddenSqlError),
-    ("select * from INFORMATION_SCHEMA.COLUMNS", ForbiddenSqlError),
+    # information_schema.schemata/tables/columns are precube's own views (query.catalog); the engine's are not
+    ("select * from information_schema.views", ForbiddenSqlError),
+    ("select * from SYSTEM.INFORMATION_SCHEMA.COLUMNS", ForbiddenSqlError),
     ("select * from pg_catalog.pg_class", ForbiddenSqlError),
     ("select * from sqlite_master", ForbiddenSqlError),
     ("select * from system.main.duckdb_tables", ForbiddenSqlError),

@@ -67,7 +67,8 @@ class CachedSession:
         read nor store it."""
         session = self.session
         shape = session.shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
-        if no_cache or force_pushdown or shape is None:
+        # a catalog statement's answer follows the metadata, which the cache's validity does not watch
+        if no_cache or force_pushdown or shape is None or session.catalog.may_answer(sql):
             return session.sql(
                 sql, engine=engine, pushdown=pushdown, force_pushdown=force_pushdown, shape=shape, user=user
             )

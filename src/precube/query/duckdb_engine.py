@@ -14,9 +14,9 @@ import re
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -45,6 +45,8 @@ SMALL_SCAN_ROWS = 2_000_000
 ENUM_MAX_VALUES = 65_536  # a string column with at most this many distinct values is held as an ENUM
 ENUM_SCREEN_ROWS = 200_000
 
+
+T = TypeVar("T")
 
 _SPARK_MEANING = (exp.Quantile, exp.Median, exp.CurrentDate, exp.CurrentTimestamp)
 
@@ -137,21 +139,7 @@ class DuckDBEngine:
         con.create_function("precube_bitmap_count", _bitmap_count, [blobs], sqltypes.BIGINT)
         con.create_function("precube_hll_count", _hll_count, [blobs], sqltypes.BIGINT)
         con.create_function("precube_kll_quantile", _kll_quantile, [blobs, sqltypes.DOUBLE], sqltypes.DOUBLE)
-        if self.memory_limit:
-            try:
-                con.execute(f"SET memory_limit = {_sql_string(self.memory_limit)}")
-            except duckdb.Error as err:
-                con.close()
-                raise QueryError(
-                    f"[query] memory_limit {self.memory_limit!r} is not a size DuckDB takes (e.g. 4GB): "
-                    + str(err).splitlines()[0]
-                ) from err
-        con.execute(f"SET allowed_directories = {_sql_list(sorted(self._allowed_dirs))}")
-        con.execute(f"SET allowed_paths = {_sql_list(sorted(self._allowed_files))}")
-        con.execute("SET autoinstall_known_extensions = false")
-        con.execute("SET autoload_known_extensions = false")
-        con.execute("SET enable_external_access = false")
-        return con
+        return sealed(con, self.memory_limit, self._allowed_dirs, self._allowed_files)
 
     def _allow(self, table: Table) -> bool:
         """Add a file source's path to the allowed ones; whether it was new."""
@@ -273,22 +261,7 @@ class DuckDBEngine:
         """Run `sql` over the layouts and sources it reads; past `timeout_s` it is interrupted (a
         QueryTimeoutError); any other failure is a one-line QueryError."""
         with self._lock, mapped_errors(self.name):
-            if self.timeout_s is None:
-                return self._execute(sql, scans, sources)
-            self._watchdog.arm(self.timeout_s)
-            fired = False
-            try:
-                return self._execute(sql, scans, sources)
-            except duckdb.InterruptException as err:
-                fired = self._watchdog.disarm()
-                if not fired:
-                    raise
-                raise QueryTimeoutError(
-                    f"the query ran longer than the time limit of {self.timeout_s:g} s ([query] timeout_s)"
-                ) from err
-            finally:
-                if not fired:
-                    self._watchdog.disarm()
+            return time_limited(self._watchdog, self.timeout_s, lambda: self._execute(sql, scans, sources))
 
     def preload(self, scan: LayoutScan) -> None:
         """Register (load into memory, when small enough) one layout's relation ahead of its first query."""
@@ -360,6 +333,48 @@ class DuckDBEngine:
 
     def sql_of(self, tree: exp.Query) -> str:
         return _duckdb_tree(tree).sql(dialect="duckdb", pretty=True)
+
+
+def sealed(
+    con: duckdb.DuckDBPyConnection, memory_limit: str, dirs: Iterable[str] = (), files: Iterable[str] = ()
+) -> duckdb.DuckDBPyConnection:
+    """`con`, after its last setting that reaches outside: it reads only `dirs` and `files`, loads and installs
+    no extension, and runs within `memory_limit` (a bad size is a one-line QueryError)."""
+    if memory_limit:
+        try:
+            con.execute(f"SET memory_limit = {_sql_string(memory_limit)}")
+        except duckdb.Error as err:
+            con.close()
+            raise QueryError(
+                f"[query] memory_limit {memory_limit!r} is not a size DuckDB takes (e.g. 4GB): "
+                + str(err).splitlines()[0]
+            ) from err
+    con.execute(f"SET allowed_directories = {_sql_list(sorted(dirs))}")
+    con.execute(f"SET allowed_paths = {_sql_list(sorted(files))}")
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    con.execute("SET enable_external_access = false")
+    return con
+
+
+def time_limited(watchdog: Watchdog, timeout_s: float | None, call: Callable[[], T]) -> T:
+    """`call()`, interrupted by `watchdog` past `timeout_s` (a QueryTimeoutError); the caller holds the lock of
+    the connection `watchdog` interrupts."""
+    if timeout_s is None:
+        return call()
+    watchdog.arm(timeout_s)
+    fired = False
+    try:
+        return call()
+    except duckdb.InterruptException as err:
+        fired = watchdog.disarm()
+        if not fired:
+            raise
+        limit = f"{timeout_s:g} s ([query] timeout_s)"
+        raise QueryTimeoutError(f"the query ran longer than the time limit of {limit}") from err
+    finally:
+        if not fired:
+            watchdog.disarm()
 
 
 SMALL_RESULT_ROWS = 1000

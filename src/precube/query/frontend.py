@@ -1,7 +1,7 @@
 """The SQL front end (DESIGN §6 step 1): parse with sqlglot, qualify every table and column against the
 project's tables, normalise.
 
-The dialect is Spark's grammar with Calcite's (Kylin's) quoting: `"name"` and `` `name` `` are
+The dialect (`dialect.py`) is Spark's grammar with Calcite's (Kylin's) quoting: `"name"` and `` `name` `` are
 identifiers, `'text'` is a string. Names are case-insensitive, quoted or not (Spark's default
 `spark.sql.caseSensitive=false`; Kylin upper-cases them): the qualified tree carries them in lower case.
 A table without a database is looked up in the project's default database.
@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import NormalizationStrategy
-from sqlglot.dialects.spark import Spark
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
@@ -25,22 +23,12 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from precube.metadata import Table, datatypes
 from precube.modeling.measure_rules import sum_type
+from precube.query.dialect import DIALECT, Precube
 from precube.query.errors import NestingTooDeepError, SqlSyntaxError, UnknownObjectError
 from precube.query.limits import check_token_depth, check_tree_depth
 from precube.query.literal_lists import collapse
 
-
-class Precube(Spark):
-    """Spark SQL, with double quotes for identifiers (as Calcite and ANSI) and case-insensitive names."""
-
-    NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_INSENSITIVE
-
-    class Tokenizer(Spark.Tokenizer):
-        IDENTIFIERS = ["`", '"']  # noqa: RUF012 (sqlglot's tokenizer settings are class attributes)
-        QUOTES = ["'"]  # noqa: RUF012
-
-
-DIALECT = Precube
+__all__ = ["DIALECT", "Catalog", "Precube", "normalise", "parse"]
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from sqlglot import exp
 from precube.metadata import MetadataStore, Table
 from precube.metadata.entity import now_ms
 from precube.query import guard
+from precube.query.catalog import CatalogAnswers
 from precube.query.collector import paused_for
 from precube.query.computed import inline_computed
 from precube.query.contexts import QueryContext, contexts
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 PUSHDOWN_PROPERTY = "kylin.query.pushdown-enabled"
 ENGINES = ("duckdb", "spark")
 SHAPE_MEMO_SIZE, SHAPE_MEMO_CHARS = 1024, 8192  # statements whose shape a session remembers (count, length)
+CATALOG = "catalog"  # the engine a catalog statement's answer names: precube's metadata (`query.catalog`)
 
 
 @dataclass
@@ -196,6 +198,9 @@ class Session:
             memory_limit=self.settings.memory_limit,
             timeout_s=self.settings.timeout_s,
         )
+        # SHOW/DESCRIBE and information_schema, from the metadata in a connection of their own
+        limits = self.settings
+        self.catalog = CatalogAnswers(limits.memory_limit, limits.timeout_s, limits.max_nesting_depth)
         self._spark = spark
         self._spark_engine: Any = None
         self.history = history
@@ -203,6 +208,7 @@ class Session:
 
     def close(self) -> None:
         self.duckdb.close()
+        self.catalog.close()
         if self.history is not None:
             self.history.close()
 
@@ -216,6 +222,8 @@ class Session:
         """How `sql` would run: the layouts that answer its contexts, or why it must be pushed down."""
         with mapped_errors():
             check_text(sql, self.settings.max_statement_chars)
+            if self.catalog.recognise(sql) is not None:
+                raise QueryError("a catalog statement is answered from the project's metadata: it has no plan")
             with paused_for(sql):
                 return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
 
@@ -376,6 +384,13 @@ class Session:
         started, start_ms = time.perf_counter(), now_ms()
         cached = False
         try:
+            catalog = self.catalog.recognise(sql)
+            if catalog is not None:  # answered from the metadata: no plan, no engine
+                chosen = CATALOG
+                answer = self.catalog.answer(catalog, snapshot or self.snapshots.get(self.project))
+                result = QueryResult(answer, None, CATALOG, (time.perf_counter() - started) * 1000)
+                self._record(sql, start_ms, started, CATALOG, result, user=user)
+                return result
             runner = self._engine(chosen)
             snapshot = snapshot or self.snapshots.get(self.project)
             with paused_for(sql):

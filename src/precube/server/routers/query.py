@@ -21,10 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from precube.auth import Permission
 from precube.cache import CachedSession
 from precube.errors import InvalidInputError
+from precube.jdbc_types import of_arrow, of_name, text_column
 from precube.query.session import QueryResult, Session
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from precube.server.envelope import ok, page
-from precube.server.jdbc_types import of_arrow, of_name, text_column
 from precube.server.security import Caller, requires, state_of
 from precube.server.state import ServerState
 

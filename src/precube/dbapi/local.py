@@ -1,0 +1,58 @@
+"""The in-process backend: a query session (`precube.api.connect`) on the settings' store and warehouse."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+
+from precube.api import connect
+from precube.cache import CachedSession
+from precube.dbapi.errors import error_of
+from precube.errors import PrecubeError
+from precube.query.session import Session
+from precube.settings import Settings
+
+
+@contextmanager
+def _mapped() -> Iterator[None]:
+    try:
+        yield
+    except PrecubeError as err:
+        raise error_of(err.message, err.code) from err
+
+
+class LocalBackend:
+    """A session over `project`, opened as `precube.connect` opens one (home, config file or settings)."""
+
+    def __init__(
+        self,
+        project: str,
+        *,
+        home: str | Path | None = None,
+        config: str | Path | None = None,
+        settings: Settings | None = None,
+        engine: str | None = None,
+        user: str | None = None,
+        session: Session | CachedSession | None = None,
+    ) -> None:
+        self.project = project
+        with _mapped():
+            self.session = session or connect(
+                project, home=home, config=config, settings=settings, engine=engine, user=user
+            )
+        self._owned = session is None
+
+    def execute(self, sql: str) -> pa.Table:
+        with _mapped():
+            return self.session.sql(sql).table
+
+    def default_database(self) -> str:
+        with _mapped():
+            return str(self.session.snapshots.get(self.project).default_database).upper()
+
+    def close(self) -> None:
+        if self._owned:
+            self.session.close()
