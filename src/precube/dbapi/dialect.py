@@ -247,6 +247,7 @@ class PrecubeHTTPDialect(PrecubeDialect):
 
     driver = "http"
     scheme = "http"
+    supports_statement_cache = True  # SQLAlchemy asks each subclass to say so itself
 
     def create_connect_args(self, url: URL) -> tuple[list[Any], dict[str, Any]]:
         project = (url.database or "").strip("/")
@@ -266,3 +267,4 @@ class PrecubeHTTPSDialect(PrecubeHTTPDialect):
 
     driver = "https"
     scheme = "https"
+    supports_statement_cache = True
