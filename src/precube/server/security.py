@@ -83,13 +83,19 @@ def _credentials(header: str) -> tuple[str, str]:
     return username, password
 
 
-async def _sign_in(directory: Directory, header: str) -> User:
-    """The user these credentials belong to (401 otherwise); remembered passwords cost no hashing."""
-    username, password = _credentials(header)
+async def sign_in(directory: Directory, username: str, password: str) -> User:
+    """The user these credentials belong to (`AuthenticationError` otherwise): a remembered password costs no
+    hashing, a new one is verified in a worker thread (bcrypt's ~50 ms would stall the event loop). The REST
+    API's `Authenticate` and the Postgres wire front end sign users in here."""
     user = directory.remembered(username, password)
     if user is None:
         user = await run_in_threadpool(directory.authenticate, username, password)
     return user
+
+
+async def _sign_in(directory: Directory, header: str) -> User:
+    """The user of an `Authorization` header's credentials (401 otherwise)."""
+    return await sign_in(directory, *_credentials(header))
 
 
 class Authenticate:
@@ -158,6 +164,15 @@ async def _project_of(request: Request) -> str | None:
     return str(names[0]) if names else None
 
 
+def authorize(directory: Directory, user: User, project: str | None, level: Permission | None) -> Caller:
+    """The caller, after checking that `user` holds `level` on `project` (`AccessDeniedError` otherwise): the
+    one permission check of every REST route (through `requires`) and of the Postgres wire front end."""
+    if level is not None and project is not None:
+        directory.require(user, project, level)
+    held = directory.permission(user, project) if project is not None else None
+    return Caller(user, project, held)
+
+
 def requires(
     level: Permission | None = None, *, admin: bool = False, project_optional: bool = False
 ) -> Callable[[Request], Awaitable[Caller]]:
@@ -172,10 +187,7 @@ def requires(
         project = await _project_of(request)
         if level is not None and project is None and not project_optional:
             raise InvalidInputError("project is required")
-        if level is not None and project is not None:
-            directory.require(user, project, level)
-        held = directory.permission(user, project) if project is not None else None
-        return Caller(user, project, held)
+        return authorize(directory, user, project, level)
 
     dependency.requirement = Requirement(level, admin, project_optional)  # type: ignore[attr-defined]
     return dependency
