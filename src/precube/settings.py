@@ -108,12 +108,12 @@ class CacheSettings(_Section):
 
 class ServerSettings(_Section):
     """`precube serve`: where it listens, the password of the `ADMIN` user its first start creates (unset: a
-    random one, printed once; there is never a built-in default), and the largest request body it reads.
-    `url` (with `user` and `password`) makes the CLI's query, build, jobs, segments and cache commands talk
-    to that server instead of opening the metadata store. `source_roots`: the only directories (or URI
-    prefixes) whose files `POST /api/tables` may register; empty, loading files through the API is refused
-    (the CLI, whose user owns the machine, is not bound by it). `pg_port`: also answer the PostgreSQL wire
-protocol there (same host, users and permissions; `pg_tls_cert`/`pg_tls_key` offer TLS to its clients)."""
+        random one, printed once; there is never a built-in default), and the largest request body it reads.
+        `url` (with `user` and `password`) makes the CLI's query, build, jobs, segments and cache commands talk
+        to that server instead of opening the metadata store. `source_roots`: the only directories (or URI
+        prefixes) whose files `POST /api/tables` may register; empty, loading files through the API is refused
+        (the CLI, whose user owns the machine, is not bound by it). `pg_port`: also answer the PostgreSQL wire
+    protocol there (same host, users and permissions; `pg_tls_cert`/`pg_tls_key` offer TLS to its clients)."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=7070, ge=0, le=65535)

@@ -22,7 +22,7 @@ from precube.settings import Settings, load_settings
 from precube.sources.tables import load_file_table
 from precube.ssb.generate import TABLES
 from tests.query.conftest import MODEL, PROJECT, SEGMENT_BOUNDS, SPEC, day
-from tests.server.live import ADMIN, LiveServer
+from tests.server.live import ADMIN, LiveServer, free_port
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -62,8 +62,10 @@ def server_home(spark: SparkSession, ssb_dir: Path, tmp_path_factory: pytest.Tem
 
 @pytest.fixture(scope="session")
 def live(server_home: ServerHome) -> Iterator[LiveServer]:
-    """The shared server (it runs jobs, on the test run's Spark session)."""
-    server = LiveServer(server_home.settings)
+    """The shared server (it runs jobs, on the test run's Spark session), with the Postgres wire protocol."""
+    settings = server_home.settings.model_copy(deep=True)
+    settings.server.pg_port = free_port()
+    server = LiveServer(settings)
     yield server
     server.stop()
 

@@ -37,6 +37,7 @@ class LiveServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.settings = settings
+        self.pg_port = settings.server.pg_port  # the Postgres wire protocol's, when set
         self.app = create_app(settings, name=f"127.0.0.1:{self.port}", run_jobs=run_jobs)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_config=None, access_log=False)
         self._server = uvicorn.Server(config)

@@ -33,9 +33,14 @@ def _string(text: str) -> exp.Expr:
     return exp.Literal.string(text)
 
 
-def _number(value: int | float | Decimal) -> exp.Expr:
-    if isinstance(value, float) and not math.isfinite(value):
-        return exp.cast(exp.Literal.string(repr(value)), exp.DataType.build("double"))
+def _float(value: float, oid: int) -> exp.Expr:
+    """A float parameter stays a float (a bare `1.5` would be read as a decimal)."""
+    kind = "float" if oid == pg.FLOAT4.oid else "double"
+    shown = repr(value) if math.isfinite(value) else {"inf": "Infinity", "-inf": "-Infinity"}.get(repr(value), "NaN")
+    return exp.cast(exp.Literal.string(shown), exp.DataType.build(kind))
+
+
+def _number(value: int | Decimal) -> exp.Expr:
     if isinstance(value, Decimal) and not value.is_finite():
         raise PgError("22P02", f"a numeric parameter must be finite, not {value}")
     return exp.Literal.number(str(value))  # a negative number is a Neg node: `x - $1` stays `x - -5`
@@ -57,7 +62,7 @@ def from_text(raw: bytes, oid: int) -> exp.Expr:
         if oid in _INTEGERS:
             return _number(int(text.strip()))
         if oid in _FLOATS:
-            return _number(float(text.strip()))
+            return _float(float(text.strip()), oid)
         if oid == pg.NUMERIC.oid:
             return _number(Decimal(text.strip()))
         if oid == pg.BOOL.oid:
@@ -87,7 +92,7 @@ def from_binary(raw: bytes, oid: int) -> exp.Expr:
             return _number(int(integer))
         if oid in _FLOATS:
             (number,) = struct.unpack(_FLOATS[oid], raw)
-            return _number(float(number))
+            return _float(float(number), oid)
         if oid == pg.BOOL.oid and len(raw) == 1:
             return exp.Boolean(this=raw != b"\x00")
         if oid == pg.DATE.oid:

@@ -6,6 +6,7 @@ Each column becomes an `Encoded` — every value's bytes in one buffer with its 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -89,7 +90,51 @@ def text(array: pa.Array) -> Encoded:
         return Encoded.of_binary(array)
     if pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_date(t) or pa.types.is_string_view(t):
         return Encoded.of_binary(pc.cast(array, pa.string()))
+    if pg.element_of(t) is not None:
+        return Encoded.of_binary(pa.array(_arrays(array, text, _array_text), pa.binary()))
     return Encoded.of_binary(_strings(text_column(pa.chunked_array([array], t))))
+
+
+def _arrays(
+    array: pa.Array, encoder: Callable[[pa.Array], Encoded], join: Callable[[list[bytes | None], int], bytes]
+) -> list[bytes | None]:
+    """Each list of a list column as one value: its elements encoded by `encoder`, joined by `join`."""
+    elements = encoder(array.flatten() if not array.null_count else array.fill_null([]).flatten())
+    offsets = np.asarray(array.offsets)
+    nulls = np.asarray(array.is_null())
+    found: list[bytes | None] = []
+    for i in range(len(array)):
+        if nulls[i]:
+            found.append(None)
+            continue
+        cells = [
+            None
+            if elements.lengths[j] < 0
+            else elements.data[elements.starts[j] : elements.starts[j] + elements.lengths[j]].tobytes()
+            for j in range(offsets[i], offsets[i + 1])
+        ]
+        found.append(join(cells, pg.of_arrow(array.type.value_type).oid))
+    return found
+
+
+def _array_text(cells: list[bytes | None], _: int) -> bytes:
+    """PostgreSQL's text form of a one-dimensional array: {a,"b c",NULL}."""
+    shown = []
+    for cell in cells:
+        if cell is None:
+            shown.append(b"NULL")
+        elif not cell or cell.upper() == b"NULL" or any(c in cell for c in b'{},"\\ \t\n'):
+            shown.append(b'"' + cell.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"')
+        else:
+            shown.append(cell)
+    return b"{" + b",".join(shown) + b"}"
+
+
+def _array_binary(cells: list[bytes | None], element: int) -> bytes:
+    """PostgreSQL's binary array: dimensions, a NULL flag, the element type, then each element's length and bytes."""
+    header = np.array([1, int(any(c is None for c in cells)), element, len(cells), 1], dtype=">i4").tobytes()
+    body = b"".join(b"\xff\xff\xff\xff" if c is None else len(c).to_bytes(4, "big") + c for c in cells)
+    return header + body
 
 
 _FIXED = {
@@ -127,6 +172,8 @@ def binary(array: pa.Array) -> Encoded:
         return Encoded.of_binary(pa.array(encoded, pa.binary()))
     if oid == pg.BYTEA.oid:
         return Encoded.of_binary(array)
+    if pg.element_of(t) is not None:
+        return Encoded.of_binary(pa.array(_arrays(array, binary, _array_binary), pa.binary()))
     return text(array)  # text, varchar and what is sent as text: the binary format is the UTF-8 text
 
 

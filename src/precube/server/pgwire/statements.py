@@ -183,4 +183,27 @@ def _parse(text: str, max_depth: int) -> exp.Expr:
 
 def precube_sql(tree: exp.Expr) -> str:
     """A (bound) statement in precube's dialect, for `Session.sql`."""
-    return tree.sql(dialect=DIALECT)
+    return tree.transform(_ordered_set).sql(dialect=DIALECT)
+
+
+def _ordered_set(node: exp.Expr) -> exp.Expr:
+    """`percentile_cont(q) WITHIN GROUP (ORDER BY x)` as precube's exact PERCENTILE(x, q) (Spark's generator
+    would write the approximate PERCENTILE_APPROX), `percentile_disc` as PERCENTILE_DISC(x, q)."""
+    if not isinstance(node, exp.WithinGroup) or not isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)):
+        return node
+    order = node.expression
+    keys = order.expressions if isinstance(order, exp.Order) else []
+    if len(keys) != 1:
+        raise PgError("42601", f"{node.this.key.upper()} WITHIN GROUP takes one ORDER BY expression")
+    [key] = keys
+    fraction, value = node.this.this, key.this if isinstance(key, exp.Ordered) else key
+    descending = isinstance(key, exp.Ordered) and bool(key.args.get("desc"))
+    if isinstance(node.this, exp.PercentileDisc):
+        if descending:
+            raise PgError(
+                "0A000", "percentile_disc(…) WITHIN GROUP (ORDER BY … DESC) is not supported: order ascending"
+            )
+        return exp.PercentileDisc(this=value, expression=fraction)
+    if descending:  # the q-th fraction of a descending order is the (1 - q)-th of the ascending one
+        fraction = exp.Sub(this=exp.Literal.number(1), expression=exp.Paren(this=fraction))
+    return exp.Quantile(this=value, quantile=fraction)

@@ -69,10 +69,25 @@ _BY_ARROW: dict[str, PgType] = {
 }
 
 
+def array_of(element: PgType) -> PgType:
+    """The array type of a scalar type."""
+    return PgType(element.array_oid, f"_{element.name}", -1, 0, f"{element.sql_name}[]")
+
+
+def element_of(t: pa.DataType) -> PgType | None:
+    """A list column's element type, when it is a scalar Postgres has an array of (else the list is text)."""
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)) or pa.types.is_nested(t.value_type):
+        return None
+    found = of_arrow(t.value_type)
+    return found if found.array_oid else None
+
+
 def of_arrow(t: pa.DataType) -> PgType:
-    """The Postgres type a result column is sent as; anything without one (lists, structs…) is text."""
+    """The Postgres type a result column is sent as; anything without one (structs, maps…) is text."""
     if pa.types.is_dictionary(t):
         return of_arrow(t.value_type)
+    if (element := element_of(t)) is not None:
+        return array_of(element)
     if pa.types.is_decimal(t):
         return NUMERIC
     if pa.types.is_timestamp(t):
