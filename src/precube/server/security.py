@@ -1,6 +1,7 @@
 """The one place where requests are authenticated and permissions checked: every route declares what it
 needs as a dependency (`requires(Permission.QUERY)`, `requires(admin=True)`, `requires()` for any
-signed-in user); no handler decides access itself.
+signed-in user); no handler decides access itself. The Postgres wire front end signs its connections in and
+checks QUERY with the same functions (`sign_in`, `authorize`).
 
 Credentials are HTTP Basic, checked by the `Authenticate` middleware for every path but `/health` before
 the request is routed or its body parsed: a caller without valid credentials learns nothing (not even which
