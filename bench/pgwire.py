@@ -30,9 +30,10 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
+from serve import ADMIN, Server, _free_port, _timed_ms
+
 from precube.query.session import Session
 from precube.ssb.queries import SSB_QUERIES
-from serve import ADMIN, Server, _free_port, _timed_ms
 from ssb import PROJECT, _prepare
 
 DETAIL = "select lo_orderkey, lo_linenumber, lo_custkey, lo_orderdate, lo_revenue, lo_shipmode from ssb.lineorder"
@@ -65,7 +66,8 @@ def main() -> None:
     port = _free_port()
     server = Server(home, args=("--pg-port", str(port)), env={"PRECUBE__CACHE__ENABLED": "false"})
     server.wait_loaded()
-    report: dict[str, Any] = {"scale": args.scale, "cores": os.cpu_count(), "load": os.getloadavg()[0]}
+    report: dict[str, Any] = {"scale": args.scale, "build_s": round(build_s, 1), "cores": os.cpu_count()}
+    report["load"] = os.getloadavg()[0]
     dsn = f"host=127.0.0.1 port={port} dbname={PROJECT} user={ADMIN[0]} password={ADMIN[1]}"
     try:
         with (
