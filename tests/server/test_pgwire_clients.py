@@ -163,9 +163,9 @@ def test_the_protocol_message_by_message(live: LiveServer, server_home: ServerHo
     finally:
         raw.close()
 
-    newer = Raw(live.pg_port, server_home.project, version=0x00030002, _pq_future="1")
+    newer = Raw(live.pg_port, server_home.project, version=0x00030002, **{"_pq_.future": "1"})
     negotiated = _of(m.NegotiateProtocolVersion, newer.received)
-    assert negotiated and negotiated[0].newest_minor == 0 and negotiated[0].unrecognized == ["_pq_future"]
+    assert negotiated and negotiated[0].newest_minor == 0 and negotiated[0].unrecognized == ["_pq_.future"]
     newer.sock.sendall(b"Q\x7f\x00\x00\x00")  # announces a 2 GiB message
     assert newer.until(m.ErrorResponse)[-1].code == "54000"
     newer.close()

@@ -28,10 +28,12 @@ if TYPE_CHECKING:
     from precube.query.snapshot import ProjectSnapshot
 
 SCHEMAS = {"pg_catalog": "pgw_catalog", "information_schema": "pgw_information"}
+MAX_SANDBOXES = 64  # (project, user) catalogs kept; the least recently built goes first
 CATALOG_TABLES = frozenset(ct.COLUMNS["pg_catalog"])
 _SESSION_FUNCTIONS: tuple[type[exp.Func], ...] = (exp.CurrentUser, exp.SessionUser, exp.CurrentDatabase)
 _SESSION_FUNCTIONS += (exp.CurrentSchema, exp.CurrentSchemas, exp.CurrentVersion, exp.CurrentCatalog)
 _SESSION_NAMES = frozenset({"current_setting", "pg_backend_pid", "version", "inet_server_port", "inet_server_addr"})
+_SESSION_NAMES |= {"to_regclass", "to_regtype", "to_regnamespace", "to_regrole"}
 _TABLE_FUNCTIONS = (exp.Explode, exp.Unnest, exp.ExplodingGenerateSeries, exp.GenerateSeries)
 # PostgreSQL's functions the sandbox defines (as `pgw_NAME` macros: DuckDB's own pg_catalog macros are never
 # reached): name → DuckDB macro parameters and body
@@ -106,7 +108,17 @@ def is_catalog_query(tree: exp.Expr) -> bool:
     for func in tree.find_all(exp.Func):
         if isinstance(func, _SESSION_FUNCTIONS) or func.name.lower() in _SESSION_NAMES | set(MACROS):
             return True
+        if isinstance(func, exp.Cast) and _cast_target(func) in _LOOKUP_TYPES:
+            return True
     return False
+
+
+_LOOKUP_TYPES = frozenset({"regclass", "regtype", "regnamespace", "regrole", "regproc", "regprocedure"})
+
+
+def _cast_target(node: exp.Cast) -> str:
+    """A cast's type as PostgreSQL names it, without `pg_catalog.` and quotes (`regclass`, `int2[]`)."""
+    return node.to.sql(dialect="postgres").lower().replace('"', "").removeprefix("pg_catalog.")
 
 
 @dataclass
@@ -144,7 +156,10 @@ class Catalog:
                 if found is not None:
                     found.db.close()
                 found = _Sandbox(snapshot.version, _build(project, user, snapshot))
+                self._sandboxes.pop(key, None)
                 self._sandboxes[key] = found
+                while len(self._sandboxes) > MAX_SANDBOXES:
+                    self._sandboxes.pop(next(iter(self._sandboxes))).db.close()
             return found
 
     def close(self) -> None:
@@ -267,22 +282,35 @@ def _lookup(column: str, table: str, key: str, value: exp.Expr) -> exp.Expr:
     return exp.Subquery(this=query.limit(1))
 
 
-def _cast(node: exp.Cast, value: exp.Expr) -> exp.Expr:
-    target = node.to.sql(dialect="postgres").lower().replace('"', "").removeprefix("pg_catalog.")
-    node.set("this", value)
-    given = value.name if isinstance(value, exp.Literal) and value.is_string else None
+_TYPE_NAMES = {t.sql_name: t.name for t in TYPES} | {"int": "int4", "float": "float8", "boolean": "bool"}
+
+
+def _reg(target: str, value: exp.Expr) -> exp.Expr | None:
+    """A cast to an OID alias type (`'dates'::regclass`, `oid::regtype`): a name's OID, or an OID's name."""
+    given = value.name.strip().lower() if isinstance(value, exp.Literal) and value.is_string else None
     if target == "regclass":
         if given is not None:
-            return _lookup("oid", "pg_class", "relname", exp.Literal.string(given.split(".")[-1].strip('"').lower()))
+            return _lookup("oid", "pg_class", "relname", exp.Literal.string(given.split(".")[-1].strip('"')))
         return _lookup("relname", "pg_class", "oid", value)
     if target == "regtype":
         if given is not None:
-            return _lookup("oid", "pg_type", "typname", exp.Literal.string(given.lower()))
+            return _lookup("oid", "pg_type", "typname", exp.Literal.string(_TYPE_NAMES.get(given, given)))
         return _lookup("typname", "pg_type", "oid", value)
     if target == "regnamespace":
+        if given is not None:
+            return _lookup("oid", "pg_namespace", "nspname", exp.Literal.string(given.strip('"')))
         return _lookup("nspname", "pg_namespace", "oid", value)
     if target == "regrole":
         return _lookup("rolname", "pg_roles", "oid", value)
+    return None
+
+
+def _cast(node: exp.Cast, value: exp.Expr) -> exp.Expr:
+    target = _cast_target(node)
+    node.set("this", value)
+    found = _reg(target, value)
+    if found is not None:
+        return found
     if target in ("int2vector", "oidvector"):
         return value
     base = target.removesuffix("[]")
@@ -308,6 +336,10 @@ def _function(node: exp.Anonymous, parameters: Parameters) -> exp.Expr:
         if not (isinstance(setting, exp.Literal) and setting.is_string):
             raise PgError("0A000", "current_setting() takes a setting's name as a string literal")
         return exp.Literal.string(parameters.show(setting.name.lower()))
+    if name in ("to_regclass", "to_regtype", "to_regnamespace", "to_regrole") and len(node.expressions) == 1:
+        found = _reg(name.removeprefix("to_"), node.expressions[0])
+        if found is not None:
+            return found
     if name == "version":
         return exp.Literal.string(f"PostgreSQL {parameters.show('server_version')} on precube")
     if name in ("pg_backend_pid", "inet_server_port"):

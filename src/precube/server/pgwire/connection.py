@@ -89,24 +89,33 @@ class Connection:
             pass  # the client went away (or stalled during start-up)
         except PgError as err:
             await self._fatal(err)
+        except Exception:  # a bug ends this connection only; the server goes on
+            LOG.exception("pg connection %d failed", self.pid)
+            await self._fatal(PgError("XX000", "internal error; see the server log"))
         finally:
             self.writer.close()
 
     async def _next(self) -> m.PGMessage | None:
-        """The next message from the client (None at the end of the stream)."""
-        while True:
-            try:
-                message = next(self.decoder, None)
-            except (PygwireError, UnicodeDecodeError) as err:
-                raise PgError("08P01", f"invalid message from the client: {err}", fatal=True) from err
-            if message is not None:
-                return message
-            if self.decoder.buffered > self.server.max_message_bytes:
-                raise PgError("54000", f"a message exceeds {self.server.max_message_bytes} bytes", fatal=True)
-            data = await self.reader.read(65_536)
-            if not data:
-                return None
-            self.decoder.feed(data)
+        """The next message from the client (None at the end of the stream). Each is read whole by its length
+        before it is decoded, so a length over the limit is refused before its bytes are waited for."""
+        startup = self.decoder.phase == ConnectionPhase.STARTUP  # no type byte before the length
+        try:
+            head = await self.reader.readexactly(4 if startup else 5)
+        except asyncio.IncompleteReadError as err:
+            if err.partial:
+                raise
+            return None
+        length = int.from_bytes(head[-4:], "big")
+        if length < 4 or length - 4 > self.server.max_message_bytes:
+            raise PgError("54000", f"a message of {length} bytes; the limit is {self.server.max_message_bytes}", True)
+        self.decoder.feed(head + await self.reader.readexactly(length - 4))
+        try:
+            message = next(self.decoder, None)
+        except (PygwireError, UnicodeDecodeError) as err:
+            raise PgError("08P01", f"invalid message from the client: {err}", fatal=True) from err
+        if message is None:
+            raise PgError("08P01", "invalid message from the client", fatal=True)
+        return message
 
     def _send(self, *messages: m.PGMessage) -> None:
         for message in messages:
@@ -149,8 +158,6 @@ class Connection:
         if context is None:
             self.writer.write(b"N")
             return
-        if self.decoder.buffered:  # bytes sent before the TLS handshake would be read as if encrypted
-            raise PgError("08P01", "data received before the TLS handshake", fatal=True)
         self.writer.write(b"S")
         await self.writer.drain()
         await self.writer.start_tls(context)
@@ -324,7 +331,7 @@ class Connection:
             outcome = work.result()
         except PgError:
             raise
-        except Exception as err:
+        except Exception as err:  # a bug must not drop the connection: answered as XX000, and logged
             LOG.exception("pg connection %d: %s failed", self.pid, statement.kind)
             raise PgError("XX000", f"internal error ({type(err).__name__}); see the server log") from err
         self._after(statement, outcome)
