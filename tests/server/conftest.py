@@ -22,6 +22,7 @@ from precube.settings import Settings, load_settings
 from precube.sources.tables import load_file_table
 from precube.ssb.generate import TABLES
 from tests.query.conftest import MODEL, PROJECT, SEGMENT_BOUNDS, SPEC, day
+from tests.query.oracle import Oracle
 from tests.server.live import ADMIN, LiveServer, free_port
 
 if TYPE_CHECKING:
@@ -58,6 +59,14 @@ def server_home(spark: SparkSession, ssb_dir: Path, tmp_path_factory: pytest.Tem
         for start, end in itertools.pairwise(SEGMENT_BOUNDS):
             build_segment(ctx, MODEL, TimeRange.of(day(start), day(end)))
     return ServerHome(settings, PROJECT, MODEL, ssb_dir)
+
+
+@pytest.fixture(scope="session")
+def oracle(server_home: ServerHome) -> Iterator[Oracle]:
+    """DuckDB over the raw SSB files of the shared project: the answers the server's must equal."""
+    found = Oracle(server_home.ssb_dir)
+    yield found
+    found.close()
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ import os
 import shutil
 import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,6 @@ from tests.server.test_pgwire import connect, fetch
 pytestmark = pytest.mark.spark
 PSQL = shutil.which("psql")
 needs_psql = pytest.mark.skipif(PSQL is None, reason="psql is not installed (./dev installs postgresql-client)")
-
-
-@pytest.fixture(scope="module")
-def oracle(server_home: ServerHome) -> Iterator[Oracle]:
-    found = Oracle(server_home.ssb_dir)
-    yield found
-    found.close()
 
 
 def psql(live: LiveServer, project: str, command: str, password: str = ADMIN[1]) -> subprocess.CompletedProcess[str]:

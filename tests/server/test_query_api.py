@@ -39,13 +39,6 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def oracle(server_home: ServerHome) -> Iterator[Oracle]:
-    found = Oracle(server_home.ssb_dir)
-    yield found
-    found.close()
-
-
-@pytest.fixture(scope="module")
 def caching(server_home: ServerHome) -> Iterator[LiveServer]:
     """A second server on the same home whose result cache admits every answer (the shared one keeps the
     default thresholds, which the small test data never reaches)."""
