@@ -195,7 +195,8 @@ def _build(project: str, user: str, snapshot: ProjectSnapshot) -> duckdb.DuckDBP
 
 
 def _refuse_table(table: exp.Table) -> PgError:
-    return PgError("42P01", f'relation "{table.sql(dialect="postgres")}" is not in precube\'s catalog')
+    name = ".".join(part.name for part in table.parts) if isinstance(table.this, exp.Identifier) else table.name
+    return PgError("42P01", f'relation "{name or table.this.sql(dialect="postgres")}" is not in precube\'s catalog')
 
 
 def rewrite(tree: exp.Expr, project: str, schema: str, parameters: Parameters) -> exp.Expr:

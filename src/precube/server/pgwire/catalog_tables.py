@@ -116,6 +116,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "pg_range": "rngtypid BIGINT, rngsubtype BIGINT, rngmultitypid BIGINT",
         "pg_depend": "classid BIGINT, objid BIGINT, objsubid BIGINT, refclassid BIGINT, refobjid BIGINT, "
         "refobjsubid BIGINT, deptype VARCHAR",
+        "pg_auth_members": "oid BIGINT, roleid BIGINT, member BIGINT, grantor BIGINT, admin_option BOOLEAN",
         "pg_event_trigger": "oid BIGINT, evtname VARCHAR, evtevent VARCHAR, evtenabled VARCHAR",
         "pg_language": "oid BIGINT, lanname VARCHAR",
         "pg_operator": "oid BIGINT, oprname VARCHAR, oprnamespace BIGINT, oprleft BIGINT, oprright BIGINT, "
