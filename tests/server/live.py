@@ -53,6 +53,12 @@ class LiveServer:
     def state(self) -> Any:
         return self.app.state.server
 
+    def wait_warm(self, timeout: float = 300) -> None:
+        """Until the start-up preload of layouts has finished."""
+        warmer = self.state._warmer
+        if warmer is not None:
+            warmer.join(timeout)
+
     def client(self, auth: tuple[str, str] | None = ADMIN, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, auth=auth, timeout=120, **kwargs)
 

@@ -36,6 +36,14 @@ SSB_Q = (
 pytestmark = pytest.mark.spark
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _warm(live: LiveServer) -> None:
+    """The wire tests start once the shared server has preloaded its layouts: a first query answered while
+    `precube-warm-layouts` loaded one once hung in DuckDB's Arrow export (the engine's, not the wire's; the
+    REST tests meet the same race)."""
+    live.wait_warm()
+
+
 def connect(live: LiveServer, project: str, user: tuple[str, str] = ADMIN, **kwargs: Any) -> psycopg.Connection[Any]:
     return psycopg.connect(
         host="127.0.0.1",

@@ -24,6 +24,16 @@ from tests.server.live import ADMIN, LiveServer, free_port, live_server
 from tests.server.test_pgwire import connect, fetch
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm(live: LiveServer) -> None:
+    """The wire tests start once the shared server has preloaded its layouts: a first query answered while
+    `precube-warm-layouts` loaded one once hung in DuckDB's Arrow export (the engine's, not the wire's; the
+    REST tests meet the same race)."""
+    live.wait_warm()
+
+
 PSQL = shutil.which("psql")
 needs_psql = pytest.mark.skipif(PSQL is None, reason="psql is not installed (./dev installs postgresql-client)")
 
