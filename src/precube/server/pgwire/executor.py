@@ -60,7 +60,8 @@ class Outcome:
             return self._encoded[key]
 
 
-def rows(table: pa.Table, tag: str = "SELECT") -> Outcome:
+def answer(table: pa.Table, tag: str = "SELECT") -> Outcome:
+    """The outcome of a statement answering `table` (SELECT: the tag counts the rows)."""
     return Outcome(table, f"{tag} {table.num_rows}" if tag == "SELECT" else tag)
 
 
@@ -108,15 +109,15 @@ class Executor:
             return self._show(statement.name)
         session = self.server.state.session(self.project)
         if kind == Kind.PASSED:
-            return rows(session.sql(statement.text, user=self.user.username).table)
+            return answer(session.sql(statement.text, user=self.user.username).table)
         assert statement.tree is not None
         bound = params.bind(statement.tree, values)
         if kind == Kind.CATALOG:
-            return rows(self.server.catalog.answer(session, self.project, bound, self.parameters))
+            return answer(self.server.catalog.answer(session, self.project, bound, self.parameters))
         if kind == Kind.EXPLAIN:
             text = session.explain(precube_sql(bound)).text()
-            return rows(pa.table({"QUERY PLAN": text.splitlines()}), tag="EXPLAIN")
-        return rows(session.sql(precube_sql(bound), user=self.user.username).table)
+            return answer(pa.table({"QUERY PLAN": text.splitlines()}), tag="EXPLAIN")
+        return answer(session.sql(precube_sql(bound), user=self.user.username).table)
 
     def _reported(self, name: str) -> list[tuple[str, str]]:
         return [(name, self.parameters.values[name])] if name in REPORTED else []
@@ -131,5 +132,5 @@ class Executor:
                     "description": [""] * len(settings),
                 }
             )
-            return rows(table, tag="SHOW")
-        return rows(pa.table({name: [self.parameters.show(name)]}), tag="SHOW")
+            return answer(table, tag="SHOW")
+        return answer(pa.table({name: [self.parameters.show(name)]}), tag="SHOW")
