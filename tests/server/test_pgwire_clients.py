@@ -21,7 +21,7 @@ from precube.metadata import Table, open_store
 from tests.query.oracle import Oracle
 from tests.server.conftest import ServerHome
 from tests.server.live import ADMIN, LiveServer, free_port, live_server
-from tests.server.test_pgwire import connect, fetch
+from tests.server.test_pgwire import connect, fetch, values
 
 pytestmark = pytest.mark.spark
 
@@ -55,14 +55,14 @@ def test_psql_queries_and_lists_the_projects_tables(live: LiveServer, server_hom
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert lines[0] == "d_year|days"
-    assert lines[1:-1] == [f"{y}|{n}" for y, n in oracle.run(sql).to_pylist()]  # (the last line counts the rows)
+    assert lines[1:-1] == [f"{y}|{n}" for y, n in values(oracle.run(sql))]  # (the last line counts the rows)
 
     listed = psql(live, project, "\\dt")
     assert listed.returncode == 0, listed.stderr
     settings = server_home.settings
     with open_store(settings.metadata_url, settings.metadata.table) as store, store.read(project) as tx:
         tables = tx.list(Table)
-    rows = [line.split("|") for line in listed.stdout.strip().splitlines()[1:-1]]
+    rows = [line.split("|") for line in listed.stdout.strip().splitlines()[2:-1]]  # (title, header; the count)
     assert sorted((s, n) for s, n, *_ in rows) == sorted((t.database.lower(), t.name.lower()) for t in tables)
     assert {kind for _, _, kind, _ in rows} == {"table"}
 

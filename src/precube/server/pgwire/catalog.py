@@ -141,7 +141,7 @@ class Catalog:
         sql = rewrite(tree, project, snapshot.default_database.lower(), parameters).sql(dialect="duckdb")
         cursor = sandbox.db.cursor()
         try:
-            table: pa.Table = cursor.execute(sql).to_arrow_table()
+            table: pa.Table = cursor.sql(sql).to_arrow_table()
             return table
         except duckdb.Error as err:
             raise PgError("42000", f"the catalog cannot answer this query: {str(err).splitlines()[0]}") from err
