@@ -1,7 +1,7 @@
 """The one place where requests are authenticated and permissions checked: every route declares what it
 needs as a dependency (`requires(Permission.QUERY)`, `requires(admin=True)`, `requires()` for any
-signed-in user); no handler decides access itself. The Postgres wire front end signs its connections in and
-checks QUERY with the same functions (`sign_in`, `authorize`).
+signed-in user); no handler decides access itself. The Postgres wire front end signs its connections in
+with the same `sign_in` and checks QUERY with the directory's `require`, as the routes' dependency does.
 
 Credentials are HTTP Basic, checked by the `Authenticate` middleware for every path but `/health` before
 the request is routed or its body parsed: a caller without valid credentials learns nothing (not even which
@@ -165,15 +165,6 @@ async def _project_of(request: Request) -> str | None:
     return str(names[0]) if names else None
 
 
-def authorize(directory: Directory, user: User, project: str | None, level: Permission | None) -> Caller:
-    """The caller, after checking that `user` holds `level` on `project` (`AccessDeniedError` otherwise): the
-    one permission check of every REST route (through `requires`) and of the Postgres wire front end."""
-    if level is not None and project is not None:
-        directory.require(user, project, level)
-    held = directory.permission(user, project) if project is not None else None
-    return Caller(user, project, held)
-
-
 def requires(
     level: Permission | None = None, *, admin: bool = False, project_optional: bool = False
 ) -> Callable[[Request], Awaitable[Caller]]:
@@ -188,7 +179,10 @@ def requires(
         project = await _project_of(request)
         if level is not None and project is None and not project_optional:
             raise InvalidInputError("project is required")
-        return authorize(directory, user, project, level)
+        if level is not None and project is not None:
+            directory.require(user, project, level)
+        held = directory.permission(user, project) if project is not None else None
+        return Caller(user, project, held)
 
     dependency.requirement = Requirement(level, admin, project_optional)  # type: ignore[attr-defined]
     return dependency

@@ -29,7 +29,7 @@ from precube.server.pgwire.rows import data_rows
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, Statement, classify, split
 from precube.server.pgwire.types import TEXT
-from precube.server.security import authorize, sign_in
+from precube.server.security import sign_in
 
 if TYPE_CHECKING:
     from precube.server.pgwire.listener import PgServer
@@ -183,7 +183,7 @@ class Connection:
         try:
             user = await sign_in(state.directory, user_name, answer.password)
             check_project_name(project)
-            authorize(state.directory, user, project, Permission.QUERY)
+            state.directory.require(user, project, Permission.QUERY)  # the check every QUERY route makes
             state.store.require_project(project)
         except PrecubeError as err:
             raise PgError.of(err, fatal=True) from err
