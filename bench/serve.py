@@ -66,7 +66,14 @@ def _free_port() -> int:
 class Server:
     """`precube serve` in a child process."""
 
-    def __init__(self, home: Path, preload: bool = True, workers: int = 1, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        preload: bool = True,
+        workers: int = 1,
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.port, self.workers = _free_port(), workers
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = home / f"serve-bench-{self.port}.log"
@@ -80,6 +87,7 @@ class Server:
             **(env or {}),
         }
         command = [sys.executable, "-m", "precube", "--home", str(home), "serve", "--port", str(self.port), "--no-jobs"]
+        command += args
         if workers > 1:
             command += ["--workers", str(workers)]
         self.started = time.perf_counter()

@@ -111,11 +111,12 @@ class CacheSettings(_Section):
 
 class ServerSettings(_Section):
     """`precube serve`: where it listens, the password of the `ADMIN` user its first start creates (unset: a
-    random one, printed once; there is never a built-in default), and the largest request body it reads.
-    `url` (with `user` and `password`) makes the CLI's query, build, jobs, segments and cache commands talk
-    to that server instead of opening the metadata store. `source_roots`: the only directories (or URI
-    prefixes) whose files `POST /api/tables` may register; empty, loading files through the API is refused
-    (the CLI, whose user owns the machine, is not bound by it)."""
+        random one, printed once; there is never a built-in default), and the largest request body it reads.
+        `url` (with `user` and `password`) makes the CLI's query, build, jobs, segments and cache commands talk
+        to that server instead of opening the metadata store. `source_roots`: the only directories (or URI
+        prefixes) whose files `POST /api/tables` may register; empty, loading files through the API is refused
+        (the CLI, whose user owns the machine, is not bound by it). `pg_port`: also answer the PostgreSQL wire
+    protocol there (same host, users and permissions; `pg_tls_cert`/`pg_tls_key` offer TLS to its clients)."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=7070, ge=0, le=65535)
@@ -127,6 +128,9 @@ class ServerSettings(_Section):
     source_roots: list[str] = Field(default_factory=list)
     preload: bool = True  # load every project's layouts at start: first queries are answered warm
     workers: int = Field(default=1, ge=1, le=64)  # `precube serve` processes sharing the port
+    pg_port: int | None = Field(default=None, ge=0, le=65535)  # the Postgres wire protocol's port (None: off)
+    pg_tls_cert: str | None = None  # a PEM certificate (chain) and its key: the wire front end then offers TLS
+    pg_tls_key: str | None = None
 
 
 class Settings(BaseSettings):

@@ -23,7 +23,7 @@ from precube.sources.tables import load_file_table
 from precube.ssb.generate import TABLES
 from tests.query.conftest import MODEL, PROJECT, SEGMENT_BOUNDS, SPEC, day
 from tests.query.oracle import Oracle
-from tests.server.live import ADMIN, LiveServer
+from tests.server.live import ADMIN, LiveServer, free_port
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -63,7 +63,7 @@ def server_home(spark: SparkSession, ssb_dir: Path, tmp_path_factory: pytest.Tem
 
 @pytest.fixture(scope="session")
 def oracle(server_home: ServerHome) -> Iterator[Oracle]:
-    """DuckDB over the raw SSB files of the shared project: what the clients' answers are compared with."""
+    """DuckDB over the raw SSB files of the shared project: the answers the server's must equal."""
     found = Oracle(server_home.ssb_dir)
     yield found
     found.close()
@@ -71,8 +71,10 @@ def oracle(server_home: ServerHome) -> Iterator[Oracle]:
 
 @pytest.fixture(scope="session")
 def live(server_home: ServerHome) -> Iterator[LiveServer]:
-    """The shared server (it runs jobs, on the test run's Spark session)."""
-    server = LiveServer(server_home.settings)
+    """The shared server (it runs jobs, on the test run's Spark session), with the Postgres wire protocol."""
+    settings = server_home.settings.model_copy(deep=True)
+    settings.server.pg_port = free_port()
+    server = LiveServer(settings)
     yield server
     server.stop()
 

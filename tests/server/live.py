@@ -37,6 +37,7 @@ class LiveServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.settings = settings
+        self.pg_port = settings.server.pg_port  # the Postgres wire protocol's, when set
         self.app = create_app(settings, name=f"127.0.0.1:{self.port}", run_jobs=run_jobs)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_config=None, access_log=False)
         self._server = uvicorn.Server(config)
@@ -51,6 +52,12 @@ class LiveServer:
     @property
     def state(self) -> Any:
         return self.app.state.server
+
+    def wait_warm(self, timeout: float = 300) -> None:
+        """Until the start-up preload of layouts has finished."""
+        warmer = self.state._warmer
+        if warmer is not None:
+            warmer.join(timeout)
 
     def client(self, auth: tuple[str, str] | None = ADMIN, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, auth=auth, timeout=120, **kwargs)

@@ -320,14 +320,22 @@ def test_cli_server_mode(live: LiveServer, server_home: ServerHome, monkeypatch:
 
 
 def test_serve_with_two_workers_answers_queries(server_home: ServerHome) -> None:
-    """`precube serve --workers 2`: worker processes made from the command's settings answer the API."""
-    from tests.server.live import ServerProcess
+    """`precube serve --workers 2 --pg-port P`: worker processes made from the command's settings answer the API
+    and the Postgres wire protocol (each binds its port), and stop cleanly on SIGTERM."""
+    import psycopg
 
-    server = ServerProcess(server_home.settings.home, args=("--workers", "2", "--no-jobs"))
+    from tests.server.live import ServerProcess, free_port
+
+    pg_port = free_port()
+    server = ServerProcess(server_home.settings.home, args=("--workers", "2", "--no-jobs", "--pg-port", str(pg_port)))
     try:
         with server.client() as client:
             for _ in range(4):  # spread over the workers
                 answer = data(client.post(QUERY, json={"sql": SSB_Q, "project": server_home.project}))
                 assert answer["pushDown"] is False and answer["results"]
+        dsn = f"host=127.0.0.1 port={pg_port} dbname={server_home.project} user={ADMIN[0]} password={ADMIN[1]}"
+        for _ in range(4):
+            with psycopg.connect(dsn, connect_timeout=30) as conn:
+                assert [str(v) for _, v in conn.execute(SSB_Q).fetchall()] == [r[1] for r in answer["results"]]
     finally:
         assert server.terminate() == 0

@@ -17,6 +17,14 @@ def serve(
     host: str | None = typer.Option(None, "--host", help="Address to listen on; default [server] host (127.0.0.1)."),
     port: int | None = typer.Option(None, "--port", min=0, max=65535, help="Port; default [server] port (7070)."),
     no_jobs: bool = typer.Option(False, "--no-jobs", help="Answer requests but run no jobs (another server does)."),
+    pg_port: int | None = typer.Option(
+        None,
+        "--pg-port",
+        min=0,
+        max=65535,
+        help="Also answer the PostgreSQL wire protocol on this port (psql, psycopg, JDBC); default [server] "
+        "pg_port (off). Passwords travel in clear text: keep it on loopback or configure pg_tls_cert.",
+    ),
     workers: int | None = typer.Option(
         None,
         "--workers",
@@ -36,6 +44,7 @@ def serve(
     settings = cli.settings
     settings.server.host = host or settings.server.host
     settings.server.port = settings.server.port if port is None else port
+    settings.server.pg_port = settings.server.pg_port if pg_port is None else pg_port
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     count = workers or settings.server.workers
     options: dict[str, Any] = {
@@ -60,4 +69,6 @@ def serve(
         {"config": str(cli.config) if cli.config else None, "home": str(settings.home), "jobs": not no_jobs}
     )
     os.environ["PRECUBE__SERVER__HOST"], os.environ["PRECUBE__SERVER__PORT"] = options["host"], str(options["port"])
+    if settings.server.pg_port is not None:  # each worker listens on it too (SO_REUSEPORT)
+        os.environ["PRECUBE__SERVER__PG_PORT"] = str(settings.server.pg_port)
     uvicorn.run("precube.server.app:from_environment", factory=True, workers=count, **options)

@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -32,9 +33,10 @@ ROOT_ROUTERS = ("health", "docs")  # /health; /docs and /openapi.json
 ROUTERS = ("query", "health", "docs", "users", "projects", "tables", "models", "index_plans", "segments", "jobs")
 
 
-def create_app(settings: Settings, name: str | None = None, run_jobs: bool = True) -> FastAPI:
+def create_app(settings: Settings, name: str | None = None, run_jobs: bool = True, reuse_port: bool = False) -> FastAPI:
     """The server application on `settings`; `name` (host:port) is what query answers call this server;
-    `run_jobs`: this process runs the projects' queued jobs (the job service)."""
+    `run_jobs`: this process runs the projects' queued jobs (the job service). With `[server] pg_port` its
+    lifespan also serves the Postgres wire protocol (`reuse_port`: in each of several worker processes)."""
     server_name = name or f"{settings.server.host}:{settings.server.port}"
     admin_password = _admin_password(settings)
     if admin_password is not None:  # a weak one fails here, before the server listens
@@ -51,9 +53,12 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
             from precube.server.jobservice import JobService
 
             state.jobs = JobService.start(state)
+        wire = await _start_wire(state, reuse_port)
         try:
             yield
         finally:
+            if wire is not None:
+                await wire.stop()
             if state.jobs is not None:
                 state.jobs.stop()
             state.close()
@@ -76,6 +81,16 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
     app.add_middleware(Authenticate)  # outside BodyLimit: no body is read for a caller without credentials
     app.add_middleware(RequestLog)
     return app
+
+
+async def _start_wire(state: ServerState, reuse_port: bool) -> Any:
+    """The Postgres wire front end on `[server] pg_port`, on this event loop (None when it is off)."""
+    port = state.settings.server.pg_port
+    if port is None:
+        return None
+    from precube.server.pgwire.listener import PgServer
+
+    return await PgServer.start(state, state.settings.server.host, port, reuse_port=reuse_port)
 
 
 def _admin_password(settings: Settings) -> str | None:
@@ -124,7 +139,7 @@ def from_environment() -> FastAPI:
             run_jobs = True
         except OSError:
             handle.close()
-    return create_app(settings, run_jobs=run_jobs)
+    return create_app(settings, run_jobs=run_jobs, reuse_port=True)
 
 
 _JOB_LOCK: list[object] = []

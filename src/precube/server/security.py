@@ -1,6 +1,7 @@
 """The one place where requests are authenticated and permissions checked: every route declares what it
 needs as a dependency (`requires(Permission.QUERY)`, `requires(admin=True)`, `requires()` for any
-signed-in user); no handler decides access itself.
+signed-in user); no handler decides access itself. The Postgres wire front end signs its connections in
+with the same `sign_in` and checks QUERY with the directory's `require`, as the routes' dependency does.
 
 Credentials are HTTP Basic, checked by the `Authenticate` middleware for every path but `/health` before
 the request is routed or its body parsed: a caller without valid credentials learns nothing (not even which
@@ -95,13 +96,19 @@ def _credentials(header: str) -> tuple[str, str]:
     return username, password
 
 
-async def _sign_in(directory: Directory, header: str) -> User:
-    """The user these credentials belong to (401 otherwise); remembered passwords cost no hashing."""
-    username, password = _credentials(header)
+async def sign_in(directory: Directory, username: str, password: str) -> User:
+    """The user these credentials belong to (`AuthenticationError` otherwise): a remembered password costs no
+    hashing, a new one is verified in a worker thread (bcrypt's ~50 ms would stall the event loop). The REST
+    API's `Authenticate` and the Postgres wire front end sign users in here."""
     user = directory.remembered(username, password)
     if user is None:
         user = await run_in_threadpool(directory.authenticate, username, password)
     return user
+
+
+async def _sign_in(directory: Directory, header: str) -> User:
+    """The user of an `Authorization` header's credentials (401 otherwise)."""
+    return await sign_in(directory, *_credentials(header))
 
 
 class Authenticate:

@@ -1,0 +1,355 @@
+"""Queries over `pg_catalog` and `information_schema` (and of the session functions alone: `version()`,
+`current_database()`…), answered from the project's metadata, never from the engine.
+
+Each project's catalog is a sandboxed in-memory DuckDB (no file or network access, configuration locked,
+one thread) holding only the rows of `catalog_tables` in schemas of its own, rebuilt when the project's
+metadata snapshot moves. A client's statement is rewritten on its parsed tree before it runs there: every
+table must be an emulated relation (or a CTE, `unnest`, `generate_series`), `pg_catalog.` prefixes and
+`COLLATE` go, PostgreSQL's functions become macros of the sandbox or the connection's literal values
+(`current_user`, `current_setting(…)`), casts to `regclass`/`regtype`/`name`/`oid` become lookups or plain
+types, and `OPERATOR(pg_catalog.~)` a regular-expression match; any other `pg_*` function is refused."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from precube.server.pgwire import catalog_tables as ct
+from precube.server.pgwire.parameters import Parameters
+from precube.server.pgwire.sqlstate import PgError
+from precube.server.pgwire.types import TYPES
+
+if TYPE_CHECKING:
+    from precube.query.snapshot import ProjectSnapshot
+
+SCHEMAS = {"pg_catalog": "pgw_catalog", "information_schema": "pgw_information"}
+MAX_SANDBOXES = 64  # (project, user) catalogs kept; the least recently built goes first
+CATALOG_TABLES = frozenset(ct.COLUMNS["pg_catalog"])
+_SESSION_FUNCTIONS: tuple[type[exp.Func], ...] = (exp.CurrentUser, exp.SessionUser, exp.CurrentDatabase)
+_SESSION_FUNCTIONS += (exp.CurrentSchema, exp.CurrentSchemas, exp.CurrentVersion, exp.CurrentCatalog)
+_SESSION_NAMES = frozenset({"current_setting", "pg_backend_pid", "version", "inet_server_port", "inet_server_addr"})
+_SESSION_NAMES |= {"to_regclass", "to_regtype", "to_regnamespace", "to_regrole"}
+_TABLE_FUNCTIONS = (exp.Explode, exp.Unnest, exp.ExplodingGenerateSeries, exp.GenerateSeries)
+# PostgreSQL's functions the sandbox defines (as `pgw_NAME` macros: DuckDB's own pg_catalog macros are never
+# reached): name → DuckDB macro parameters and body
+MACROS: dict[str, tuple[str, str]] = {
+    "pg_get_userbyid": ("o", f"'{ct.OWNER_NAME}'"),
+    "pg_table_is_visible": ("o", "true"),
+    "pg_type_is_visible": ("o", "true"),
+    "pg_function_is_visible": ("o", "true"),
+    "pg_get_expr": ("e, r, p := NULL", "CAST(NULL AS VARCHAR)"),
+    "pg_get_constraintdef": ("o, p := NULL", "CAST(NULL AS VARCHAR)"),
+    "pg_get_indexdef": ("o, c := NULL, p := NULL", "CAST(NULL AS VARCHAR)"),
+    "pg_get_viewdef": ("o, p := NULL", "CAST(NULL AS VARCHAR)"),
+    "pg_get_triggerdef": ("o, p := NULL", "CAST(NULL AS VARCHAR)"),
+    "pg_get_partkeydef": ("o", "CAST(NULL AS VARCHAR)"),
+    "pg_get_statisticsobjdef_columns": ("o", "CAST(NULL AS VARCHAR)"),
+    "pg_get_function_result": ("o", "CAST(NULL AS VARCHAR)"),
+    "pg_get_function_arguments": ("o", "CAST(NULL AS VARCHAR)"),
+    "pg_get_function_identity_arguments": ("o", "CAST(NULL AS VARCHAR)"),
+    "pg_tablespace_location": ("o", "''"),
+    "pg_encoding_to_char": ("e", "'UTF8'"),
+    "pg_char_to_encoding": ("e", "6"),
+    "pg_relation_size": ("o, f := NULL", "CAST(0 AS BIGINT)"),
+    "pg_total_relation_size": ("o", "CAST(0 AS BIGINT)"),
+    "pg_table_size": ("o", "CAST(0 AS BIGINT)"),
+    "pg_indexes_size": ("o", "CAST(0 AS BIGINT)"),
+    "pg_size_pretty": ("b", "format_bytes(CAST(b AS BIGINT))"),
+    "pg_relation_is_publishable": ("o", "false"),
+    "pg_is_in_recovery": ("", "false"),
+    "pg_postmaster_start_time": ("", "TIMESTAMP '2000-01-01 00:00:00'"),
+    "pg_is_other_temp_schema": ("o", "false"),
+    "pg_my_temp_schema": ("", "CAST(0 AS BIGINT)"),
+    "has_table_privilege": ("a, b, c := NULL", "true"),
+    "has_schema_privilege": ("a, b, c := NULL", "true"),
+    "has_database_privilege": ("a, b, c := NULL", "true"),
+    "has_column_privilege": ("a, b, c, d := NULL", "true"),
+    "has_any_column_privilege": ("a, b, c := NULL", "true"),
+    "has_function_privilege": ("a, b, c := NULL", "true"),
+    "txid_current": ("", "CAST(1 AS BIGINT)"),
+    "obj_description": (
+        "o, c := NULL",
+        "(SELECT description FROM pgw_catalog.pg_description WHERE objoid = o AND objsubid = 0 LIMIT 1)",
+    ),
+    "col_description": (
+        "o, n",
+        "(SELECT description FROM pgw_catalog.pg_description WHERE objoid = o AND objsubid = n LIMIT 1)",
+    ),
+    "shobj_description": ("o, c", "CAST(NULL AS VARCHAR)"),
+    "format_type": (
+        "t, m",
+        "(SELECT CASE WHEN typname = 'numeric' AND m > 4 THEN 'numeric(' || ((m - 4) // 65536) || ',' || "
+        "((m - 4) % 65536) || ')' WHEN typname = 'varchar' AND m > 4 THEN 'character varying(' || (m - 4) || ')' "
+        "WHEN typname = 'bpchar' AND m > 4 THEN 'character(' || (m - 4) || ')' ELSE "
+        + "CASE typname "
+        + " ".join(f"WHEN '{t.name}' THEN '{t.sql_name}'" for t in TYPES)
+        + " ELSE typname END END FROM pgw_catalog.pg_type WHERE oid = t)",
+    ),
+    "array_upper": ("a, d", "len(a)"),
+    "array_lower": ("a, d", "CASE WHEN len(a) > 0 THEN 1 END"),
+    "quote_ident": ("s", "'\"' || replace(s, '\"', '\"\"') || '\"'"),
+}
+_REFUSED_PREFIXES = ("pg_", "has_", "duckdb_", "pragma_", "read_", "query", "glob", "current_setting")
+
+
+def is_catalog_query(tree: exp.Expr) -> bool:
+    """A query the catalog answers: it reads an emulated relation, or calls session functions over no table."""
+    tables = list(tree.find_all(exp.Table))
+    for table in tables:
+        if table.db.lower() in SCHEMAS or (not table.db and table.name.lower() in CATALOG_TABLES):
+            return True
+    if any(isinstance(t.this, exp.Identifier) for t in tables):
+        return False
+    for func in tree.find_all(exp.Func):
+        if isinstance(func, _SESSION_FUNCTIONS) or func.name.lower() in _SESSION_NAMES | set(MACROS):
+            return True
+        if isinstance(func, exp.Cast) and _cast_target(func) in _LOOKUP_TYPES:
+            return True
+    return False
+
+
+_LOOKUP_TYPES = frozenset({"regclass", "regtype", "regnamespace", "regrole", "regproc", "regprocedure"})
+
+
+def _cast_target(node: exp.Cast) -> str:
+    """A cast's type as PostgreSQL names it, without `pg_catalog.` and quotes (`regclass`, `int2[]`)."""
+    return node.to.sql(dialect="postgres").lower().replace('"', "").removeprefix("pg_catalog.")
+
+
+@dataclass
+class _Sandbox:
+    version: int
+    db: duckdb.DuckDBPyConnection
+
+
+class Catalog:
+    """The catalog sandboxes of one server, one per project (and user: the rows name who asks)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sandboxes: dict[tuple[str, str], _Sandbox] = {}
+
+    def answer(self, session: Any, project: str, tree: exp.Expr, parameters: Parameters) -> pa.Table:
+        """Run a catalog query for the connection with these settings."""
+        snapshot: ProjectSnapshot = session.snapshots.get(project)
+        sandbox = self._sandbox(project, parameters.user, snapshot)
+        sql = rewrite(tree, project, snapshot.default_database.lower(), parameters).sql(dialect="duckdb")
+        cursor = sandbox.db.cursor()
+        try:
+            table: pa.Table = cursor.sql(sql).to_arrow_table()
+            return table
+        except duckdb.Error as err:
+            raise PgError("42000", f"the catalog cannot answer this query: {str(err).splitlines()[0]}") from err
+        finally:
+            cursor.close()
+
+    def _sandbox(self, project: str, user: str, snapshot: ProjectSnapshot) -> _Sandbox:
+        key = (project, user)
+        with self._lock:
+            found = self._sandboxes.get(key)
+            if found is None or found.version != snapshot.version:
+                if found is not None:
+                    found.db.close()
+                found = _Sandbox(snapshot.version, _build(project, user, snapshot))
+                self._sandboxes.pop(key, None)
+                self._sandboxes[key] = found
+                while len(self._sandboxes) > MAX_SANDBOXES:
+                    self._sandboxes.pop(next(iter(self._sandboxes))).db.close()
+            return found
+
+    def close(self) -> None:
+        with self._lock:
+            for sandbox in self._sandboxes.values():
+                sandbox.db.close()
+            self._sandboxes.clear()
+
+
+def _build(project: str, user: str, snapshot: ProjectSnapshot) -> duckdb.DuckDBPyConnection:
+    db = duckdb.connect(
+        ":memory:",
+        config={
+            "enable_external_access": False,  # no file, extension or network access
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "threads": 1,
+            "memory_limit": "256MB",
+        },
+    )
+    found = ct.rows(project, user, snapshot.tables.values())
+    for schema, relations in ct.COLUMNS.items():
+        db.execute(f"CREATE SCHEMA {SCHEMAS[schema]}")
+        for name, columns in relations.items():
+            db.execute(f"CREATE TABLE {SCHEMAS[schema]}.{name} ({columns})")
+            for row in found[name]:
+                into = f"{SCHEMAS[schema]}.{name} ({', '.join(row)})"
+                db.execute(f"INSERT INTO {into} VALUES ({', '.join('?' for _ in row)})", list(row.values()))
+    for name, (args, body) in MACROS.items():
+        db.execute(f"CREATE MACRO pgw_{name}({args}) AS {body}")
+    db.execute("SET lock_configuration = true")
+    return db
+
+
+def _refuse_table(table: exp.Table) -> PgError:
+    name = ".".join(part.name for part in table.parts) if isinstance(table.this, exp.Identifier) else table.name
+    return PgError("42P01", f'relation "{name or table.this.sql(dialect="postgres")}" is not in precube\'s catalog')
+
+
+def rewrite(tree: exp.Expr, project: str, schema: str, parameters: Parameters) -> exp.Expr:
+    """The statement as the sandbox runs it (see the module's docstring)."""
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    user = parameters.user
+
+    def sub(node: exp.Expr) -> exp.Expr:
+        """A node's part, rewritten on its own (`transform` does not descend into a node it replaced)."""
+        return node.transform(visit, copy=False)
+
+    def visit(node: exp.Expr) -> exp.Expr:
+        if (
+            isinstance(node, exp.Dot)
+            and isinstance(node.expression, exp.Func)
+            and node.this.name.lower() == "pg_catalog"  # pg_catalog.f(…)
+        ):
+            return sub(node.expression)
+        if isinstance(node, exp.Table):
+            return _table(node, ctes)
+        if isinstance(node, exp.Collate):
+            return sub(node.this)
+        if isinstance(node, exp.Operator):
+            return _operator(sub(node.this), str(node.args.get("operator", "")), sub(node.expression))
+        if isinstance(node, (exp.CurrentUser, exp.SessionUser)):
+            return exp.Literal.string(user)
+        if isinstance(node, (exp.CurrentDatabase, exp.CurrentCatalog)):
+            return exp.Literal.string(project)
+        if isinstance(node, exp.CurrentSchema):
+            return exp.Literal.string(schema)
+        if isinstance(node, exp.CurrentSchemas):
+            return exp.Array(expressions=[exp.Literal.string(schema)])
+        if isinstance(node, exp.CurrentVersion):
+            return exp.Literal.string(f"PostgreSQL {parameters.show('server_version')} on precube")
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            return _cast(node, sub(node.this))
+        if isinstance(node, exp.Anonymous):
+            return _function(node, parameters)
+        return node
+
+    return tree.copy().transform(visit, copy=False)
+
+
+def _table(table: exp.Table, ctes: set[str]) -> exp.Expr:
+    if not isinstance(table.this, exp.Identifier):
+        if isinstance(table.this, _TABLE_FUNCTIONS):
+            table.set("db", None)
+            return table
+        raise _refuse_table(table)
+    db, name = table.db.lower(), table.name.lower()
+    if not db and name in ctes:
+        return table
+    schema = db or "pg_catalog"
+    if schema in SCHEMAS and name in ct.COLUMNS[schema] and not table.catalog:
+        table.set("db", exp.to_identifier(SCHEMAS[schema]))
+        table.set("this", exp.to_identifier(name))
+        return table
+    raise _refuse_table(table)
+
+
+_OPERATORS = {"~": (exp.RegexpLike, False), "~*": (exp.RegexpILike, False), "!~": (exp.RegexpLike, True)}
+_OPERATORS |= {"!~*": (exp.RegexpILike, True), "~~": (exp.Like, False), "!~~": (exp.Like, True)}
+_OPERATORS |= {"~~*": (exp.ILike, False), "!~~*": (exp.ILike, True)}
+
+
+def _operator(left: exp.Expr, operator: str, right: exp.Expr) -> exp.Expr:
+    symbol = operator.removeprefix("pg_catalog.").strip()
+    comparisons = {"=": exp.EQ, "<>": exp.NEQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
+    if symbol in comparisons:
+        return comparisons[symbol](this=left, expression=right)
+    if symbol not in _OPERATORS:
+        raise PgError("42883", f"operator {symbol} is not supported by precube's catalog")
+    kind, negated = _OPERATORS[symbol]
+    found: exp.Expr = kind(this=left, expression=right)
+    return exp.Not(this=found) if negated else found
+
+
+def _lookup(column: str, table: str, key: str, value: exp.Expr) -> exp.Expr:
+    query = (
+        exp.select(column)
+        .from_(f"{SCHEMAS['pg_catalog']}.{table}")
+        .where(exp.EQ(this=exp.column(key), expression=value))
+    )
+    return exp.Subquery(this=query.limit(1))
+
+
+_TYPE_NAMES = {t.sql_name: t.name for t in TYPES} | {"int": "int4", "float": "float8", "boolean": "bool"}
+
+
+def _reg(target: str, value: exp.Expr) -> exp.Expr | None:
+    """A cast to an OID alias type (`'dates'::regclass`, `oid::regtype`): a name's OID, or an OID's name."""
+    given = value.name.strip().lower() if isinstance(value, exp.Literal) and value.is_string else None
+    if target == "regclass":
+        if given is not None:
+            return _lookup("oid", "pg_class", "relname", exp.Literal.string(given.split(".")[-1].strip('"')))
+        return _lookup("relname", "pg_class", "oid", value)
+    if target == "regtype":
+        if given is not None:
+            return _lookup("oid", "pg_type", "typname", exp.Literal.string(_TYPE_NAMES.get(given, given)))
+        return _lookup("typname", "pg_type", "oid", value)
+    if target == "regnamespace":
+        if given is not None:
+            return _lookup("oid", "pg_namespace", "nspname", exp.Literal.string(given.strip('"')))
+        return _lookup("nspname", "pg_namespace", "oid", value)
+    if target == "regrole":
+        return _lookup("rolname", "pg_roles", "oid", value)
+    return None
+
+
+def _cast(node: exp.Cast, value: exp.Expr) -> exp.Expr:
+    target = _cast_target(node)
+    node.set("this", value)
+    found = _reg(target, value)
+    if found is not None:
+        return found
+    if target in ("int2vector", "oidvector"):
+        return value
+    base = target.removesuffix("[]")
+    if base in _PLAIN_TYPES:
+        suffix = "[]" if target.endswith("[]") else ""
+        return exp.cast(value, exp.DataType.build(_PLAIN_TYPES[base] + suffix, dialect="duckdb"))
+    return node
+
+
+# PostgreSQL's type names in casts → the sandbox's (catalog identifiers and OIDs are text and integers there)
+_PLAIN_TYPES = {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real", "float8": "double"}
+_PLAIN_TYPES |= {"bool": "boolean", "oid": "bigint", "xid": "bigint", "cid": "bigint", "regoper": "bigint"}
+_PLAIN_TYPES |= {"regconfig": "bigint", "regtype": "bigint"}
+_PLAIN_TYPES |= dict.fromkeys(
+    ("name", "char", "text", "bpchar", "regproc", "regprocedure", "pg_node_tree", "aclitem", "unknown"), "varchar"
+)
+
+
+def _function(node: exp.Anonymous, parameters: Parameters) -> exp.Expr:
+    name = node.name.lower()
+    if name == "current_setting":
+        [setting, *_] = node.expressions or [exp.Null()]
+        if not (isinstance(setting, exp.Literal) and setting.is_string):
+            raise PgError("0A000", "current_setting() takes a setting's name as a string literal")
+        return exp.Literal.string(parameters.show(setting.name.lower()))
+    if name in ("to_regclass", "to_regtype", "to_regnamespace", "to_regrole") and len(node.expressions) == 1:
+        found = _reg(name.removeprefix("to_"), node.expressions[0])
+        if found is not None:
+            return found
+    if name == "version":
+        return exp.Literal.string(f"PostgreSQL {parameters.show('server_version')} on precube")
+    if name in ("pg_backend_pid", "inet_server_port"):
+        return exp.Literal.number(0)
+    if name == "inet_server_addr":
+        return exp.Null()
+    if name in MACROS:
+        node.set("this", f"pgw_{name}")
+        return node
+    if name.startswith(_REFUSED_PREFIXES):
+        raise PgError("42883", f"function {name}() is not supported by precube's catalog")
+    return node

@@ -1,0 +1,306 @@
+"""The rows of the emulated `pg_catalog` and `information_schema` for one project, made from its metadata
+alone (databases as schemas, tables, columns with their Postgres types, comments): what psql, psycopg and JDBC
+clients read to list and describe tables. OIDs are stable hashes of the names, so an OID a client read in one
+query still names the same table in the next (psql's `\\d` reads it, then asks by it)."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+
+from precube.metadata import Table
+from precube.server.pgwire import types as pg
+
+CATALOG_NS, INFO_NS, OWNER = 11, 13_000, 10
+OWNER_NAME = "precube"
+
+# DuckDB DDL of every emulated relation: schema → name → columns (with defaults, so rows give only what matters)
+_B, _I, _T, _TA = "BOOLEAN DEFAULT false", "BIGINT DEFAULT 0", "VARCHAR", "VARCHAR[]"
+COLUMNS: dict[str, dict[str, str]] = {
+    "pg_catalog": {
+        "pg_namespace": f"oid BIGINT, nspname {_T}, nspowner BIGINT DEFAULT {OWNER}, nspacl {_TA}",
+        "pg_class": (
+            f"oid BIGINT, relname {_T}, relnamespace BIGINT, reltype {_I}, reloftype {_I}, "
+            f"relowner BIGINT DEFAULT {OWNER}, relam BIGINT DEFAULT 2, relfilenode {_I}, reltablespace {_I}, "
+            f"relpages {_I}, reltuples DOUBLE DEFAULT -1, relallvisible {_I}, reltoastrelid {_I}, relhasindex {_B}, "
+            f"relisshared {_B}, relpersistence VARCHAR DEFAULT 'p', relkind VARCHAR DEFAULT 'r', relnatts {_I}, "
+            f"relchecks {_I}, relhasrules {_B}, relhastriggers {_B}, relhassubclass {_B}, relrowsecurity {_B}, "
+            f"relforcerowsecurity {_B}, relispopulated BOOLEAN DEFAULT true, relreplident VARCHAR DEFAULT 'n', "
+            f"relispartition {_B}, relrewrite {_I}, relfrozenxid {_I}, relminmxid {_I}, relacl {_TA}, "
+            f"reloptions {_TA}, relpartbound {_T}"
+        ),
+        "pg_attribute": (
+            f"attrelid BIGINT, attname {_T}, atttypid BIGINT, attstattarget BIGINT DEFAULT -1, attlen BIGINT, "
+            f"attnum BIGINT, attndims {_I}, attcacheoff BIGINT DEFAULT -1, atttypmod BIGINT DEFAULT -1, "
+            f"attbyval {_B}, attalign VARCHAR DEFAULT 'i', attstorage VARCHAR DEFAULT 'p', "
+            f"attcompression VARCHAR DEFAULT '', attnotnull {_B}, atthasdef {_B}, atthasmissing {_B}, "
+            f"attidentity VARCHAR DEFAULT '', attgenerated VARCHAR DEFAULT '', attisdropped {_B}, "
+            f"attislocal BOOLEAN DEFAULT true, attinhcount {_I}, attcollation {_I}, attacl {_TA}, "
+            f"attoptions {_TA}, attfdwoptions {_TA}, attmissingval {_TA}"
+        ),
+        "pg_type": (
+            f"oid BIGINT, typname {_T}, typnamespace BIGINT DEFAULT {CATALOG_NS}, typowner BIGINT DEFAULT {OWNER}, "
+            f"typlen BIGINT, typbyval {_B}, typtype VARCHAR DEFAULT 'b', typcategory {_T}, typispreferred {_B}, "
+            f"typisdefined BOOLEAN DEFAULT true, typdelim VARCHAR DEFAULT ',', typrelid {_I}, "
+            f"typsubscript {_T}, typelem {_I}, typarray {_I}, typinput {_T}, typoutput {_T}, typreceive {_T}, "
+            f"typsend {_T}, typmodin {_T}, typmodout {_T}, typanalyze {_T}, typalign VARCHAR DEFAULT 'i', "
+            f"typstorage VARCHAR DEFAULT 'p', typnotnull {_B}, typbasetype {_I}, typtypmod BIGINT DEFAULT -1, "
+            f"typndims {_I}, typcollation {_I}, typdefaultbin {_T}, typdefault {_T}, typacl {_TA}"
+        ),
+        "pg_database": (
+            f"oid BIGINT, datname {_T}, datdba BIGINT DEFAULT {OWNER}, encoding BIGINT DEFAULT 6, "
+            f"datlocprovider VARCHAR DEFAULT 'c', datistemplate {_B}, datallowconn BOOLEAN DEFAULT true, "
+            f"datconnlimit BIGINT DEFAULT -1, datfrozenxid {_I}, datminmxid {_I}, dattablespace BIGINT DEFAULT 1663, "
+            f"datcollate VARCHAR DEFAULT 'C', datctype VARCHAR DEFAULT 'C', daticulocale {_T}, "
+            f"datcollversion {_T}, datacl {_TA}"
+        ),
+        "pg_roles": (
+            f"oid BIGINT, rolname {_T}, rolsuper {_B}, rolinherit BOOLEAN DEFAULT true, rolcreaterole {_B}, "
+            f"rolcreatedb {_B}, rolcanlogin BOOLEAN DEFAULT true, rolreplication {_B}, rolconnlimit BIGINT DEFAULT -1, "
+            f"rolpassword VARCHAR DEFAULT '********', rolvaliduntil {_T}, rolbypassrls {_B}, rolconfig {_TA}"
+        ),
+        "pg_user": (
+            f"usename {_T}, usesysid BIGINT, usecreatedb {_B}, usesuper {_B}, userepl {_B}, usebypassrls {_B}, "
+            f"passwd VARCHAR DEFAULT '********', valuntil {_T}, useconfig {_TA}"
+        ),
+        "pg_am": f"oid BIGINT, amname {_T}, amhandler {_T}, amtype VARCHAR",
+        "pg_tablespace": f"oid BIGINT, spcname {_T}, spcowner BIGINT DEFAULT {OWNER}, spcacl {_TA}, spcoptions {_TA}",
+        "pg_collation": (
+            f"oid BIGINT, collname {_T}, collnamespace BIGINT DEFAULT {CATALOG_NS}, collowner BIGINT DEFAULT {OWNER}, "
+            f"collprovider VARCHAR DEFAULT 'd', collisdeterministic BOOLEAN DEFAULT true, "
+            f"collencoding BIGINT DEFAULT -1, collcollate {_T}, collctype {_T}"
+        ),
+        "pg_description": f"objoid BIGINT, classoid BIGINT, objsubid BIGINT, description {_T}",
+        "pg_settings": f"name {_T}, setting {_T}, unit {_T}, category {_T}, short_desc {_T}, extra_desc {_T}, "
+        f"context {_T}, vartype {_T}, source {_T}, min_val {_T}, max_val {_T}, enumvals {_TA}, boot_val {_T}, "
+        f"reset_val {_T}, sourcefile {_T}, sourceline BIGINT, pending_restart {_B}",
+        "pg_index": (
+            "indexrelid BIGINT, indrelid BIGINT, indnatts BIGINT, indnkeyatts BIGINT, indisunique BOOLEAN, "
+            "indnullsnotdistinct BOOLEAN, indisprimary BOOLEAN, indisexclusion BOOLEAN, indimmediate BOOLEAN, "
+            "indisclustered BOOLEAN, indisvalid BOOLEAN, indcheckxmin BOOLEAN, indisready BOOLEAN, "
+            "indislive BOOLEAN, indisreplident BOOLEAN, indkey BIGINT[], indcollation BIGINT[], "
+            "indclass BIGINT[], indoption BIGINT[], indexprs VARCHAR, indpred VARCHAR"
+        ),
+        "pg_constraint": (
+            "oid BIGINT, conname VARCHAR, connamespace BIGINT, contype VARCHAR, condeferrable BOOLEAN, "
+            "condeferred BOOLEAN, convalidated BOOLEAN, conrelid BIGINT, contypid BIGINT, conindid BIGINT, "
+            "conparentid BIGINT, confrelid BIGINT, confupdtype VARCHAR, confdeltype VARCHAR, confmatchtype VARCHAR, "
+            "conislocal BOOLEAN, coninhcount BIGINT, connoinherit BOOLEAN, conkey BIGINT[], confkey BIGINT[], "
+            "conpfeqop BIGINT[], conppeqop BIGINT[], conffeqop BIGINT[], confdelsetcols BIGINT[], "
+            "conexclop BIGINT[], conbin VARCHAR"
+        ),
+        "pg_attrdef": "oid BIGINT, adrelid BIGINT, adnum BIGINT, adbin VARCHAR",
+        "pg_inherits": "inhrelid BIGINT, inhparent BIGINT, inhseqno BIGINT, inhdetachpending BOOLEAN",
+        "pg_proc": (
+            "oid BIGINT, proname VARCHAR, pronamespace BIGINT, proowner BIGINT, prolang BIGINT, prokind VARCHAR, "
+            "prorettype BIGINT, proargtypes BIGINT[], proallargtypes BIGINT[], proargmodes VARCHAR[], "
+            "proargnames VARCHAR[], proretset BOOLEAN, prosrc VARCHAR"
+        ),
+        "pg_trigger": "oid BIGINT, tgrelid BIGINT, tgparentid BIGINT, tgname VARCHAR, tgfoid BIGINT, tgtype BIGINT, "
+        "tgenabled VARCHAR, tgisinternal BOOLEAN, tgconstraint BIGINT",
+        "pg_rewrite": "oid BIGINT, rulename VARCHAR, ev_class BIGINT, ev_type VARCHAR, ev_enabled VARCHAR, "
+        "is_instead BOOLEAN",
+        "pg_policy": "oid BIGINT, polname VARCHAR, polrelid BIGINT, polcmd VARCHAR, polpermissive BOOLEAN, "
+        "polroles BIGINT[], polqual VARCHAR, polwithcheck VARCHAR",
+        "pg_statistic_ext": "oid BIGINT, stxrelid BIGINT, stxname VARCHAR, stxnamespace BIGINT, stxowner BIGINT, "
+        "stxstattarget BIGINT, stxkeys BIGINT[], stxkind VARCHAR[], stxexprs VARCHAR",
+        "pg_publication": "oid BIGINT, pubname VARCHAR, pubowner BIGINT, puballtables BOOLEAN, pubinsert BOOLEAN, "
+        "pubupdate BOOLEAN, pubdelete BOOLEAN, pubtruncate BOOLEAN, pubviaroot BOOLEAN",
+        "pg_publication_rel": "oid BIGINT, prpubid BIGINT, prrelid BIGINT, prqual VARCHAR, prattrs BIGINT[]",
+        "pg_publication_namespace": "oid BIGINT, pnpubid BIGINT, pnnspid BIGINT",
+        "pg_foreign_table": "ftrelid BIGINT, ftserver BIGINT, ftoptions VARCHAR[]",
+        "pg_partitioned_table": "partrelid BIGINT, partstrat VARCHAR, partnatts BIGINT, partdefid BIGINT",
+        "pg_sequence": "seqrelid BIGINT, seqtypid BIGINT, seqstart BIGINT, seqincrement BIGINT",
+        "pg_extension": "oid BIGINT, extname VARCHAR, extowner BIGINT, extnamespace BIGINT, extversion VARCHAR",
+        "pg_enum": "oid BIGINT, enumtypid BIGINT, enumsortorder DOUBLE, enumlabel VARCHAR",
+        "pg_range": "rngtypid BIGINT, rngsubtype BIGINT, rngmultitypid BIGINT",
+        "pg_depend": "classid BIGINT, objid BIGINT, objsubid BIGINT, refclassid BIGINT, refobjid BIGINT, "
+        "refobjsubid BIGINT, deptype VARCHAR",
+        "pg_auth_members": "oid BIGINT, roleid BIGINT, member BIGINT, grantor BIGINT, admin_option BOOLEAN",
+        "pg_event_trigger": "oid BIGINT, evtname VARCHAR, evtevent VARCHAR, evtenabled VARCHAR",
+        "pg_language": "oid BIGINT, lanname VARCHAR",
+        "pg_operator": "oid BIGINT, oprname VARCHAR, oprnamespace BIGINT, oprleft BIGINT, oprright BIGINT, "
+        "oprresult BIGINT",
+        "pg_cast": "oid BIGINT, castsource BIGINT, casttarget BIGINT, castfunc BIGINT, castcontext VARCHAR",
+        "pg_views": "schemaname VARCHAR, viewname VARCHAR, viewowner VARCHAR, definition VARCHAR",
+        "pg_matviews": "schemaname VARCHAR, matviewname VARCHAR, matviewowner VARCHAR, definition VARCHAR",
+        "pg_indexes": "schemaname VARCHAR, tablename VARCHAR, indexname VARCHAR, indexdef VARCHAR",
+        "pg_tables": (
+            f"schemaname {_T}, tablename {_T}, tableowner VARCHAR DEFAULT '{OWNER_NAME}', tablespace {_T}, "
+            f"hasindexes {_B}, hasrules {_B}, hastriggers {_B}, rowsecurity {_B}"
+        ),
+    },
+    "information_schema": {
+        "schemata": (
+            f"catalog_name {_T}, schema_name {_T}, schema_owner VARCHAR DEFAULT '{OWNER_NAME}', "
+            f"default_character_set_catalog {_T}, default_character_set_schema {_T}, "
+            f"default_character_set_name {_T}, sql_path {_T}"
+        ),
+        "tables": (
+            f"table_catalog {_T}, table_schema {_T}, table_name {_T}, table_type VARCHAR DEFAULT 'BASE TABLE', "
+            f"self_referencing_column_name {_T}, reference_generation {_T}, user_defined_type_catalog {_T}, "
+            f"user_defined_type_schema {_T}, user_defined_type_name {_T}, is_insertable_into VARCHAR DEFAULT 'NO', "
+            f"is_typed VARCHAR DEFAULT 'NO', commit_action {_T}"
+        ),
+        "columns": (
+            f"table_catalog {_T}, table_schema {_T}, table_name {_T}, column_name {_T}, ordinal_position BIGINT, "
+            f"column_default {_T}, is_nullable VARCHAR DEFAULT 'YES', data_type {_T}, "
+            f"character_maximum_length BIGINT, character_octet_length BIGINT, numeric_precision BIGINT, "
+            f"numeric_precision_radix BIGINT, numeric_scale BIGINT, datetime_precision BIGINT, interval_type {_T}, "
+            f"interval_precision BIGINT, character_set_catalog {_T}, character_set_schema {_T}, "
+            f"character_set_name {_T}, collation_catalog {_T}, collation_schema {_T}, collation_name {_T}, "
+            f"domain_catalog {_T}, domain_schema {_T}, domain_name {_T}, udt_catalog {_T}, "
+            f"udt_schema VARCHAR DEFAULT 'pg_catalog', udt_name {_T}, scope_catalog {_T}, scope_schema {_T}, "
+            f"scope_name {_T}, maximum_cardinality BIGINT, dtd_identifier {_T}, is_self_referencing VARCHAR "
+            f"DEFAULT 'NO', is_identity VARCHAR DEFAULT 'NO', identity_generation {_T}, identity_start {_T}, "
+            f"identity_increment {_T}, identity_maximum {_T}, identity_minimum {_T}, identity_cycle VARCHAR "
+            f"DEFAULT 'NO', is_generated VARCHAR DEFAULT 'NEVER', generation_expression {_T}, "
+            f"is_updatable VARCHAR DEFAULT 'NO'"
+        ),
+        "views": f"table_catalog {_T}, table_schema {_T}, table_name {_T}, view_definition {_T}",
+        "table_constraints": f"constraint_catalog {_T}, constraint_schema {_T}, constraint_name {_T}, "
+        f"table_catalog {_T}, table_schema {_T}, table_name {_T}, constraint_type {_T}",
+        "key_column_usage": f"constraint_catalog {_T}, constraint_schema {_T}, constraint_name {_T}, "
+        f"table_catalog {_T}, table_schema {_T}, table_name {_T}, column_name {_T}, ordinal_position BIGINT",
+        "referential_constraints": f"constraint_catalog {_T}, constraint_schema {_T}, constraint_name {_T}, "
+        f"unique_constraint_catalog {_T}, unique_constraint_schema {_T}, unique_constraint_name {_T}",
+        "routines": f"specific_catalog {_T}, specific_schema {_T}, specific_name {_T}, routine_name {_T}",
+        "table_privileges": (
+            f"grantor VARCHAR DEFAULT '{OWNER_NAME}', grantee {_T}, table_catalog {_T}, table_schema {_T}, "
+            f"table_name {_T}, privilege_type VARCHAR DEFAULT 'SELECT', is_grantable VARCHAR DEFAULT 'NO', "
+            f"with_hierarchy VARCHAR DEFAULT 'NO'"
+        ),
+    },
+}
+
+_CATEGORY = {pg.BOOL: "B", pg.NUMERIC: "N", pg.INT2: "N", pg.INT4: "N", pg.INT8: "N", pg.FLOAT4: "N"}
+_CATEGORY |= {pg.FLOAT8: "N", pg.OID: "N", pg.DATE: "D", pg.TIMESTAMP: "D", pg.TIMESTAMPTZ: "D", pg.TIME: "D"}
+_CATEGORY |= {pg.INTERVAL: "T", pg.BYTEA: "U", pg.JSON: "U", pg.UNKNOWN: "X"}
+
+
+def oid_of(kind: str, name: str) -> int:
+    """A stable OID for a schema or table name, above every built-in type's."""
+    return 0x40000000 | (zlib.crc32(f"{kind}:{name}".encode()) & 0x3FFFFFFF)
+
+
+Rows = dict[str, list[dict[str, object]]]
+
+
+def rows(project: str, user: str, tables: Iterable[Table]) -> Rows:
+    """Every emulated relation's rows for the project's tables, seen by `user`."""
+    found: Rows = {name: [] for schema in COLUMNS.values() for name in schema}
+    found["pg_namespace"] += [
+        {"oid": CATALOG_NS, "nspname": "pg_catalog"},
+        {"oid": INFO_NS, "nspname": "information_schema"},
+    ]
+    found["pg_am"].append({"oid": 2, "amname": "heap", "amhandler": "heap_tableam_handler", "amtype": "t"})
+    found["pg_tablespace"].append({"oid": 1663, "spcname": "pg_default"})
+    found["pg_collation"].append({"oid": 100, "collname": "default"})
+    found["pg_database"].append({"oid": oid_of("database", project), "datname": project})
+    found["pg_roles"] += [{"oid": OWNER, "rolname": OWNER_NAME, "rolcanlogin": False}]
+    if user != OWNER_NAME:
+        found["pg_roles"].append({"oid": oid_of("role", user), "rolname": user})
+        found["pg_user"].append({"usename": user, "usesysid": oid_of("role", user)})
+    for t in pg.TYPES:
+        category = _CATEGORY.get(t, "S")
+        found["pg_type"].append(
+            {
+                "oid": t.oid,
+                "typname": t.name,
+                "typlen": t.size,
+                "typbyval": 0 < t.size <= 8,
+                "typcategory": category,
+                "typarray": t.array_oid,
+                "typinput": f"{t.name}in",
+                "typoutput": f"{t.name}out",
+                "typreceive": f"{t.name}recv",
+                "typsend": f"{t.name}send",
+            }
+        )
+        if t.array_oid:
+            found["pg_type"].append(
+                {
+                    "oid": t.array_oid,
+                    "typname": f"_{t.name}",
+                    "typlen": -1,
+                    "typcategory": "A",
+                    "typelem": t.oid,
+                    "typinput": "array_in",
+                    "typoutput": "array_out",
+                    "typreceive": "array_recv",
+                    "typsend": "array_send",
+                }
+            )
+    schemas: set[str] = set()
+    for table in sorted(tables, key=lambda t: t.identity):
+        _table(found, project, user, table, schemas)
+    return found
+
+
+def _table(found: Rows, project: str, user: str, table: Table, schemas: set[str]) -> None:
+    schema, name = table.database.lower(), table.name.lower()
+    namespace, relation = oid_of("schema", schema), oid_of("table", f"{schema}.{name}")
+    if schema not in schemas:
+        schemas.add(schema)
+        found["pg_namespace"].append({"oid": namespace, "nspname": schema})
+        found["schemata"].append({"catalog_name": project, "schema_name": schema})
+    found["pg_class"].append(
+        {"oid": relation, "relname": name, "relnamespace": namespace, "relnatts": len(table.columns)}
+    )
+    found["pg_tables"].append({"schemaname": schema, "tablename": name})
+    found["tables"].append({"table_catalog": project, "table_schema": schema, "table_name": name})
+    found["table_privileges"].append(
+        {"grantee": user, "table_catalog": project, "table_schema": schema, "table_name": name}
+    )
+    if table.table_comment:
+        found["pg_description"].append(
+            {"objoid": relation, "classoid": 1259, "objsubid": 0, "description": table.table_comment}
+        )
+    for position, column in enumerate(table.columns, start=1):
+        typed = pg.of_datatype(column.datatype)
+        found["pg_attribute"].append(
+            {
+                "attrelid": relation,
+                "attname": column.name.lower(),
+                "atttypid": typed.type.oid,
+                "attlen": typed.type.size,
+                "attnum": position,
+                "atttypmod": typed.modifier,
+                "attbyval": 0 < typed.type.size <= 8,
+            }
+        )
+        if column.comment:
+            found["pg_description"].append(
+                {"objoid": relation, "classoid": 1259, "objsubid": position, "description": column.comment}
+            )
+        found["columns"].append(_info_column(project, schema, name, column.name.lower(), position, typed))
+
+
+def _info_column(
+    project: str, schema: str, table: str, column: str, position: int, typed: pg.ColumnType
+) -> dict[str, object]:
+    t, modifier = typed.type, typed.modifier
+    row: dict[str, object] = {
+        "table_catalog": project,
+        "table_schema": schema,
+        "table_name": table,
+        "column_name": column,
+        "ordinal_position": position,
+        "data_type": t.sql_name,
+        "udt_catalog": project,
+        "udt_name": t.name,
+        "dtd_identifier": str(position),
+    }
+    if t in (pg.VARCHAR, pg.BPCHAR) and modifier > 4:
+        row["character_maximum_length"] = modifier - 4
+        row["character_octet_length"] = (modifier - 4) * 4
+    elif t is pg.NUMERIC and modifier > 4:
+        row |= {"numeric_precision": (modifier - 4) >> 16, "numeric_scale": (modifier - 4) & 0xFFFF}
+        row["numeric_precision_radix"] = 10
+    elif t in (pg.INT2, pg.INT4, pg.INT8):
+        row |= {"numeric_precision": {2: 16, 4: 32, 8: 64}[t.size], "numeric_scale": 0, "numeric_precision_radix": 2}
+    elif t in (pg.FLOAT4, pg.FLOAT8):
+        row |= {"numeric_precision": 24 if t is pg.FLOAT4 else 53, "numeric_precision_radix": 2}
+    elif t in (pg.DATE, pg.TIMESTAMP, pg.TIMESTAMPTZ):
+        row["datetime_precision"] = 0 if t is pg.DATE else 6
+    return row

@@ -1,0 +1,385 @@
+"""One client connection of the Postgres wire front end: start-up (SSL refused or TLS when configured, the
+project as the database, a server user signed in with a cleartext password, QUERY on the project), then the
+simple and extended query protocols until Terminate.
+
+Messages are read with pygwire's frontend decoder and written with its backend messages; result rows are
+encoded in bulk (`rows.py`). Statements run one at a time in a worker thread (`executor.py`), so the event
+loop that also serves HTTP stays responsive; a cancel request stops waiting for the running statement and
+answers 57014, and rows not yet sent are dropped."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pygwire.messages as m
+from pygwire import ConnectionPhase, FrontendMessageDecoder, PygwireError, TransactionStatus
+
+from precube.auth import Permission, User
+from precube.errors import PrecubeError
+from precube.metadata.paths import check_project_name
+from precube.server.pgwire import params
+from precube.server.pgwire.executor import Executor, Outcome
+from precube.server.pgwire.parameters import Parameters
+from precube.server.pgwire.rows import data_rows
+from precube.server.pgwire.sqlstate import PgError
+from precube.server.pgwire.statements import Kind, Statement, classify, split
+from precube.server.pgwire.types import TEXT
+from precube.server.security import sign_in
+
+if TYPE_CHECKING:
+    from precube.server.pgwire.listener import PgServer
+
+LOG = logging.getLogger("precube.pgwire")
+ROWS_PER_WRITE = 8_192  # DataRows written (and the client's reading awaited) at a time
+_CANCELED = PgError("57014", "canceling statement due to user request")
+
+
+@dataclass
+class Prepared:
+    statement: Statement
+    param_types: list[int]
+
+
+@dataclass
+class Portal:
+    prepared: Prepared
+    values: list[Any]  # the bound literals
+    formats: list[int]  # result column formats
+    outcome: Outcome | None = None
+    sent: int = 0  # rows already sent (Execute with a row limit)
+
+
+@dataclass
+class _Start:
+    user: User
+    project: str
+    parameters: Parameters
+
+
+@dataclass
+class Connection:
+    server: PgServer
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    pid: int
+    secret: bytes
+    decoder: FrontendMessageDecoder = field(default_factory=FrontendMessageDecoder)
+    status: TransactionStatus = TransactionStatus.IDLE
+    prepared: dict[str, Prepared] = field(default_factory=dict)
+    portals: dict[str, Portal] = field(default_factory=dict)
+    canceled: asyncio.Event = field(default_factory=asyncio.Event)
+    _failed: bool = False  # an extended-protocol error: skip messages until Sync
+    _executor: Executor | None = None
+
+    # -- the loop ------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            started = await self._start()
+            if started is None:
+                return
+            self._executor = Executor(self.server, started.user, started.project, started.parameters)
+            await self._serve()
+        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError, ssl.SSLError):
+            pass  # the client went away (or stalled during start-up)
+        except PgError as err:
+            await self._fatal(err)
+        except Exception:  # a bug ends this connection only; the server goes on
+            LOG.exception("pg connection %d failed", self.pid)
+            await self._fatal(PgError("XX000", "internal error; see the server log"))
+        finally:
+            self.writer.close()
+
+    async def _next(self) -> m.PGMessage | None:
+        """The next message from the client (None at the end of the stream). Each is read whole by its length
+        before it is decoded, so a length over the limit is refused before its bytes are waited for."""
+        startup = self.decoder.phase == ConnectionPhase.STARTUP  # no type byte before the length
+        try:
+            head = await self.reader.readexactly(4 if startup else 5)
+        except asyncio.IncompleteReadError as err:
+            if err.partial:
+                raise
+            return None
+        length = int.from_bytes(head[-4:], "big")
+        if length < 4 or length - 4 > self.server.max_message_bytes:
+            raise PgError("54000", f"a message of {length} bytes; the limit is {self.server.max_message_bytes}", True)
+        self.decoder.feed(head + await self.reader.readexactly(length - 4))
+        try:
+            message = next(self.decoder, None)
+        except (PygwireError, UnicodeDecodeError) as err:
+            raise PgError("08P01", f"invalid message from the client: {err}", fatal=True) from err
+        if message is None:
+            raise PgError("08P01", "invalid message from the client", fatal=True)
+        return message
+
+    def _send(self, *messages: m.PGMessage) -> None:
+        for message in messages:
+            self.writer.write(message.to_wire())
+
+    async def _flush(self) -> None:
+        await self.writer.drain()
+
+    async def _fatal(self, err: PgError) -> None:
+        err.fatal = True
+        try:
+            self._send(m.ErrorResponse(fields=err.fields()))
+            await self._flush()
+        except ConnectionError:
+            pass
+
+    # -- start-up ------------------------------------------------------------------------------------
+
+    async def _start(self) -> _Start | None:
+        timeout = self.server.startup_timeout_s
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await self._next()
+                if message is None:
+                    return None
+                if isinstance(message, m.CancelRequest):
+                    self.server.cancel(message.process_id, message.secret_key)
+                    return None
+                if isinstance(message, m.GSSEncRequest):
+                    self.writer.write(b"N")
+                elif isinstance(message, m.SSLRequest):
+                    await self._ssl()
+                elif isinstance(message, m.StartupMessage):
+                    return await self._startup(message)
+                else:
+                    raise PgError("08P01", f"expected a startup message, not {type(message).__name__}", fatal=True)
+
+    async def _ssl(self) -> None:
+        context = self.server.tls
+        if context is None:
+            self.writer.write(b"N")
+            return
+        self.writer.write(b"S")
+        await self.writer.drain()
+        await self.writer.start_tls(context)
+
+    async def _startup(self, message: m.StartupMessage) -> _Start:
+        if message.protocol_version >> 16 != 3:
+            raise PgError("0A000", f"unsupported frontend protocol {message.protocol_version >> 16}", fatal=True)
+        options = [key for key in message.params if key.startswith("_pq_.")]
+        if message.protocol_version & 0xFFFF or options:
+            self._send(m.NegotiateProtocolVersion(newest_minor=0, unrecognized=options))
+        user_name = message.params.get("user", "")
+        project = message.params.get("database") or user_name
+        if not user_name:
+            raise PgError("28000", "no user name given in the start-up message", fatal=True)
+        self._send(m.AuthenticationCleartextPassword())
+        await self._flush()
+        self.decoder.phase = ConnectionPhase.AUTHENTICATING
+        answer = await self._next()
+        if not isinstance(answer, m.PasswordMessage) or not isinstance(answer.password, str):
+            raise PgError("08P01", "expected a password message", fatal=True)
+        self.decoder.phase = ConnectionPhase.READY
+        state = self.server.state
+        try:
+            user = await sign_in(state.directory, user_name, answer.password)
+            check_project_name(project)
+            state.directory.require(user, project, Permission.QUERY)  # the check every QUERY route makes
+            state.store.require_project(project)
+        except PrecubeError as err:
+            raise PgError.of(err, fatal=True) from err
+        parameters = Parameters(user.username, message.params.get("application_name", ""))
+        for key, value in message.params.items():
+            if key not in ("user", "database", "options", "replication") and not key.startswith("_pq_."):
+                parameters.set(key, value)
+        self._send(m.AuthenticationOk())
+        self._send(*(m.ParameterStatus(name=k, value=v) for k, v in parameters.reported()))
+        self._send(m.BackendKeyData(process_id=self.pid, secret_key=self.secret))
+        self._send(m.ReadyForQuery(status=self.status))
+        await self._flush()
+        LOG.info("pg connection %d: user=%s project=%s", self.pid, user.username, project)
+        return _Start(user, project, parameters)
+
+    # -- queries -------------------------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        while (message := await self._next()) is not None:
+            if isinstance(message, m.Terminate):
+                return
+            if isinstance(message, m.Query):
+                await self._simple(message.query_string)
+            elif isinstance(message, m.Sync):
+                self._failed = False
+                if self.status == TransactionStatus.IDLE:
+                    self.portals.clear()
+                self._send(m.ReadyForQuery(status=self.status))
+                await self._flush()
+            elif isinstance(message, m.Flush):
+                await self._flush()
+            elif self._failed:
+                continue  # after an error, the extended protocol skips to the next Sync
+            else:
+                try:
+                    await self._extended(message)
+                except PgError as err:
+                    self._error(err)
+                    self._failed = True
+                    await self._flush()
+
+    def _error(self, err: PgError) -> None:
+        if self.status == TransactionStatus.IN_TRANSACTION:
+            self.status = TransactionStatus.ERROR_TRANSACTION
+        self._send(m.ErrorResponse(fields=err.fields()))
+
+    async def _simple(self, sql: str) -> None:
+        assert self._executor is not None
+        try:
+            texts = split(sql, self._executor.max_chars)
+            for text in texts:
+                statement = classify(text, self._executor.max_depth)
+                if statement.params:
+                    raise PgError("08P01", f"there is no parameter ${statement.params} (no values are bound)")
+                outcome = await self._execute(statement, [])
+                await self._answer(outcome, [], 0, describe=True, portal=None)
+        except PgError as err:
+            self._error(err)
+        self._send(m.ReadyForQuery(status=self.status))
+        await self._flush()
+
+    async def _extended(self, message: m.PGMessage) -> None:
+        if isinstance(message, m.Parse):
+            await self._parse(message)
+        elif isinstance(message, m.Bind):
+            self._bind(message)
+        elif isinstance(message, m.Describe):
+            await self._describe(message)
+        elif isinstance(message, m.Execute):
+            portal = self._portal(message.portal)
+            if portal.outcome is None:
+                portal.outcome = await self._execute(portal.prepared.statement, portal.values)
+            await self._answer(portal.outcome, portal.formats, message.max_rows, describe=False, portal=portal)
+        elif isinstance(message, m.Close):
+            (self.prepared if message.kind == "S" else self.portals).pop(message.name, None)
+            self._send(m.CloseComplete())
+        else:
+            raise PgError("0A000", f"{type(message).__name__} messages are not supported")
+
+    async def _parse(self, message: m.Parse) -> None:
+        assert self._executor is not None
+        if message.statement and message.statement in self.prepared:
+            raise PgError("42P05", f'prepared statement "{message.statement}" already exists')
+        statement = classify(message.query, self._executor.max_depth)
+        types = list(message.param_types) + [0] * max(0, statement.params - len(message.param_types))
+        self.prepared[message.statement] = Prepared(statement, types)
+        self._send(m.ParseComplete())
+
+    def _bind(self, message: m.Bind) -> None:
+        prepared = self.prepared.get(message.statement)
+        if prepared is None:
+            raise PgError("26000", f'prepared statement "{message.statement}" does not exist')
+        given, wanted = len(message.param_values), len(prepared.param_types)
+        if given != wanted:
+            raise PgError("08P01", f"bind message supplies {given} parameters, but the statement requires {wanted}")
+        formats = message.param_formats
+        values = [
+            params.literal(raw, oid, (formats[0] if len(formats) == 1 else formats[i] if formats else 0) == 1)
+            for i, (raw, oid) in enumerate(zip(message.param_values, prepared.param_types, strict=True))
+        ]
+        self.portals[message.portal] = Portal(prepared, values, list(message.result_formats))
+        self._send(m.BindComplete())
+
+    def _portal(self, name: str) -> Portal:
+        portal = self.portals.get(name)
+        if portal is None:
+            raise PgError("34000", f'portal "{name}" does not exist')
+        return portal
+
+    async def _describe(self, message: m.Describe) -> None:
+        if message.kind == "S":
+            prepared = self.prepared.get(message.name)
+            if prepared is None:
+                raise PgError("26000", f'prepared statement "{message.name}" does not exist')
+            self._send(m.ParameterDescription(type_oids=[oid or TEXT.oid for oid in prepared.param_types]))
+            if not prepared.statement.kind.returns_rows:
+                self._send(m.NoData())
+                return
+            nulls = [params.literal(None, 0, False)] * len(prepared.param_types)
+            outcome = await self._execute(prepared.statement, nulls)  # its columns, with every parameter NULL
+            self._send(outcome.description([]))
+            return
+        portal = self._portal(message.name)
+        if portal.outcome is None:
+            portal.outcome = await self._execute(portal.prepared.statement, portal.values)
+        self._send(portal.outcome.description(portal.formats) if portal.outcome.table is not None else m.NoData())
+
+    async def _execute(self, statement: Statement, values: list[Any]) -> Outcome:
+        """Run one statement in a worker thread; a cancel request stops the wait (57014)."""
+        assert self._executor is not None
+        if self.status == TransactionStatus.ERROR_TRANSACTION and statement.kind not in (Kind.COMMIT, Kind.ROLLBACK):
+            raise PgError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
+        self.canceled.clear()
+        started = time.perf_counter()
+        work = asyncio.ensure_future(asyncio.to_thread(self._executor.run, statement, values))
+        canceled = asyncio.ensure_future(self.canceled.wait())
+        try:
+            await asyncio.wait((work, canceled), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            canceled.cancel()
+        if not work.done():
+            work.add_done_callback(lambda w: w.exception())  # the thread finishes alone; its answer is dropped
+            raise _CANCELED
+        try:
+            outcome = work.result()
+        except PgError:
+            raise
+        except Exception as err:  # a bug must not drop the connection: answered as XX000, and logged
+            LOG.exception("pg connection %d: %s failed", self.pid, statement.kind)
+            raise PgError("XX000", f"internal error ({type(err).__name__}); see the server log") from err
+        self._after(statement, outcome)
+        LOG.info(
+            "pg %s %.1fms user=%s project=%s pid=%d",
+            outcome.tag,
+            (time.perf_counter() - started) * 1000,
+            self._executor.user.username,
+            self._executor.project,
+            self.pid,
+        )
+        return outcome
+
+    def _after(self, statement: Statement, outcome: Outcome) -> None:
+        """Transaction status and prepared statements after a statement (all else is the executor's)."""
+        if statement.kind == Kind.BEGIN:
+            self.status = TransactionStatus.IN_TRANSACTION
+        elif statement.kind in (Kind.COMMIT, Kind.ROLLBACK):
+            self.status = TransactionStatus.IDLE
+        elif statement.kind == Kind.DEALLOCATE:
+            if statement.name.upper() == "ALL":
+                self.prepared.clear()
+            elif self.prepared.pop(statement.name, None) is None:
+                raise PgError("26000", f'prepared statement "{statement.name}" does not exist')
+        self._send(*(m.ParameterStatus(name=k, value=v) for k, v in outcome.reported))
+
+    async def _answer(
+        self, outcome: Outcome, formats: list[int], max_rows: int, *, describe: bool, portal: Portal | None
+    ) -> None:
+        """Send an outcome's rows (from where the portal stopped, at most `max_rows`; 0: all) and its tag."""
+        if outcome.table is None:
+            self._send(m.EmptyQueryResponse() if outcome.tag == "" else m.CommandComplete(tag=outcome.tag))
+            return
+        if describe:
+            self._send(outcome.description(formats))
+        encoded = await asyncio.to_thread(outcome.encoded, formats)
+        start = portal.sent if portal is not None else 0
+        total = outcome.table.num_rows
+        stop = min(total, start + max_rows) if max_rows > 0 else total
+        for lo in range(start, stop, ROWS_PER_WRITE):
+            if self.canceled.is_set():
+                raise _CANCELED
+            chunk = await asyncio.to_thread(data_rows, encoded, lo, min(stop, lo + ROWS_PER_WRITE))
+            self.writer.write(chunk)
+            await self.writer.drain()
+        if portal is not None:
+            portal.sent = stop
+        if stop < total:
+            self._send(m.PortalSuspended())
+        else:
+            self._send(m.CommandComplete(tag=outcome.tag))

@@ -1,0 +1,136 @@
+"""Running one classified statement for a connection (in a worker thread): queries on the server's session of
+the project (result cache and query history included, the signed-in user recorded), catalog queries on the
+catalog, settings and transaction control locally. The answer is an `Outcome`: rows as an Arrow table (None
+for a command) and the command tag."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pygwire.messages as m
+
+from precube.auth import User
+from precube.errors import PrecubeError
+from precube.server.pgwire import params
+from precube.server.pgwire.parameters import REPORTED, Parameters
+from precube.server.pgwire.rows import Encoded, encode
+from precube.server.pgwire.sqlstate import PgError
+from precube.server.pgwire.statements import Kind, Statement, precube_sql
+from precube.server.pgwire.types import of_arrow, typmod
+
+if TYPE_CHECKING:
+    from precube.server.pgwire.listener import PgServer
+
+_TAGS = {Kind.BEGIN: "BEGIN", Kind.COMMIT: "COMMIT", Kind.ROLLBACK: "ROLLBACK"}
+
+
+@dataclass
+class Outcome:
+    table: pa.Table | None  # None: a command without rows
+    tag: str  # CommandComplete's tag ("" with no table: an empty query)
+    reported: list[tuple[str, str]] = field(default_factory=list)  # ParameterStatus to send
+    _encoded: dict[tuple[int, ...], list[Encoded]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def description(self, formats: list[int]) -> m.RowDescription:
+        assert self.table is not None
+        return m.RowDescription(
+            fields=[
+                m.FieldDescription(
+                    name=f.name,
+                    type_oid=of_arrow(f.type).oid,
+                    type_size=of_arrow(f.type).size,
+                    type_modifier=typmod(f.type),
+                    format_code=formats[0] if len(formats) == 1 else formats[i] if formats else 0,
+                )
+                for i, f in enumerate(self.table.schema)
+            ]
+        )
+
+    def encoded(self, formats: list[int]) -> list[Encoded]:
+        """The columns encoded in these formats (once per portal, however many Executes read it)."""
+        assert self.table is not None
+        with self._lock:
+            key = tuple(formats)
+            if key not in self._encoded:
+                self._encoded[key] = encode(self.table, formats)
+            return self._encoded[key]
+
+
+def answer(table: pa.Table, tag: str = "SELECT") -> Outcome:
+    """The outcome of a statement answering `table` (SELECT: the tag counts the rows)."""
+    return Outcome(table, f"{tag} {table.num_rows}" if tag == "SELECT" else tag)
+
+
+@dataclass
+class Executor:
+    """What one connection runs its statements with: the server, the signed-in user, the project, settings."""
+
+    server: PgServer
+    user: User
+    project: str
+    parameters: Parameters
+
+    @property
+    def max_chars(self) -> int:
+        return self.server.state.settings.query.max_statement_chars
+
+    @property
+    def max_depth(self) -> int:
+        return self.server.state.settings.query.max_nesting_depth
+
+    def run(self, statement: Statement, values: list[Any]) -> Outcome:
+        try:
+            return self._run(statement, values)
+        except PrecubeError as err:
+            raise PgError.of(err) from err
+
+    def _run(self, statement: Statement, values: list[Any]) -> Outcome:
+        kind = statement.kind
+        if kind == Kind.EMPTY:
+            return Outcome(None, "")
+        if kind in _TAGS:
+            return Outcome(None, _TAGS[kind])
+        if kind == Kind.NOOP:
+            return Outcome(None, statement.tag)
+        if kind == Kind.DEALLOCATE:
+            return Outcome(None, "DEALLOCATE ALL" if statement.name.upper() == "ALL" else "DEALLOCATE")
+        if kind == Kind.SET:
+            name = self.parameters.set(statement.name, statement.value)
+            return Outcome(None, "SET", self._reported(name))
+        if kind == Kind.RESET:
+            name = self.parameters.reset(statement.name)
+            reported = self.parameters.reported() if name == "all" else self._reported(name)
+            return Outcome(None, "RESET", reported)
+        if kind == Kind.SHOW:
+            return self._show(statement.name)
+        session = self.server.state.session(self.project)
+        if kind == Kind.PASSED:
+            return answer(session.sql(statement.text, user=self.user.username).table)
+        assert statement.tree is not None
+        bound = params.bind(statement.tree, values)
+        if kind == Kind.CATALOG:
+            return answer(self.server.catalog.answer(session, self.project, bound, self.parameters))
+        if kind == Kind.EXPLAIN:
+            text = session.explain(precube_sql(bound)).text()
+            return answer(pa.table({"QUERY PLAN": text.splitlines()}), tag="EXPLAIN")
+        return answer(session.sql(precube_sql(bound), user=self.user.username).table)
+
+    def _reported(self, name: str) -> list[tuple[str, str]]:
+        return [(name, self.parameters.values[name])] if name in REPORTED else []
+
+    def _show(self, name: str) -> Outcome:
+        if name == "all":
+            settings = sorted(self.parameters.values.items(), key=lambda p: p[0].lower())
+            table = pa.table(
+                {
+                    "name": [k for k, _ in settings],
+                    "setting": [v for _, v in settings],
+                    "description": [""] * len(settings),
+                }
+            )
+            return answer(table, tag="SHOW")
+        return answer(pa.table({name: [self.parameters.show(name)]}), tag="SHOW")

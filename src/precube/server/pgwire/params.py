@@ -1,0 +1,153 @@
+"""Bound parameters as SQL literals: each value a Bind message carries is read by its type (the OID the client
+gave in Parse, in the text or binary format it chose) into a Python value, and that value becomes a sqlglot
+literal node put in place of `$n` in the parsed statement. The client's bytes never become SQL text: the
+generator quotes and escapes every string for the dialect the statement is written out in."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import struct
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from precube.server.pgwire import types as pg
+from precube.server.pgwire.sqlstate import PgError
+
+TEXT_LIKE = {0, pg.TEXT.oid, pg.VARCHAR.oid, pg.BPCHAR.oid, pg.NAME.oid, pg.CHAR.oid, pg.JSON.oid, pg.UNKNOWN.oid}
+_INTEGERS = {pg.INT2.oid: ">h", pg.INT4.oid: ">i", pg.INT8.oid: ">q", pg.OID.oid: ">I"}
+_FLOATS = {pg.FLOAT4.oid: ">f", pg.FLOAT8.oid: ">d"}
+_EPOCH = dt.datetime(2000, 1, 1)
+
+
+def _invalid(oid: int, raw: bytes | str, why: str = "") -> PgError:
+    name = pg.BY_OID[oid].sql_name if oid in pg.BY_OID else f"OID {oid}"
+    shown = raw if isinstance(raw, str) else raw[:40].hex()
+    return PgError("22P02", f"invalid input for a parameter of type {name}: {shown[:40]!r}{why}")
+
+
+def _string(text: str) -> exp.Expr:
+    if "\x00" in text:
+        raise PgError("22021", "invalid byte sequence for encoding UTF8: 0x00 (a parameter holds a NUL character)")
+    return exp.Literal.string(text)
+
+
+def _float(value: float, oid: int) -> exp.Expr:
+    """A float parameter stays a float (a bare `1.5` would be read as a decimal)."""
+    kind = "float" if oid == pg.FLOAT4.oid else "double"
+    shown = repr(value) if math.isfinite(value) else {"inf": "Infinity", "-inf": "-Infinity"}.get(repr(value), "NaN")
+    return exp.cast(exp.Literal.string(shown), exp.DataType.build(kind))
+
+
+def _number(value: int | Decimal) -> exp.Expr:
+    if isinstance(value, Decimal) and not value.is_finite():
+        raise PgError("22P02", f"a numeric parameter must be finite, not {value}")
+    return exp.Literal.number(str(value))  # a negative number is a Neg node: `x - $1` stays `x - -5`
+
+
+def _typed(text: str, kind: str) -> exp.Expr:
+    return exp.cast(exp.Literal.string(text), exp.DataType.build(kind))
+
+
+def from_text(raw: bytes, oid: int) -> exp.Expr:
+    """A parameter sent in the text format."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise PgError("22021", f"invalid byte sequence for encoding UTF8 in a parameter: {err.reason}") from err
+    if oid in TEXT_LIKE:
+        return _string(text)
+    try:
+        if oid in _INTEGERS:
+            return _number(int(text.strip()))
+        if oid in _FLOATS:
+            return _float(float(text.strip()), oid)
+        if oid == pg.NUMERIC.oid:
+            return _number(Decimal(text.strip()))
+        if oid == pg.BOOL.oid:
+            word = text.strip().lower()
+            if word not in ("t", "true", "f", "false", "1", "0", "yes", "no", "on", "off", "y", "n"):
+                raise ValueError(word)
+            return exp.Boolean(this=word in ("t", "true", "1", "yes", "on", "y"))
+        if oid == pg.DATE.oid:
+            return _typed(dt.date.fromisoformat(text.strip()).isoformat(), "date")
+        if oid in (pg.TIMESTAMP.oid, pg.TIMESTAMPTZ.oid):
+            stamp = dt.datetime.fromisoformat(text.strip())
+            if stamp.tzinfo is not None:
+                stamp = stamp.astimezone(dt.UTC).replace(tzinfo=None)
+            return _typed(stamp.isoformat(sep=" "), "timestamp")
+    except (ValueError, InvalidOperation) as err:
+        raise _invalid(oid, text) from err
+    raise PgError("0A000", f"parameters of type {_type_name(oid)} are not supported; send them as text")
+
+
+def from_binary(raw: bytes, oid: int) -> exp.Expr:
+    """A parameter sent in the binary format."""
+    try:
+        if oid in TEXT_LIKE:
+            return from_text(raw, oid)
+        if oid in _INTEGERS:
+            (integer,) = struct.unpack(_INTEGERS[oid], raw)
+            return _number(int(integer))
+        if oid in _FLOATS:
+            (number,) = struct.unpack(_FLOATS[oid], raw)
+            return _float(float(number), oid)
+        if oid == pg.BOOL.oid and len(raw) == 1:
+            return exp.Boolean(this=raw != b"\x00")
+        if oid == pg.DATE.oid:
+            (days,) = struct.unpack(">i", raw)
+            return _typed((_EPOCH.date() + dt.timedelta(days=days)).isoformat(), "date")
+        if oid in (pg.TIMESTAMP.oid, pg.TIMESTAMPTZ.oid):
+            (micros,) = struct.unpack(">q", raw)
+            return _typed((_EPOCH + dt.timedelta(microseconds=micros)).isoformat(sep=" "), "timestamp")
+        if oid == pg.NUMERIC.oid:
+            return _number(_numeric(raw))
+    except (struct.error, OverflowError, ValueError) as err:
+        raise _invalid(oid, raw) from err
+    raise PgError("0A000", f"binary parameters of type {_type_name(oid)} are not supported; send them as text")
+
+
+def _numeric(raw: bytes) -> Decimal:
+    count, weight, sign, scale = struct.unpack(">hhHH", raw[:8])
+    digits = struct.unpack(f">{count}H", raw[8 : 8 + 2 * count])
+    if sign == 0xC000:
+        raise ValueError("NaN")
+    value = sum((Decimal(d) * Decimal(10000) ** (weight - i) for i, d in enumerate(digits)), Decimal(0))
+    return (-value if sign == 0x4000 else value).quantize(Decimal(1).scaleb(-scale))
+
+
+def _type_name(oid: int) -> str:
+    return pg.BY_OID[oid].sql_name if oid in pg.BY_OID else f"OID {oid}"
+
+
+def literal(raw: bytes | None, oid: int, binary: bool) -> exp.Expr:
+    """The literal of one bound value (None: SQL NULL)."""
+    if raw is None:
+        return exp.Null()
+    return from_binary(raw, oid) if binary else from_text(raw, oid)
+
+
+def bind(statement: exp.Expr, values: list[exp.Expr]) -> exp.Expr:
+    """`statement` with each `$n` replaced by the n-th value (a copy; the parsed statement is kept for the next
+    Bind). A `$n` without a value is an error, as in Postgres."""
+
+    def replace(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Parameter) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+            n = int(node.this.this)
+            if not 1 <= n <= len(values):
+                raise PgError("42P02", f"there is no parameter ${n}")
+            return values[n - 1].copy()
+        return node
+
+    return statement.copy().transform(replace, copy=False)
+
+
+def count(statement: exp.Expr) -> int:
+    """How many parameters the statement refers to (its highest `$n`)."""
+    found = [
+        int(p.this.this)
+        for p in statement.find_all(exp.Parameter)
+        if isinstance(p.this, exp.Literal) and not p.this.is_string and str(p.this.this).isdigit()
+    ]
+    return max(found, default=0)

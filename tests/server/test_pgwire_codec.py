@@ -1,0 +1,163 @@
+"""The Postgres wire front end's pure parts, without a server: bound parameters become literals that read back
+as the same values (hostile strings included), statements are classified as PostgreSQL reads them, catalog
+statements are confined to the emulated relations, and DataRows decode (by pygwire's backend decoder) to the
+values of the Arrow table they were encoded from, in both formats."""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+import sqlglot
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pygwire import BackendMessageDecoder, ConnectionPhase
+from pygwire.messages import DataRow
+from sqlglot import exp
+
+from precube.query.frontend import DIALECT
+from precube.server.pgwire import params, rows
+from precube.server.pgwire import types as pg
+from precube.server.pgwire.catalog import is_catalog_query, rewrite
+from precube.server.pgwire.parameters import Parameters
+from precube.server.pgwire.sqlstate import PgError
+from precube.server.pgwire.statements import Kind, classify, precube_sql, split
+
+HOSTILE = ["' or 1=1 --", "it's", "\\' or 1=1 --", "back\\slash", '"; drop table x; --', "$1", "é🐘", "", "a\nb"]
+
+
+def _bound_value(sql_template: str, value: exp.Expr) -> exp.Expr:
+    """The literal a bound statement carries, as precube's front end reads the generated text back."""
+    tree = classify(sql_template, 100).tree
+    assert tree is not None
+    text = precube_sql(params.bind(tree, [value]))
+    found = sqlglot.parse_one(text, read=DIALECT).find(exp.EQ)
+    assert found is not None, text
+    return found.expression
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_a_string_parameter_reads_back_as_itself(value: str) -> None:
+    literal = _bound_value("select a from t where a = $1", params.literal(value.encode(), 0, False))
+    assert isinstance(literal, exp.Literal) and literal.is_string and literal.this == value
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")))
+def test_any_text_parameter_reads_back_as_itself(value: str) -> None:
+    literal = _bound_value("select a from t where a = $1", params.literal(value.encode(), pg.TEXT.oid, False))
+    assert literal.this == value
+
+
+def test_typed_parameters() -> None:
+    def shown(raw: bytes, oid: int, binary: bool = False) -> str:
+        return params.literal(raw, oid, binary).sql(dialect=DIALECT)
+
+    assert shown(b"-42", pg.INT8.oid) == "-42"
+    assert shown(struct.pack(">i", -7), pg.INT4.oid, True) == "-7"
+    assert shown(b"1.5", pg.FLOAT8.oid) == "CAST('1.5' AS DOUBLE)"
+    assert shown(b"12.50", pg.NUMERIC.oid) == "12.50"
+    assert shown(b"t", pg.BOOL.oid) == "TRUE"
+    assert shown(b"2024-02-29", pg.DATE.oid) == "CAST('2024-02-29' AS DATE)"
+    assert shown(struct.pack(">i", 1), pg.DATE.oid, True) == "CAST('2000-01-02' AS DATE)"
+    assert shown(rows.numeric_binary(Decimal("-10000.0001")), pg.NUMERIC.oid, True) == "-10000.0001"
+    assert params.literal(None, pg.INT4.oid, False).sql() == "NULL"
+    for raw, oid in ((b"1 or 1=1", pg.INT4.oid), (b"1e400x", pg.FLOAT8.oid), (b"2024-13-01", pg.DATE.oid)):
+        with pytest.raises(PgError) as bad:
+            params.literal(raw, oid, False)
+        assert bad.value.sqlstate == "22P02"
+    with pytest.raises(PgError) as nul:
+        params.literal(b"a\x00b", pg.TEXT.oid, False)
+    assert nul.value.sqlstate == "22021"
+    tree = classify("select $1, $3", 100).tree
+    assert tree is not None
+    with pytest.raises(PgError, match=r"no parameter \$3"):
+        params.bind(tree, [exp.Null(), exp.Null()])
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind", "name"),
+    [
+        ("BEGIN", Kind.BEGIN, ""),
+        ("start transaction read only", Kind.BEGIN, ""),
+        ("commit", Kind.COMMIT, ""),
+        ("ROLLBACK", Kind.ROLLBACK, ""),
+        ("SET search_path TO ssb, public", Kind.SET, "search_path"),
+        ("set time zone 'UTC'", Kind.SET, "timezone"),
+        ("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", Kind.NOOP, ""),
+        ("RESET ALL", Kind.RESET, "all"),
+        ("show transaction isolation level", Kind.SHOW, "transaction_isolation_level"),
+        ("SHOW TABLES", Kind.PASSED, ""),
+        ("describe ssb.dates", Kind.PASSED, ""),
+        ('DEALLOCATE PREPARE "_pg3_1"', Kind.DEALLOCATE, "_pg3_1"),
+        ("explain select 1", Kind.EXPLAIN, ""),
+        ("select 1", Kind.QUERY, ""),
+        ("select relname from pg_class", Kind.CATALOG, ""),
+        ("select current_database()", Kind.CATALOG, ""),
+        ("select * from information_schema.tables", Kind.CATALOG, ""),
+        ("  ", Kind.EMPTY, ""),
+    ],
+)
+def test_statements_are_classified(sql: str, kind: Kind, name: str) -> None:
+    found = classify(sql, 100)
+    assert found.kind == kind and found.name == name
+
+
+def test_a_query_string_splits_outside_literals() -> None:
+    assert split("select ';' ; set x = 1;;", 1000) == ["select ';'", "set x = 1"]
+    with pytest.raises(PgError) as bad:
+        classify("explain analyze select 1", 100)
+    assert bad.value.sqlstate == "0A000"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select * from pg_catalog.pg_class, ssb.lineorder",
+        "select * from pg_class where oid in (select 1 from lineorder)",
+        "select * from pg_catalog.pg_class, read_csv('/etc/passwd')",
+        "select pg_read_file('/etc/passwd') from pg_class",
+        "select * from pg_catalog.pg_class c where exists (select 1 from duckdb_settings())",
+        "select * from pg_catalog.pg_class c, pgw_catalog.pg_type t",
+    ],
+)
+def test_catalog_statements_stay_in_the_catalog(sql: str) -> None:
+    tree = sqlglot.parse_one(sql, read="postgres")
+    assert is_catalog_query(tree)
+    with pytest.raises(PgError):
+        rewrite(tree, "ssb", "ssb", Parameters("ADMIN"))
+
+
+def _decoded(table: pa.Table, formats: list[int]) -> list[list[bytes | None]]:
+    decoder = BackendMessageDecoder()
+    decoder.phase = ConnectionPhase.READY
+    decoder.feed(rows.data_rows(rows.encode(table, formats), 0, table.num_rows))
+    return [m.columns for m in decoder if isinstance(m, DataRow)]
+
+
+def test_data_rows_carry_every_value() -> None:
+    table = pa.table(
+        {
+            "i": pa.array([1, None, -3], pa.int16()),
+            "s": ["x", None, "hé,llo"],
+            "b": [True, False, None],
+            "d": pa.array([Decimal("12.50"), None, Decimal("-0.0001")], pa.decimal128(10, 4)),
+            "f": [1.5, float("nan"), float("-inf")],
+            "day": [dt.date(2000, 1, 1), None, dt.date(1999, 12, 31)],
+            "a": pa.array([[1, None], None, []], pa.list_(pa.int32())),
+            "t": pa.array([["a b", "NULL"], ['q"'], None], pa.list_(pa.string())),
+        }
+    )
+    assert _decoded(table, [0]) == [
+        [b"1", b"x", b"t", b"12.5000", b"1.5", b"2000-01-01", b"{1,NULL}", b'{"a b","NULL"}'],
+        [None, None, b"f", None, b"NaN", None, None, b'{"q\\""}'],
+        [b"-3", "hé,llo".encode(), None, b"-0.0001", b"-Infinity", b"1999-12-31", b"{}", None],
+    ]
+    binary = _decoded(table, [1])
+    assert [r[0] for r in binary] == [struct.pack(">h", 1), None, struct.pack(">h", -3)]
+    assert [r[5] for r in binary] == [struct.pack(">i", 0), None, struct.pack(">i", -1)]
+    assert binary[0][6] == struct.pack(">iiiii", 1, 1, pg.INT4.oid, 2, 1) + struct.pack(">ii", 4, 1) + b"\xff" * 4
+    assert [pg.of_arrow(f.type).oid for f in table.schema] == [21, 25, 16, 1700, 701, 1082, 1007, 1009]
