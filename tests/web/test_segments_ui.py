@@ -1,0 +1,154 @@
+"""The segment timeline in a real browser: sign in, see the segments drawn as the API lists them, build the
+next segment from the UI and follow its job to FINISHED, see the new segment appear, merge two segments; an
+analyst (QUERY only) sees no Build and no segment actions, and the server refuses them anyway."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+from tests.server.conftest import data, error
+from tests.server.live import ADMIN
+from tests.web.conftest import ANALYST, WebServer, shot, sign_in
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+pytestmark = pytest.mark.spark
+JOB_TIMEOUT_MS = 300_000
+
+
+def segments(web: WebServer) -> list[dict[str, Any]]:
+    with web.server.client() as admin:
+        listed = data(
+            admin.get(
+                f"/kylin/api/models/{web.model}/segments",
+                params={"project": web.project, "sort_by": "start_time", "reverse": False, "page_size": 1000},
+            )
+        )
+    return list(listed["value"])
+
+
+def day(ms: str | int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(int(ms) / 1000, dt.UTC).strftime("%Y-%m-%d")
+
+
+def open_segments(page: Page, web: WebServer, user: tuple[str, str] = ADMIN) -> None:
+    sign_in(page, web.url, user, f"/projects/{web.project}/models/{web.model}/segments")
+    page.locator("[data-testid=timeline] svg.timeline").wait_for()
+
+
+def test_sign_in_then_the_timeline_draws_the_segments(page: Page, web: WebServer, tmp_path: Path) -> None:
+    page.goto(f"{web.url}/")
+    page.get_by_label("User name").fill(ADMIN[0])
+    page.get_by_label("Password").fill("Wr0ng-pass!")
+    page.get_by_role("button", name="Sign in").click()
+    refused = page.get_by_role("alert").inner_text()
+    with httpx.Client(base_url=web.url, auth=(ADMIN[0], "Wr0ng-pass!")) as wrong:
+        assert refused == error(wrong.post("/kylin/api/user/authentication"), 401)
+    shot(page, tmp_path, "sign-in-refused")
+
+    page.get_by_label("Password").fill(ADMIN[1])
+    page.get_by_role("button", name="Sign in").click()
+    page.locator(f"[data-project={web.project}]").click()  # projects → the project's models
+    page.get_by_role("link", name=web.model, exact=True).click()  # models → the model's overview
+    page.get_by_role("tab", name="Segments").click()
+    timeline = page.locator("[data-testid=timeline] svg.timeline")
+    timeline.wait_for()
+    assert re.search(rf"#/projects/{web.project}/models/{web.model}/segments$", page.url)
+    listed = segments(web)
+    drawn = page.locator("[data-testid=timeline] g.seg")
+    assert drawn.count() == len(listed) >= 2
+    assert sorted(drawn.evaluate_all("els => els.map(e => e.dataset.segment)")) == sorted(s["name"] for s in listed)
+    assert set(drawn.evaluate_all("els => els.map(e => e.dataset.status)")) == {"ready"}
+    first = listed[0]
+    page.locator(f"[data-testid=timeline] g.seg[data-segment='{first['name']}']").hover()
+    tip = page.get_by_role("tooltip")
+    assert f"{day(first['start_time'])} → {day(first['end_time'])}" in tip.inner_text()
+    assert f"{first['source_count']:,}" in tip.inner_text()
+    shot(page, tmp_path, "segments-timeline")
+
+    page.go_back()  # the back button returns to the model's overview
+    page.get_by_role("tab", name="Overview", selected=True).wait_for()
+    assert page.url.endswith(f"/models/{web.model}")
+
+
+def test_build_the_next_segment_and_follow_its_job(page: Page, web: WebServer, tmp_path: Path) -> None:
+    before = segments(web)
+    last_end = max(int(s["end_time"]) for s in before)
+    open_segments(page, web)
+    page.get_by_test_id("build").click()
+    dialog = page.get_by_role("dialog")
+    start = dialog.locator("input[name=start]")
+    assert start.is_disabled() and start.input_value() == day(last_end)  # seed 001 §4.3: fixed to the last end
+    end = f"{int(day(last_end)[:4]) + 1}{day(last_end)[4:]}"  # one year on
+    dialog.get_by_test_id("build-end").fill(end)
+    assert "365 days" in dialog.inner_text() or "366 days" in dialog.inner_text()
+    shot(page, tmp_path, "build-dialog")
+    dialog.get_by_test_id("build-submit").click()
+    chip = page.locator("[data-testid=model-jobs] a.job-chip").first
+    chip.wait_for()
+    chip.click()  # the job's page: its steps and progress, live
+    page.get_by_test_id("steps").locator(".step").first.wait_for()
+    assert "/jobs/" in page.url
+    status = page.get_by_test_id("job-status")
+    status.get_by_text("FINISHED").wait_for(timeout=JOB_TIMEOUT_MS)  # no reload: the page polls
+    steps = page.get_by_test_id("steps").locator(".step")
+    assert steps.count() > 0 and steps.locator(".badge", has_text="FINISHED").count() == steps.count()
+    assert page.get_by_test_id("output").inner_text().strip()
+    shot(page, tmp_path, "job-finished")
+
+    page.go_back()  # the back button returns to the segments, which show the new one
+    page.locator(f"[data-testid=timeline] g.seg[data-segment$='_{end.replace('-', '')}000000']").wait_for()
+    after = segments(web)
+    assert len(after) == len(before) + 1
+    new = after[-1]
+    assert (day(new["start_time"]), day(new["end_time"])) == (day(last_end), end)
+    assert new["status_to_display"] == "ONLINE" and new["source_count"] > 0
+    page.locator("[data-testid=timeline] g.seg").nth(len(after) - 1).wait_for()
+    assert page.locator("[data-testid=timeline] g.seg").count() == len(after)
+    shot(page, tmp_path, "segments-after-build")
+
+
+def test_merge_two_contiguous_segments(page: Page, web: WebServer, tmp_path: Path) -> None:
+    before = segments(web)
+    first, second = before[0], before[1]
+    assert first["end_time"] == second["start_time"]
+    open_segments(page, web)
+    page.locator(f"g.seg[data-segment='{first['name']}']").click()
+    assert page.get_by_test_id("merge").is_disabled()  # one segment is nothing to merge
+    page.locator(f"g.seg[data-segment='{second['name']}']").click()
+    page.get_by_test_id("merge").click()
+    dialog = page.get_by_role("dialog")
+    assert f"{day(first['start_time'])} → {day(second['end_time'])}" in dialog.inner_text()
+    dialog.get_by_role("button", name="Merge").click()
+    merged_name = f"{day(first['start_time']).replace('-', '')}000000_{day(second['end_time']).replace('-', '')}000000"
+    page.locator(f"g.seg[data-segment='{merged_name}']").wait_for()  # while it runs: MERGING, above the two
+    shot(page, tmp_path, "segments-merging")
+    page.locator(f"g.seg[data-segment='{merged_name}'].seg-ready").wait_for(timeout=JOB_TIMEOUT_MS)
+    page.locator(f"g.seg[data-segment='{first['name']}']").wait_for(state="detached")
+    after = segments(web)
+    assert [s["name"] for s in after] == [merged_name] + [s["name"] for s in before[2:]]
+    assert after[0]["source_count"] == first["source_count"] + second["source_count"]
+    shot(page, tmp_path, "segments-merged")
+
+
+def test_an_analyst_sees_no_build_and_the_server_refuses_it(page: Page, web: WebServer, tmp_path: Path) -> None:
+    open_segments(page, web, ANALYST)
+    assert page.locator("g.seg").count() == len(segments(web))
+    assert page.get_by_test_id("build").count() == 0
+    assert page.locator("input[type=checkbox][aria-label^=Select]").count() == 0  # nothing to refresh, merge or delete
+    page.locator("g.seg").first.click()
+    assert page.get_by_test_id("merge").count() == 0 and page.get_by_test_id("delete").count() == 0
+    assert page.get_by_test_id("save-settings").count() == 0
+    assert page.get_by_role("button", name="Take offline").count() == 0
+    shot(page, tmp_path, "segments-analyst")
+    with web.server.client(ANALYST) as analyst:  # hidden is not the check: the server refuses it
+        body = {"project": web.project, "end": "2000000000000"}
+        assert "OPERATION" in error(analyst.post(f"/kylin/api/models/{web.model}/segments", json=body), 403)
