@@ -3,6 +3,7 @@ Content-Security-Policy holds), shows what the API holds, and is saved as a scre
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,16 @@ def test_every_page_opens_by_its_url(page: Page, web: WebServer, tmp_path: Path)
     page.goto(f"{base}/tables?table=SSB.LINEORDER")
     page.locator(".table-detail", has_text="LO_ORDERDATE").wait_for()
     assert page.locator(".list-item").count() == 2
+    page.locator("[data-table='SSB.DATES']").click()  # sample the small table: its statistics appear
+    page.get_by_test_id("sample").click()
+    page.get_by_role("dialog").get_by_role("button", name="Sample").click()
+    page.locator(".table-detail .stat-hint", has_text=re.compile(r"^[\d,]+ sampled$")).wait_for(timeout=120_000)
+    with web.server.client() as admin:
+        [dates] = data(admin.get("/kylin/api/tables", params={"project": web.project, "table": "DATES"}))["value"]
+    year = next(s for s in dates["ext"]["columns_stats"] if s["column_name"] == "D_YEAR")
+    row = page.locator(".table-detail tbody tr", has_text="D_YEAR").first
+    cells = row.locator("td").all_inner_texts()
+    assert cells[2:5] == [f"{year['cardinality']:,}", year["min_value"], year["max_value"]]
     shot(page, tmp_path, "tables")
 
     page.goto(f"{base}/jobs")

@@ -102,6 +102,7 @@ def test_build_the_next_segment_and_follow_its_job(page: Page, web: WebServer, t
     steps = page.get_by_test_id("steps").locator(".step")
     assert steps.count() > 0 and steps.locator(".badge", has_text="FINISHED").count() == steps.count()
     assert page.get_by_test_id("output").inner_text().strip()
+    assert f"by {ADMIN[0]}" in page.locator(".stats").inner_text()  # who submitted it
     shot(page, tmp_path, "job-finished")
 
     page.go_back()  # the back button returns to the segments, which show the new one

@@ -91,6 +91,9 @@ function sidebar(project, section) {
   return h(
     "aside",
     { class: "sidebar" },
+    h(
+      "div",
+      { class: "sidebar-inner" },
     h("a", { class: "brand", href: "#/projects" }, h("img", { src: "/web/favicon.svg", alt: "" }), h("span", {}, "precube")),
     h("div", { class: "side-label" }, "Project"),
     picker,
@@ -102,6 +105,7 @@ function sidebar(project, section) {
       h("div", { class: "user" }, h("span", { class: "avatar", "aria-hidden": "true" }, ctx.user.slice(0, 1).toUpperCase()), h("div", {}, h("div", { class: "user-name", "data-testid": "user" }, ctx.user), h("div", { class: "user-role" }, ctx.isAdmin ? "System admin" : "User"))),
       h("button", { class: "btn btn-ghost btn-sm", onclick: () => { signOut(); ctx = null; go("/login"); } }, "Sign out"),
       h("a", { class: "side-link", href: "/docs", target: "_blank", rel: "noopener" }, "REST API docs ↗"),
+    ),
     ),
   );
 }

@@ -7,6 +7,7 @@ const NUMERIC = new Set(["TINYINT", "SMALLINT", "INTEGER", "BIGINT", "FLOAT", "R
 const PALETTE = ["#4f46e5", "#0ea5e9", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#ec4899", "#14b8a6", "#84cc16", "#64748b"];
 const MAX_POINTS = 200;
 const MAX_SLICES = 9;
+const ALL = -1; // the category is every column not drawn as a value
 
 export function isNumeric(meta) {
   return NUMERIC.has(String(meta.columnTypeName).toUpperCase());
@@ -32,18 +33,18 @@ function truncate(text, n) {
 /** The chart panel: type and column pickers over an SVG drawn to the host's width. */
 export function chartPanel(metas, rows) {
   const numeric = metas.map((m, i) => (isNumeric(m) ? i : -1)).filter((i) => i >= 0);
-  const categorical = metas.map((m, i) => (isNumeric(m) ? -1 : i)).filter((i) => i >= 0);
   const host = h("div", { class: "chart-host", "data-testid": "chart" });
   if (!numeric.length || !rows.length) {
     host.append(h("div", { class: "empty" }, h("div", { class: "empty-title" }, "Nothing to chart"), h("div", { class: "empty-detail" }, "A chart needs at least one numeric column and one row.")));
     return host;
   }
-  const xIndex = categorical.length ? categorical[0] : numeric[0];
-  const timeLike = /DATE|YEAR|MONTH|DAY|TIME|WEEK/i.test(metas[xIndex].label) || /DATE|TIME/.test(metas[xIndex].columnTypeName);
-  // aggregates usually close a SELECT: the last numeric columns (at most two) are the values drawn first
-  const state = { type: timeLike ? "line" : "bar", x: xIndex, ys: numeric.filter((i) => i !== xIndex).slice(-2) };
-  if (!state.ys.length) state.ys = [numeric[0]];
-
+  // the values: the last numeric column (aggregates usually close a SELECT); the category: every other column
+  // (a composite label such as "1993 · 4"), or one column the user picks
+  const state = { type: "bar", x: ALL, ys: [numeric[numeric.length - 1]] };
+  const others = () => metas.map((_, i) => i).filter((i) => !state.ys.includes(i));
+  if (!others().length) state.x = 0;
+  const timeLike = others().length === 1 && /DATE|YEAR|MONTH|DAY|TIME|WEEK/i.test(`${metas[others()[0]].label} ${metas[others()[0]].columnTypeName}`);
+  if (timeLike) state.type = "line";
   const typeButtons = ["bar", "line", "pie"].map((t) => {
     const b = h("button", { class: ["seg-btn", state.type === t && "on"], type: "button", "data-chart": t }, t[0].toUpperCase() + t.slice(1));
     b.addEventListener("click", () => {
@@ -53,7 +54,12 @@ export function chartPanel(metas, rows) {
     });
     return b;
   });
-  const xSelect = h("select", { "aria-label": "Category column" }, metas.map((m, i) => h("option", { value: String(i), selected: i === state.x }, m.label)));
+  const xSelect = h(
+    "select",
+    { "aria-label": "Category column" },
+    h("option", { value: String(ALL), selected: state.x === ALL }, "All other columns"),
+    metas.map((m, i) => h("option", { value: String(i), selected: i === state.x }, m.label)),
+  );
   xSelect.addEventListener("change", () => ((state.x = Number(xSelect.value)), draw()));
   const yChips = numeric.map((i) => {
     const box = h("input", { type: "checkbox", checked: state.ys.includes(i) });
@@ -70,9 +76,11 @@ export function chartPanel(metas, rows) {
   );
   function draw() {
     const width = Math.max(420, plot.clientWidth || host.clientWidth || 800);
-    const ys = state.ys.length ? state.ys : [numeric[0]];
-    const data = rows.slice(0, MAX_POINTS);
-    const svg = state.type === "pie" ? pie(metas, data, state.x, ys[0], width) : xy(metas, data, state.x, ys, width, state.type);
+    const ys = state.ys.length ? state.ys : [numeric[numeric.length - 1]];
+    const keys = state.x === ALL ? metas.map((_, i) => i).filter((i) => !ys.includes(i)) : [state.x];
+    const label = (r) => (keys.length ? keys.map((i) => (r[i] === null ? "NULL" : r[i])).join(" · ") : "");
+    const data = rows.slice(0, MAX_POINTS).map((r) => ({ label: label(r), row: r }));
+    const svg = state.type === "pie" ? pie(metas, data, ys[0], width) : xy(metas, data, ys, width, state.type);
     plot.replaceChildren(svg, rows.length > MAX_POINTS && state.type !== "pie" ? h("div", { class: "muted chart-note" }, `The first ${MAX_POINTS} of ${fmt.num(rows.length)} rows are drawn.`) : "");
   }
   requestAnimationFrame(draw);
@@ -81,12 +89,12 @@ export function chartPanel(metas, rows) {
   return host;
 }
 
-function xy(metas, rows, x, ys, width, type) {
+function xy(metas, rows, ys, width, type) {
   const height = 360;
   const m = { top: 34, right: 20, bottom: 64, left: 72 };
   const w = width - m.left - m.right;
   const ph = height - m.top - m.bottom;
-  const values = rows.flatMap((r) => ys.map((i) => Number(r[i]))).filter(Number.isFinite);
+  const values = rows.flatMap((r) => ys.map((i) => Number(r.row[i]))).filter(Number.isFinite);
   const lo = Math.min(0, ...values);
   const hi = Math.max(0, ...values);
   const tickValues = niceTicks(lo, hi);
@@ -102,22 +110,22 @@ function xy(metas, rows, x, ys, width, type) {
   rows.forEach((r, k) => {
     if (k % every) return;
     const cx = m.left + band * (k + 0.5);
-    svg.append(s("text", { x: cx, y: m.top + ph + 18, class: "axis-label", "text-anchor": rows.length > 8 ? "end" : "middle", transform: rows.length > 8 ? `rotate(-35 ${cx} ${m.top + ph + 18})` : "" }, truncate(r[x], 16)));
+    svg.append(s("text", { x: cx, y: m.top + ph + 18, class: "axis-label", "text-anchor": rows.length > 8 ? "end" : "middle", transform: rows.length > 8 ? `rotate(-35 ${cx} ${m.top + ph + 18})` : "" }, truncate(r.label, 16)));
   });
   ys.forEach((i, n) => {
     const color = PALETTE[n % PALETTE.length];
     if (type === "bar") {
       const inner = (band * 0.78) / ys.length;
       rows.forEach((r, k) => {
-        const v = Number(r[i]);
+        const v = Number(r.row[i]);
         if (!Number.isFinite(v)) return;
         const bx = m.left + band * k + band * 0.11 + inner * n;
-        svg.append(s("rect", { x: bx, y: Math.min(Y(v), Y(0)), width: Math.max(1, inner - 1), height: Math.max(1, Math.abs(Y(v) - Y(0))), rx: 2, fill: color, class: "bar" }, s("title", {}, `${truncate(r[x], 60)} · ${metas[i].label}: ${fmt.num(v)}`)));
+        svg.append(s("rect", { x: bx, y: Math.min(Y(v), Y(0)), width: Math.max(1, inner - 1), height: Math.max(1, Math.abs(Y(v) - Y(0))), rx: 2, fill: color, class: "bar" }, s("title", {}, `${truncate(r.label, 60)} · ${metas[i].label}: ${fmt.num(v)}`)));
       });
     } else {
-      const pts = rows.map((r, k) => [m.left + band * (k + 0.5), Number(r[i]), r]).filter(([, v]) => Number.isFinite(v));
+      const pts = rows.map((r, k) => [m.left + band * (k + 0.5), Number(r.row[i]), r]).filter(([, v]) => Number.isFinite(v));
       svg.append(s("polyline", { points: pts.map(([px, v]) => `${px},${Y(v)}`).join(" "), fill: "none", stroke: color, "stroke-width": 2.2, class: "line" }));
-      if (pts.length <= 60) for (const [px, v, r] of pts) svg.append(s("circle", { cx: px, cy: Y(v), r: 3.5, fill: "#fff", stroke: color, "stroke-width": 2 }, s("title", {}, `${truncate(r[x], 60)} · ${metas[i].label}: ${fmt.num(v)}`)));
+      if (pts.length <= 60) for (const [px, v, r] of pts) svg.append(s("circle", { cx: px, cy: Y(v), r: 3.5, fill: "#fff", stroke: color, "stroke-width": 2 }, s("title", {}, `${truncate(r.label, 60)} · ${metas[i].label}: ${fmt.num(v)}`)));
     }
   });
   svg.append(s("line", { x1: m.left, x2: m.left + w, y1: m.top + ph, y2: m.top + ph, class: "axis-line" }));
@@ -129,9 +137,9 @@ function xy(metas, rows, x, ys, width, type) {
   return svg;
 }
 
-function pie(metas, rows, x, y, width) {
+function pie(metas, rows, y, width) {
   const height = 360;
-  const items = rows.map((r) => [r[x], Number(r[y])]).filter(([, v]) => Number.isFinite(v) && v > 0).sort((a, b) => b[1] - a[1]);
+  const items = rows.map((r) => [r.label, Number(r.row[y])]).filter(([, v]) => Number.isFinite(v) && v > 0).sort((a, b) => b[1] - a[1]);
   const top = items.slice(0, MAX_SLICES);
   const rest = items.slice(MAX_SLICES).reduce((n, [, v]) => n + v, 0);
   if (rest > 0) top.push([`Other (${items.length - MAX_SLICES})`, rest]);

@@ -61,7 +61,7 @@ export async function render(view) {
     clear(groupsHost);
     groups.forEach((g, i) => {
       const change = () => (drawGroups(), preview());
-      const hierarchy = h("textarea", { rows: 2, disabled: !manage, placeholder: "D_YEAR > D_YEARMONTH > D_DATE" }, lines(g.select_rule.hierarchy_dims, " > "));
+      const hierarchy = h("textarea", { rows: 2, disabled: !manage, placeholder: "D_YEAR > D_YEARMONTH > D_DATE" });
       hierarchy.value = lines(g.select_rule.hierarchy_dims, " > ");
       hierarchy.addEventListener("change", () => ((g.select_rule.hierarchy_dims = parseLines(hierarchy.value, ">")), preview()));
       const joint = h("textarea", { rows: 2, disabled: !manage, placeholder: "C_CITY, C_NATION" });
@@ -161,7 +161,7 @@ export async function render(view) {
         [
           { label: "Layout", value: (l) => h("span", { class: "mono" }, String(l.id)) },
           { label: "Type", value: (l) => (l.type === "TABLE" ? "table" : "aggregate") },
-          { label: "Source", value: (l) => h("span", { class: "muted" }, l.source.replaceAll("_", " ").toLowerCase()) },
+          { label: "Source", class: "nowrap", value: (l) => h("span", { class: "muted" }, l.source.replaceAll("_", " ").toLowerCase()) },
           { label: "Status", value: (l) => badge(l.status) },
           { label: "Dimensions", value: (l) => h("span", { class: "ellipsis", title: l.dimensions.join(", ") }, l.dimensions.join(", ") || "–") },
           { label: "Measures", class: "num", value: (l) => String(l.measures.length) },

@@ -63,8 +63,8 @@ export async function render(view) {
       stats([
         ["Progress", h("div", { class: "stat-progress" }, fmt.pct(job.step_ratio), progressBar(job.step_ratio, status === "ERROR" ? "bad" : status === "FINISHED" ? "ok" : undefined))],
         ["Duration", fmt.duration(job.duration), LIVE.includes(status) ? "running" : ""],
-        ["Range", job.data_range_end ? `${fmt.day(job.data_range_start)} → ${fmt.day(job.data_range_end)}` : "–"],
-        ["Submitted", fmt.when(job.create_time), job.submitter ? `by ${job.submitter}` : ""],
+        ["Range", h("span", { class: "stat-small" }, job.data_range_end ? `${fmt.day(job.data_range_start)} → ${fmt.day(job.data_range_end)}` : "–")],
+        ["Submitted", h("span", { class: "stat-small" }, fmt.when(job.create_time)), job.submitter ? `by ${job.submitter}` : ""],
       ]),
     );
     if (job.error) statsHost.append(h("div", { class: "alert alert-error" }, job.error.split("\n")[0]));

@@ -55,7 +55,7 @@ export async function render(view) {
         ["Segments", fmt.num(list.length), `${ready.length} queryable`],
         ["Source rows", fmt.num(ready.reduce((n, x) => n + (x.source_count || 0), 0))],
         ["Size", fmt.bytes(list.reduce((n, x) => n + (x.bytes_size || 0), 0))],
-        ["Time covered", covered, holes.length ? `${holes.length} gap${holes.length > 1 ? "s" : ""}` : "no gap"],
+        ["Time covered", h("span", { class: "stat-small" }, covered), holes.length ? `${holes.length} gap${holes.length > 1 ? "s" : ""}` : "no gap"],
       ]),
     );
     if (!list.length) {
