@@ -80,7 +80,9 @@ def web(spark: SparkSession, ssb_dir: Path, tmp_path_factory: pytest.TempPathFac
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
-        message = f"the web UI tests need Debian's chromium at {CHROMIUM}: apt-get install -y chromium (./dev test does)"
+        message = (
+            f"the web UI tests need Debian's chromium at {CHROMIUM}: apt-get install -y chromium (./dev test does)"
+        )
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)

@@ -39,8 +39,10 @@ def test_a_query_answers_like_the_oracle_and_charts(page: Page, web: WebServer, 
     answer.wait_for()
     assert "tiny" in answer.inner_text() and "Agg Index" in answer.inner_text()
     page.locator("[data-testid=answer]", has_text="pruned").wait_for()  # from the EXPLAIN run beside it
-    cells = page.get_by_test_id("result").locator("tbody tr").evaluate_all(
-        "rows => rows.map(r => [...r.querySelectorAll('td')].map(td => td.innerText))"
+    cells = (
+        page.get_by_test_id("result")
+        .locator("tbody tr")
+        .evaluate_all("rows => rows.map(r => [...r.querySelectorAll('td')].map(td => td.innerText))")
     )
     oracle = Oracle(web.ssb_dir)
     try:

@@ -2,10 +2,11 @@
 needs as a dependency (`requires(Permission.QUERY)`, `requires(admin=True)`, `requires()` for any
 signed-in user); no handler decides access itself.
 
-Credentials are HTTP Basic, checked by the `Authenticate` middleware for every path but `/health` and the
-web UI's static files (`public()` routes: they hold no data) before the request is routed or its body parsed: a caller without valid credentials learns nothing (not even which
-paths exist or whether a body is well-formed). The project a permission is checked on is the route's `{project}` path
-parameter, else its `project` query parameter, else the `project` field of its JSON body."""
+Credentials are HTTP Basic, checked by the `Authenticate` middleware for every path but `/health` and a GET of
+the web UI's static files (`public()` routes: they hold no data) before the request is routed or its body
+parsed: a caller without valid credentials learns nothing (not even which paths exist or whether a body is
+well-formed). The project a permission is checked on is the route's `{project}` path parameter, else its
+`project` query parameter, else the `project` field of its JSON body."""
 
 from __future__ import annotations
 

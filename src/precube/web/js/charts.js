@@ -7,7 +7,7 @@ const NUMERIC = new Set(["TINYINT", "SMALLINT", "INTEGER", "BIGINT", "FLOAT", "R
 const PALETTE = ["#4f46e5", "#0ea5e9", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#ec4899", "#14b8a6", "#84cc16", "#64748b"];
 const MAX_POINTS = 200;
 const MAX_SLICES = 9;
-const ALL = -1; // the category is every column not drawn as a value
+const ALL = -1; // the category: the leading columns not drawn as values that tell the rows apart
 
 export function isNumeric(meta) {
   return NUMERIC.has(String(meta.columnTypeName).toUpperCase());
@@ -38,12 +38,13 @@ export function chartPanel(metas, rows) {
     host.append(h("div", { class: "empty" }, h("div", { class: "empty-title" }, "Nothing to chart"), h("div", { class: "empty-detail" }, "A chart needs at least one numeric column and one row.")));
     return host;
   }
-  // the values: the last numeric column (aggregates usually close a SELECT); the category: every other column
-  // (a composite label such as "1993 · 4"), or one column the user picks
+  // the values: the last numeric column (aggregates usually close a SELECT); the category: the leading other
+  // columns that tell the rows apart (a composite label such as "1993 · 4"), or one column the user picks
   const state = { type: "bar", x: ALL, ys: [numeric[numeric.length - 1]] };
   const others = () => metas.map((_, i) => i).filter((i) => !state.ys.includes(i));
   if (!others().length) state.x = 0;
-  const timeLike = others().length === 1 && /DATE|YEAR|MONTH|DAY|TIME|WEEK/i.test(`${metas[others()[0]].label} ${metas[others()[0]].columnTypeName}`);
+  const [first, ...more] = uniqueKeys(rows, others());
+  const timeLike = first !== undefined && !more.length && /DATE|YEAR|MONTH|DAY|TIME|WEEK/i.test(`${metas[first].label} ${metas[first].columnTypeName}`);
   if (timeLike) state.type = "line";
   const typeButtons = ["bar", "line", "pie"].map((t) => {
     const b = h("button", { class: ["seg-btn", state.type === t && "on"], type: "button", "data-chart": t }, t[0].toUpperCase() + t.slice(1));
@@ -57,7 +58,7 @@ export function chartPanel(metas, rows) {
   const xSelect = h(
     "select",
     { "aria-label": "Category column" },
-    h("option", { value: String(ALL), selected: state.x === ALL }, "All other columns"),
+    h("option", { value: String(ALL), selected: state.x === ALL }, "Key columns"),
     metas.map((m, i) => h("option", { value: String(i), selected: i === state.x }, m.label)),
   );
   xSelect.addEventListener("change", () => ((state.x = Number(xSelect.value)), draw()));
@@ -77,8 +78,8 @@ export function chartPanel(metas, rows) {
   function draw() {
     const width = Math.max(420, plot.clientWidth || host.clientWidth || 800);
     const ys = state.ys.length ? state.ys : [numeric[numeric.length - 1]];
-    const keys = state.x === ALL ? metas.map((_, i) => i).filter((i) => !ys.includes(i)) : [state.x];
-    const label = (r) => (keys.length ? keys.map((i) => (r[i] === null ? "NULL" : r[i])).join(" · ") : "");
+    const keys = state.x === ALL ? uniqueKeys(rows, metas.map((_, i) => i).filter((i) => !ys.includes(i))) : [state.x];
+    const label = (r) => keys.map((i) => (r[i] === null ? "NULL" : r[i])).join(" · ");
     const data = rows.slice(0, MAX_POINTS).map((r) => ({ label: label(r), row: r }));
     const svg = state.type === "pie" ? pie(metas, data, ys[0], width) : xy(metas, data, ys, width, state.type);
     plot.replaceChildren(svg, rows.length > MAX_POINTS && state.type !== "pie" ? h("div", { class: "muted chart-note" }, `The first ${MAX_POINTS} of ${fmt.num(rows.length)} rows are drawn.`) : "");
@@ -87,6 +88,16 @@ export function chartPanel(metas, rows) {
   const onResize = () => host.isConnected && draw();
   window.addEventListener("resize", onResize);
   return host;
+}
+
+/** The shortest leading run of `columns` whose values tell the rows apart (a GROUP BY's keys lead its
+ * SELECT), or all of them. */
+function uniqueKeys(rows, columns) {
+  for (let k = 1; k < columns.length; k += 1) {
+    const seen = new Set(rows.map((r) => JSON.stringify(columns.slice(0, k).map((i) => r[i]))));
+    if (seen.size === rows.length) return columns.slice(0, k);
+  }
+  return columns;
 }
 
 function xy(metas, rows, ys, width, type) {
