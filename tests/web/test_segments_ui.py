@@ -116,6 +116,19 @@ def test_build_the_next_segment_and_follow_its_job(page: Page, web: WebServer, t
     assert page.locator("[data-testid=timeline] g.seg").count() == len(after)
     shot(page, tmp_path, "segments-after-build")
 
+    page.get_by_role("link", name="Jobs").click()  # the jobs list shows it; its status filter is in the URL
+    page.locator("[data-status=FINISHED]").click()
+    page.wait_for_url(re.compile(r"/jobs\?status=FINISHED$"))
+    finished = page.locator("tbody tr", has_text="INC BUILD")
+    finished.first.wait_for()
+    assert (
+        finished.count() >= 1 and "FINISHED" in finished.first.inner_text() and ADMIN[0] in finished.first.inner_text()
+    )
+    page.locator("[data-status=ERROR]").click()  # FINISHED or ERROR: the same jobs, none failed
+    page.wait_for_url(re.compile(r"status=FINISHED%2CERROR$"))
+    assert page.locator("tbody tr", has_text="INC BUILD").count() == finished.count()
+    shot(page, tmp_path, "jobs")
+
 
 def test_merge_two_contiguous_segments(page: Page, web: WebServer, tmp_path: Path) -> None:
     before = segments(web)

@@ -99,7 +99,7 @@ export async function render(view) {
       ),
     );
     if (ext && ext.sample_rows && ext.sample_rows.length) {
-      detailHost.append(card("Sample rows", table(t.columns.map((c, i) => ({ label: c.name, value: (r) => cell(r[i]) })), ext.sample_rows.slice(0, 10)), { subtitle: "A few rows sampling read." }));
+      detailHost.append(card("Sample rows", table(t.columns.map((c, i) => ({ label: c.name, value: (r) => cell(r[i]) })), ext.sample_rows.slice(0, 10)), { subtitle: "A few rows sampling read.", class: "samples" }));
     }
   }
 
