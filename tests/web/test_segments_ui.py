@@ -166,3 +166,68 @@ def test_an_analyst_sees_no_build_and_the_server_refuses_it(page: Page, web: Web
     with web.server.client(ANALYST) as analyst:  # hidden is not the check: the server refuses it
         body = {"project": web.project, "end": "2000000000000"}
         assert "OPERATION" in error(analyst.post(f"/kylin/api/models/{web.model}/segments", json=body), 403)
+
+
+def test_delete_shows_the_servers_preview_first(page: Page, web: WebServer, tmp_path: Path) -> None:
+    before = segments(web)
+    last = before[-1]
+    open_segments(page, web)
+    page.locator(f"g.seg[data-segment='{last['name']}']").click()
+    page.get_by_test_id("delete").click()
+    preview = page.get_by_test_id("delete-preview").inner_text()
+    with web.server.client() as admin:
+        params = {"project": web.project, "purge": "false", "ids": last["id"], "dry_run": "true"}
+        expected = data(admin.delete(f"/kylin/api/models/{web.model}/segments", params=params))["preview"]
+    assert preview == expected and last["name"] in preview
+    assert len(segments(web)) == len(before)  # the preview dropped nothing
+    shot(page, tmp_path, "delete-preview")
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    page.locator(f"g.seg[data-segment='{last['name']}']").wait_for(state="detached")
+    assert [s["name"] for s in segments(web)] == [s["name"] for s in before[:-1]]
+
+
+def test_the_timeline_shows_gaps_overlaps_and_each_status(page: Page, web: WebServer, tmp_path: Path) -> None:
+    """The timeline module itself, in the browser, on segments no rule would let a build make: a gap, an
+    overlap of two READY ones (a broken invariant), and one of each status a job leaves on the way."""
+    sign_in(page, web.url)
+    y = [f"{year}-01-01" for year in range(2001, 2008)]
+    cases = [  # (start, end, status, status_to_display)
+        (y[0], y[1], "READY", "ONLINE"),
+        (y[1], y[2], "READY", "LOCKED"),
+        (y[1], y[2], "NEW", "REFRESHING"),
+        (y[3], y[5], "READY", "ONLINE"),  # a gap [2003, 2004) before it
+        (y[4], y[6], "WARNING", "OVERLAP"),  # overlaps [2005, 2006) of the one before
+        (y[6], "2007-06-01", "NEW", "LOADING"),
+    ]
+    found = page.evaluate(
+        """async (cases) => {
+            const { drawTimeline, gaps, overlaps } = await import("/web/js/timeline.js");
+            const host = document.createElement("div");
+            host.className = "timeline-host";
+            host.style.width = "1100px";
+            document.querySelector("main").prepend(host);
+            const ms = (d) => String(Date.parse(d + "T00:00:00Z"));
+            const segs = cases.map(([a, b, status, shown], i) => ({
+                id: "s" + i, name: `${a}_${b}_${i}`, status, status_to_display: shown,
+                segRange: { date_range_start: ms(a), date_range_end: ms(b) },
+                source_count: 1000 * (i + 1), bytes_size: 4096, index_count: 3, index_count_total: 3, last_build_time: 0,
+            }));
+            drawTimeline(host, segs, {});
+            const items = segs.map((s) => ({ ...s, start: +s.segRange.date_range_start, end: +s.segRange.date_range_end }));
+            return {
+                gaps: gaps(items).map(([a, b]) => [new Date(a).toISOString().slice(0, 10), new Date(b).toISOString().slice(0, 10)]),
+                overlaps: overlaps(items).map(([a, b]) => [new Date(a).toISOString().slice(0, 10), new Date(b).toISOString().slice(0, 10)]),
+                drawnGaps: host.querySelectorAll("rect.gap").length,
+                drawnOverlaps: host.querySelectorAll("rect.overlap-mark").length,
+                tones: [...host.querySelectorAll("g.seg")].map((g) => g.dataset.status),
+                lanes: new Set([...host.querySelectorAll("g.seg .seg-box")].map((r) => r.getAttribute("y"))).size,
+            };
+        }""",
+        cases,
+    )
+    assert found["gaps"] == [["2003-01-01", "2004-01-01"]] and found["drawnGaps"] == 1
+    assert found["overlaps"] == [["2005-01-01", "2006-01-01"]] and found["drawnOverlaps"] == 1
+    assert sorted(found["tones"]) == sorted(["ready", "locked", "refreshing", "ready", "overlap", "new"])
+    assert found["lanes"] >= 2  # the refreshing segment sits above the one it replaces
+    page.locator(".timeline-host").first.screenshot(path=str(tmp_path / "timeline-states.png"))
+    shot(page, tmp_path, "timeline-states-page")

@@ -167,9 +167,11 @@ export function drawTimeline(host, segments, { selected = new Set(), onToggle, p
     const w = Math.max(3, x(seg.end) - x(seg.start) - 2);
     const g = s("g", { class: ["seg", `seg-${tone(seg)}`, selected.has(seg.id) && "selected"].filter(Boolean).join(" "), "data-segment": seg.name, "data-status": tone(seg), tabindex: 0 });
     g.append(s("rect", { x: x(seg.start) + 1, y: top, width: w, height: LANE_H, rx: 6, class: "seg-box" }));
-    if (w > 70) {
-      g.append(s("text", { x: x(seg.start) + 9, y: top + 18, class: "seg-label" }, `${fmt.day(seg.start)} → ${fmt.day(seg.end)}`));
-      g.append(s("text", { x: x(seg.start) + 9, y: top + 34, class: "seg-sub" }, seg.source_count === null ? tone(seg).toUpperCase() : `${fmt.compact(seg.source_count)} rows · ${fmt.bytes(seg.bytes_size)}`));
+    if (w > 84) {  // as much of the label as fits (about 6.5 px a character)
+      const range = w > 170 ? `${fmt.day(seg.start)} → ${fmt.day(seg.end)}` : fmt.day(seg.start);
+      const sub = seg.source_count === null ? tone(seg).toUpperCase() : `${fmt.compact(seg.source_count)} rows · ${fmt.bytes(seg.bytes_size)}`;
+      g.append(s("text", { x: x(seg.start) + 9, y: top + 18, class: "seg-label" }, range));
+      if (w > sub.length * 6.2 + 14) g.append(s("text", { x: x(seg.start) + 9, y: top + 34, class: "seg-sub" }, sub));
     }
     const show = (e) => {
       const box = host.getBoundingClientRect();

@@ -30,7 +30,11 @@ export async function render(view) {
   main.append(
     headHost,
     statsHost,
-    card("Segment timeline", [timelineHost, selectionBar], { subtitle: "Each segment is a half-open time range [start, end) of precomputed data. Click segments to select them.", actions: [legend()], class: "timeline-card" }),
+    card("Segment timeline", [timelineHost, operate ? selectionBar : null], {
+      subtitle: `Each segment is a half-open time range [start, end) of precomputed data.${operate ? " Click segments to select them." : ""}`,
+      actions: [legend()],
+      class: "timeline-card",
+    }),
     jobsHost,
     card("Segments", tableHost),
   );
