@@ -64,7 +64,8 @@ class WebServer:
 def web(spark: SparkSession, ssb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     """A server running jobs over project `web`: model `tiny` (LINEORDER ⋈ DATES) with two segments, and a
     user with QUERY only."""
-    settings = server_settings(tmp_path_factory.mktemp("web-home"))
+    # every answer is cached (however quick), so the cache page and a re-run's cache hit have something to show
+    settings = server_settings(tmp_path_factory.mktemp("web-home"), cache={"min_duration_ms": 0})
     make_project(settings, ssb_dir, PROJECT)
     with open_store(settings.metadata_url, settings.metadata.table) as store:
         ctx = BuildContext(spark, store, PROJECT, settings.warehouse_root, writer="test")

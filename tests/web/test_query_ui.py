@@ -3,13 +3,14 @@ on the raw files), the chart drawn from the result's columns, and bad SQL shown 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.query.oracle import Oracle
-from tests.server.conftest import error
+from tests.server.conftest import data, error
 from tests.web.conftest import WebServer, shot, sign_in
 
 if TYPE_CHECKING:
@@ -74,6 +75,25 @@ def test_a_query_answers_like_the_oracle_and_charts(page: Page, web: WebServer, 
 
     history = page.locator("section.card", has_text="History").locator("tbody tr").first
     assert "D_YEAR" in history.inner_text() and "SUCCEEDED" in history.inner_text()
+    history.get_by_role("button", name="Re-run").click()  # the same SQL again: from the result cache
+    answer.locator(".answer-item", has_text="Cache").get_by_text("HIT").wait_for()
+
+    # the answer is in the result cache: the cache page shows the project's counters, and clears them
+    page.get_by_role("link", name="Cache").click()
+    stats = page.locator(".stats")
+    stats.wait_for()
+    with web.server.client() as admin:
+        counters = data(admin.get("/kylin/api/query/cache/stats", params={"project": web.project}))
+    assert counters["entries"] >= 1 and counters["hits"] >= 1
+    labels = [label.upper() for label in stats.locator(".stat-label").all_inner_texts()]
+    shown = dict(zip(labels, stats.locator(".stat-value").all_inner_texts(), strict=True))
+    assert shown["ENTRIES"] == f"{counters['entries']:,}" and shown["HITS"] == f"{counters['hits']:,}"
+    shot(page, tmp_path, "cache")
+    page.get_by_test_id("clear-cache").click()
+    page.get_by_role("dialog").get_by_role("button", name="Clear cache").click()
+    page.locator(".stat", has_text="Entries").locator(".stat-value", has_text=re.compile(r"^0$")).wait_for()
+    with web.server.client() as admin:
+        assert data(admin.get("/kylin/api/query/cache/stats", params={"project": web.project}))["entries"] == 0
 
 
 def test_bad_sql_shows_the_one_line_error(page: Page, web: WebServer, tmp_path: Path) -> None:
