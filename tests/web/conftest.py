@@ -27,7 +27,7 @@ from tests.server.live import ADMIN, LiveServer
 from tests.server.tiny import MODEL, make_project
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Locator, Page
     from pyspark.sql import SparkSession
 
 CHROMIUM = "/usr/bin/chromium"
@@ -120,10 +120,14 @@ def page(browser: Browser) -> Iterator[Page]:
     assert not problems, problems
 
 
-def shot(page: Page, tmp_path: Path, name: str) -> Path:
-    """Save a full-page screenshot under the test's temporary directory (and into $PRECUBE_SCREENSHOTS)."""
+def shot(page: Page, tmp_path: Path, name: str, element: Locator | None = None) -> Path:
+    """Save a full-page screenshot (or one of `element`) under the test's temporary directory (and into
+    $PRECUBE_SCREENSHOTS)."""
     path = tmp_path / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    if element is not None:
+        element.screenshot(path=str(path))
+    else:
+        page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000  # a real picture of a page, not an empty one
     wanted = os.environ.get("PRECUBE_SCREENSHOTS")
     if wanted:
