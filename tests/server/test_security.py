@@ -1,5 +1,6 @@
 """Server-wide security rules, checked over `app.routes`, so they hold for every route of every router
-(those added later too): credentials on every path but `/health`, a declared permission on every route,
+(those added later too): credentials on every path but `/health` and the web UI's static files (routes that
+declare `public()`: exactly the packaged assets, holding no data), a declared permission on every route,
 403 for a user without a grant, and bad input refused in Kylin's envelope with one line, changing
 nothing. Runs on a server of its own (no Spark, no jobs): every refusal happens before a handler runs."""
 
@@ -9,6 +10,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 import httpx
@@ -17,6 +19,7 @@ from fastapi.dependencies.models import Dependant
 
 from precube.auth import Permission
 from precube.metadata import Project, open_store
+from precube.server.routers import web
 from precube.server.security import Requirement
 from tests.server.conftest import error, fingerprint, server_settings
 from tests.server.live import ADMIN, LiveServer
@@ -67,6 +70,12 @@ class Endpoint:
     def requirement(self) -> Requirement | None:
         return None if self.dependant is None else _requirement(self.dependant)
 
+    @property
+    def public(self) -> bool:
+        """A static file of the web UI (`public()`): served without credentials, holds no data."""
+        need = self.requirement
+        return need is not None and need.public
+
 
 def _endpoints(server: LiveServer) -> list[tuple[str, str, Endpoint]]:
     """Every (method, path, endpoint) of the app: FastAPI >= 0.16x keeps included routers as branches
@@ -104,6 +113,8 @@ def test_every_route_but_health_needs_credentials(server: LiveServer) -> None:
             if path == "/health":
                 assert anonymous.request(method, url).status_code == 200
                 continue
+            if _route.public:
+                continue  # the web UI's files: test_only_the_web_ui_files_are_public checks them
             # a body, valid or not, is never read before the caller is known (a wrong password costs a
             # bcrypt check: one request each is enough)
             tries = [(anonymous, body) for body in (None, b"{}", b"{not json")] + [(wrong, b"{}"), (unknown, None)]
@@ -114,6 +125,37 @@ def test_every_route_but_health_needs_credentials(server: LiveServer) -> None:
             checked += 1
         error(anonymous.get("/kylin/api/no_such_route"), 401)  # nor is which paths exist
     assert checked > 10
+
+
+def test_only_the_web_ui_files_are_public(server: LiveServer) -> None:
+    """The routes declared `public()` are the web router's (GET only), and without credentials they serve
+    exactly the packaged files: any other path under them, or another method, still needs credentials."""
+    public = sorted({(method, path) for method, path, route in _endpoints(server) if route.public})
+    assert public == [("GET", "/"), ("GET", "/web/{name:path}")]
+    assert (
+        "/" in web.PATHS and "/web/js/app.js" in web.PATHS and all(p == "/" or p.startswith("/web/") for p in web.PATHS)
+    )
+    with server.client(auth=None) as anonymous, server.client() as admin:
+        for path in web.PATHS:
+            response = anonymous.get(path)
+            assert response.status_code == 200 and response.content == web.ASSETS[path].body, path
+            assert "default-src 'self'" in response.headers["content-security-policy"]
+            assert "unsafe-inline" not in response.headers["content-security-policy"]
+            assert response.headers["x-content-type-options"] == "nosniff"
+            packaged = resources.files("precube").joinpath("web", "index.html" if path == "/" else path[5:])
+            assert response.content == packaged.read_bytes()  # a file shipped in the package: no data
+        assert anonymous.get("/").headers["cache-control"] == "no-store"
+        assert anonymous.get("/").headers["content-type"].startswith("text/html")
+        assert anonymous.get("/web/js/app.js").headers["content-type"].startswith("text/javascript")
+        etag = anonymous.get("/web/css/app.css").headers["etag"]
+        assert anonymous.get("/web/css/app.css", headers={"If-None-Match": etag}).status_code == 304
+        for path in ("/web/", "/web/nope.js", "/web/js/../../pyproject.toml", "/web/%2e%2e/app.py",
+                     "/web/js/app.js/", "/index.html", "/web/js/pages"):  # fmt: skip
+            error(anonymous.get(path), 401)
+            assert admin.get(path).status_code == 404, path  # signed in: not a file of the UI
+        for method in ("POST", "PUT", "DELETE"):
+            error(anonymous.request(method, "/", content=b"{}"), 401)
+            error(anonymous.request(method, "/web/js/app.js", content=b"{}"), 401)
 
 
 def test_every_route_declares_what_it_needs(server: LiveServer) -> None:
@@ -176,8 +218,8 @@ def test_bad_input_gets_a_4xx_envelope_and_changes_nothing(server: LiveServer) -
     checked = 0
     with server.client() as admin:
         for method, path, route in _endpoints(server):
-            if path == "/health":
-                continue
+            if path == "/health" or route.public:
+                continue  # they read nothing of the request (test_only_the_web_ui_files_are_public)
             if route.has_body:
                 for body in [*_hostile_bodies(limit), *_wrong_types(route)]:
                     response = admin.request(

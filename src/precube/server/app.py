@@ -26,11 +26,13 @@ from precube.server.state import ServerState
 from precube.settings import Settings
 
 BASE = "/kylin/api"
-ROOT_ROUTERS = ("health", "docs")  # /health; /docs and /openapi.json
+ROOT_ROUTERS = ("health", "docs", "web")  # /health; /docs and /openapi.json; the web UI at / and /web/…
 # Each module has `router`; all but those of ROOT_ROUTERS are mounted under BASE, in this order. A request is
 # matched against the routes in order (FastAPI walks every included router, each route twice), so the hot path,
 # `query`, comes first: matching the last of some 70 routes cost more than the rest of a cache hit.
-ROUTERS = ("query", "health", "docs", "users", "projects", "tables", "models", "index_plans", "segments", "jobs")
+ROUTERS = (
+    "query", "health", "docs", "users", "projects", "tables", "models", "index_plans", "segments", "jobs", "web"
+)  # fmt: skip
 
 
 def create_app(settings: Settings, name: str | None = None, run_jobs: bool = True, reuse_port: bool = False) -> FastAPI:
@@ -78,7 +80,10 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
     _handle_errors(app)
     app.add_middleware(QueryHotPath, base=BASE)  # innermost of ours: the caller is signed in, the body bounded
     app.add_middleware(BodyLimit, max_bytes=settings.server.max_body_bytes)
-    app.add_middleware(Authenticate)  # outside BodyLimit: no body is read for a caller without credentials
+    from precube.server.routers.web import PATHS
+
+    # outside BodyLimit: no body is read for a caller without credentials; the UI's static files need none
+    app.add_middleware(Authenticate, public_paths=PATHS)
     app.add_middleware(RequestLog)
     return app
 

@@ -3,10 +3,11 @@ needs as a dependency (`requires(Permission.QUERY)`, `requires(admin=True)`, `re
 signed-in user); no handler decides access itself. The Postgres wire front end signs its connections in
 with the same `sign_in` and checks QUERY with the directory's `require`, as the routes' dependency does.
 
-Credentials are HTTP Basic, checked by the `Authenticate` middleware for every path but `/health` before
-the request is routed or its body parsed: a caller without valid credentials learns nothing (not even which
-paths exist or whether a body is well-formed). The project a permission is checked on is the route's `{project}` path
-parameter, else its `project` query parameter, else the `project` field of its JSON body."""
+Credentials are HTTP Basic, checked by the `Authenticate` middleware for every path but `/health` and a GET of
+the web UI's static files (`public()` routes: they hold no data) before the request is routed or its body
+parsed: a caller without valid credentials learns nothing (not even which paths exist or whether a body is
+well-formed). The project a permission is checked on is the route's `{project}` path parameter, else its
+`project` query parameter, else the `project` field of its JSON body."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from precube.metadata.paths import check_project_name
 from precube.server.envelope import failure, status_of, unexpected
 from precube.server.state import ServerState
 
-OPEN_PATHS = frozenset({"/health"})  # the only paths answered without credentials
+OPEN_PATHS = frozenset({"/health"})  # answered without credentials (and the web UI's files, given by create_app)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class Requirement:
     level: Permission | None
     admin: bool
     project_optional: bool
+    public: bool = False  # a static file of the web UI: no credentials, no data
 
     def check(self, directory: Directory, user: User, given: Sequence[object]) -> Caller:
         """`user` as the caller of a route with this requirement on the project `given` names (the values of
@@ -113,13 +115,19 @@ async def _sign_in(directory: Directory, header: str) -> User:
 
 class Authenticate:
     """Pure ASGI middleware: signs the caller in (HTTP Basic) before anything else reads the request, and
-    answers 401 in Kylin's envelope otherwise; every path but `OPEN_PATHS` needs it."""
+    answers 401 in Kylin's envelope otherwise; every path but `OPEN_PATHS` and a GET of one of the exact
+    `public_paths` (the web UI's files) needs it."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, public_paths: frozenset[str] = frozenset()) -> None:
         self.app = app
+        self.public_paths = public_paths
+
+    def _open(self, scope: Scope) -> bool:
+        path = scope["path"]
+        return path in OPEN_PATHS or (path in self.public_paths and scope["method"] in ("GET", "HEAD"))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or self._open(scope):
             await self.app(scope, receive, send)
             return
         state: dict[str, Any] = scope.setdefault("state", {})
@@ -177,6 +185,18 @@ def one_project(given: Sequence[object]) -> str | None:
     if len(set(names)) > 1:
         raise InvalidInputError(f"the request names two projects ({', '.join(sorted(set(map(str, names))))})")
     return str(names[0]) if names else None
+
+
+def public() -> Callable[[], Awaitable[None]]:
+    """The dependency of a route that serves one of the web UI's static files: no credentials (the app lets
+    exactly these paths through `Authenticate`), and it must hold no data. Declared, like `requires`, so that
+    the security tests know the route is open on purpose."""
+
+    async def dependency() -> None:
+        return None
+
+    dependency.requirement = Requirement(None, admin=False, project_optional=False, public=True)  # type: ignore[attr-defined]
+    return dependency
 
 
 def requires(

@@ -141,13 +141,14 @@ def _groups(model: Model, groups: list[AggGroupRequest]) -> list[AggregationGrou
     return out
 
 
-def _build_new_layouts(store: MetadataStore, project: str, alias: str, writer: str) -> str | None:
+def _build_new_layouts(store: MetadataStore, project: str, alias: str, caller: Caller) -> str | None:
     """Kylin's `load_data`: an index build job for the layouts the READY segments lack (None: none lacks one)."""
     try:
         job = index_build_job(store, project, alias)
     except SegmentRuleError:
         return None  # every READY segment holds every layout, or there is no segment
-    return submit(store, project, job, writer).uuid
+    job.submitter = caller.name
+    return submit(store, project, job, caller.writer).uuid
 
 
 def _rule_answer(tx: Transaction, model: Model) -> dict[str, Any]:
@@ -182,7 +183,7 @@ def _set_rules(request: Request, body: RuleRequest, caller: Caller) -> dict[str,
     groups = _groups(model, body.aggregation_groups)
     diff = diff_rules(state.store, project, model.alias, groups, body.global_dim_cap)
     set_model_rules(state.store, project, model.alias, groups, body.global_dim_cap, caller.writer)
-    job_id = _build_new_layouts(state.store, project, model.alias, caller.writer) if body.load_data else None
+    job_id = _build_new_layouts(state.store, project, model.alias, caller) if body.load_data else None
     with state.store.read(project) as tx:
         answer = _rule_answer(tx, require_model(tx, model.alias))
     answer |= {
@@ -397,7 +398,7 @@ def add_table_index(request: Request, body: TableIndexRequest, caller: Caller = 
         names(body.sort_by_columns, "sort_by_columns"),
         caller.writer,
     )
-    job_id = _build_new_layouts(state.store, project, model.alias, caller.writer) if body.load_data else None
+    job_id = _build_new_layouts(state.store, project, model.alias, caller) if body.load_data else None
     return ok({"id": layout.id, "model_id": model.uuid, "job_id": job_id})
 
 

@@ -50,6 +50,13 @@ def _jobs(jobs: list[Job]) -> dict[str, Any]:
     return {"jobs": [{"job_name": str(j.job_type), "job_id": j.uuid} for j in jobs]}
 
 
+def _submit(request: Request, caller: Caller, jobs: list[Job]) -> dict[str, Any]:
+    """Record the jobs as submitted by the signed-in user (Kylin's job list shows who), answer their ids."""
+    for job in jobs:
+        job.submitter = caller.name
+    return ok(_jobs(submit_all(state_of(request).store, caller.scoped, jobs, caller.writer)))
+
+
 def _segment(view: SegmentView, planned: int) -> dict[str, Any]:
     seg = view.segment
     return {
@@ -133,7 +140,7 @@ def build(
     state, project, model = state_of(request), str(caller.project), _model_name(model_name)
     rng = build_range(state.store, project, model, _ms(body.start, "start"), _ms(body.end, "end"), REST)
     job = build_job(state.store, project, model, rng, body.priority)
-    return ok(_jobs(submit_all(state.store, project, [job], caller.writer)))
+    return _submit(request, caller, [job])
 
 
 class ChangeRequest(BaseModel):
@@ -167,7 +174,7 @@ def refresh_or_merge(
         jobs = [merge_job(state.store, project, model, targets, body.priority)]
     else:
         jobs = [refresh_job(state.store, project, model, t, body.priority) for t in targets]
-    return ok(_jobs(submit_all(state.store, project, jobs, caller.writer)))
+    return _submit(request, caller, jobs)
 
 
 @router.delete("/models/{model_name}/segments")
@@ -258,4 +265,4 @@ def build_indexes(
     """Build the layouts of the index plan that READY segments lack (`precube build --add-layouts`)."""
     state, project = state_of(request), str(caller.project)
     job = index_build_job(state.store, project, _model_name(model_name), body.priority)
-    return ok(_jobs(submit_all(state.store, project, [job], caller.writer)))
+    return _submit(request, caller, [job])
