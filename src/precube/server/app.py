@@ -22,7 +22,7 @@ from precube.server.envelope import failure, invalid_input, status_of, unexpecte
 from precube.server.hot_path import QueryHotPath
 from precube.server.middleware import BodyLimit, RequestLog
 from precube.server.security import Authenticate
-from precube.server.state import ServerState
+from precube.server.state import ServerState, freeze_heap
 from precube.settings import Settings
 
 BASE = "/kylin/api"
@@ -50,7 +50,9 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
         create_admin(state.directory, settings)
         app.state.server = state
         if settings.server.preload:
-            state.start_warming()
+            state.start_warming()  # freezes the heap once the layouts are loaded
+        else:
+            freeze_heap()
         if run_jobs:
             from precube.server.jobservice import JobService
 

@@ -4,6 +4,7 @@ cache stay warm), and the job service."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -77,6 +78,7 @@ class ServerState:
             except Exception as err:  # noqa: BLE001 (warming is an optimisation: a query reports the failure itself)
                 LOG.warning("warming the layouts of project %s failed: %s", project.name, err)
         LOG.info("loaded %d layouts in %.1f s", loaded, time.perf_counter() - started)
+        freeze_heap()
 
     def forget_session(self, project: str) -> None:
         """Drop a project's session (the project was deleted)."""
@@ -88,3 +90,12 @@ class ServerState:
         if self._warmer is not None:
             self._warmer.join(timeout=30)
         self.store.close()
+
+
+def freeze_heap() -> None:
+    """Move every object alive now (modules, the app, loaded sessions and plans) out of the garbage
+    collector's reach. They live as long as the process, yet a full collection walks them all: at SF 1 one
+    such walk paused the event loop for ~150 ms every few thousand requests, the whole p99 at concurrency 32.
+    One collection first, so no garbage is frozen with them."""
+    gc.collect()
+    gc.freeze()
