@@ -79,6 +79,14 @@ def live(server_home: ServerHome) -> Iterator[LiveServer]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def warm_live(live: LiveServer) -> LiveServer:
+    """The shared server once it has preloaded its layouts: a first query answered while
+    `precube-warm-layouts` loaded one once hung in DuckDB's Arrow export (the engine's, not a client's)."""
+    live.wait_warm()
+    return live
+
+
 @pytest.fixture
 def admin(live: LiveServer) -> Iterator[httpx.Client]:
     with live.client() as client:

@@ -33,15 +33,7 @@ SSB_Q = (
     "join ssb.dates on lo_orderdate = d_datekey group by d_year order by d_year"
 )
 
-pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _warm(live: LiveServer) -> None:
-    """The wire tests start once the shared server has preloaded its layouts: a first query answered while
-    `precube-warm-layouts` loaded one once hung in DuckDB's Arrow export (the engine's, not the wire's; the
-    REST tests meet the same race)."""
-    live.wait_warm()
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("warm_live")]  # see warm_live
 
 
 def connect(live: LiveServer, project: str, user: tuple[str, str] = ADMIN, **kwargs: Any) -> psycopg.Connection[Any]:

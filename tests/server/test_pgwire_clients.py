@@ -23,15 +23,7 @@ from tests.server.conftest import ServerHome
 from tests.server.live import ADMIN, LiveServer, free_port, live_server
 from tests.server.test_pgwire import connect, fetch, values
 
-pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _warm(live: LiveServer) -> None:
-    """The wire tests start once the shared server has preloaded its layouts: a first query answered while
-    `precube-warm-layouts` loaded one once hung in DuckDB's Arrow export (the engine's, not the wire's; the
-    REST tests meet the same race)."""
-    live.wait_warm()
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("warm_live")]  # see warm_live
 
 
 PSQL = shutil.which("psql")
