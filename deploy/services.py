@@ -350,9 +350,20 @@ def start_server(
 
 
 def haproxy_config(port: int, servers: list[int], check_auth: str, directory: Path) -> str:
-    """HAProxy in front of the servers: round robin over those `/ready` calls fit (checked every second with the
-    check user's Basic credentials, `check_auth`); a connection refused by a dead server is retried on another
-    (`retries`, `option redispatch`): only requests in flight on a server that dies can fail."""
+    """HAProxy in front of the servers: round robin over those whose `/ready` answers 200 (asked every second with
+    the check user's Basic credentials, `check_auth`; a server is out after two failed checks, back after two good
+    ones). A connection a dead server refuses is retried on another (`retries`, `option redispatch`), for every
+    request; a query (`POST /kylin/api/query`: it reads only) that a server closed without answering — it died
+    while answering — is sent again to another, so a server that dies costs no query. Other requests (a build, a
+    user's change) are not sent twice: the one in flight on a dying server fails and the client may retry it."""
+    check = [
+        "    balance roundrobin",
+        "    option httpchk",
+        "    http-check send meth GET uri /ready ver HTTP/1.1 hdr Host localhost"
+        f' hdr Authorization "Basic {check_auth}"',
+        "    http-check expect status 200",
+        "    default-server inter 1s fall 2 rise 2",
+    ]
     lines = [
         "global",
         f"    stats socket {directory / 'haproxy.sock'} mode 600 level admin",
@@ -369,16 +380,17 @@ def haproxy_config(port: int, servers: list[int], check_auth: str, directory: Pa
         "    option redispatch 1",
         "frontend precube",
         f"    bind 127.0.0.1:{port}",
+        "    use_backend queries if METH_POST { path /kylin/api/query }",
         "    default_backend servers",
+        "backend queries",
+        *check,
+        "    option http-buffer-request",  # the whole body in hand: it can be sent again
+        "    retry-on conn-failure empty-response junk-response",
+        *[f"    server s{i} 127.0.0.1:{p} check" for i, p in enumerate(servers, 1)],
         "backend servers",
         "    balance roundrobin",
-        "    option httpchk",
-        "    http-check send meth GET uri /ready ver HTTP/1.1 hdr Host localhost"
-        f' hdr Authorization "Basic {check_auth}"',
-        "    http-check expect status 200",
-        "    default-server inter 1s fall 2 rise 2",
+        *[f"    server s{i} 127.0.0.1:{p} track queries/s{i}" for i, p in enumerate(servers, 1)],
     ]
-    lines += [f"    server s{i} 127.0.0.1:{p} check" for i, p in enumerate(servers, 1)]
     return "\n".join(lines) + "\n"
 
 
@@ -412,4 +424,4 @@ def haproxy_servers(directory: Path) -> dict[str, str]:
     lines = haproxy_command(directory, "show stat").splitlines()
     header = lines[0].lstrip("# ").split(",")
     rows = [dict(zip(header, line.split(","), strict=False)) for line in lines[1:] if line]
-    return {r["svname"]: r["status"] for r in rows if r.get("pxname") == "servers" and r["svname"] != "BACKEND"}
+    return {r["svname"]: r["status"] for r in rows if r.get("pxname") == "queries" and r["svname"] != "BACKEND"}

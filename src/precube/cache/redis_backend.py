@@ -18,6 +18,7 @@ import json
 import logging
 import threading
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from precube.cache.backend import STATS, Handed, register
 from precube.cache.entry import Entry, dumps, loads
@@ -35,6 +36,14 @@ _RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpi
 _GLOB = str.maketrans({c: f"\\{c}" for c in "*?[]\\"})
 
 
+def _shown(url: str) -> str:
+    """`url` with its password, if any, replaced by `***`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{parts.netloc.rsplit('@', 1)[1]}"))
+
+
 def _ms(seconds: float) -> int:
     return max(1, int(seconds * 1000))
 
@@ -48,7 +57,7 @@ class RedisBackend:
 
         self._errors: tuple[type[Exception], ...] = (redis.RedisError,)
         self._unreachable: tuple[type[Exception], ...] = (redis.ConnectionError, redis.TimeoutError, OSError)
-        self.url = url
+        self.url = _shown(url)  # what logs and errors name: without the password
         self.client: Any = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
         self._release = self.client.register_script(_RELEASE)
         self._renew = self.client.register_script(_RENEW)
