@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+
 from deploy.cluster import CHECK_USER, config_text
 from deploy.services import (
     Postgres,
@@ -28,7 +29,6 @@ from deploy.services import (
     start_server,
     write_private,
 )
-
 from precube.auth import Directory
 from precube.auth.model import ROLE_ADMIN
 from precube.engine.context import BuildContext
