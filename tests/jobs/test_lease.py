@@ -214,3 +214,21 @@ def test_a_takeover_waits_for_a_renewal_in_flight(project: MetadataStore, monkey
     contending.join(30)
     assert outcome == [False]
     assert holder.held and _stored(project).owner == holder.owner
+
+
+def test_the_fence_passes_only_the_stored_holder_also_after_the_project_is_made_again(
+    project: MetadataStore,
+) -> None:
+    """A job starts and records its work only in a transaction whose stored lease is its process's: not another
+    process's, nor once its project was deleted and made again between two renewals (`held` still says True)."""
+    mine, other = Lease(project, PROJECT), _other_process(project)
+    assert mine.acquire()
+    with project.transaction(PROJECT) as tx:
+        mine.fence(tx)
+        with pytest.raises(LeaseLostError, match=f"held by {mine.owner}, not by this process"):
+            other.fence(tx)
+    project.delete_project(PROJECT)
+    project.create_project(Project(name=PROJECT, default_database="SSB"))
+    assert mine.held
+    with project.transaction(PROJECT) as tx, pytest.raises(LeaseLostError, match="held by nobody"):
+        mine.fence(tx)

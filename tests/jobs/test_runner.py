@@ -160,12 +160,11 @@ def test_a_failed_refresh_or_merge_resumes_though_it_locked_its_segments(ctx: Bu
 def test_a_run_whose_job_was_taken_over_stops_and_publishes_nothing(
     ctx: BuildContext, ssb_dir: Path, monkeypatch: pytest.MonkeyPatch, save_every_s: float
 ) -> None:
-    """A run stalled while another process took the project's lease over (its jobs found RUNNING turned to
-    ERROR, resumed and started again by a run of its own): the first run's next write — its progress, or with
+    """A run stalled while another process took the project's lease over (its jobs found RUNNING made
+    READY and started again by a run of its own): the first run's next write — its progress, or with
     progress writes throttled the next layout's record — is refused: no layout recorded after that instant,
     the job's state left to the other run, which finishes it."""
-    from precube.jobs.queue import recover
-    from precube.jobs.shutdown import resume_after_start
+    from precube.jobs.shutdown import take_over
 
     _views(ctx.spark, ssb_dir)
     monkeypatch.setattr(runner, "SAVE_EVERY_S", save_every_s)
@@ -181,7 +180,7 @@ def test_a_run_whose_job_was_taken_over_stops_and_publishes_nothing(
                 recorded.extend(
                     li.layout_id for li in tx.require(SegmentDetails, model.uuid, segment.id).layout_instances
                 )
-            resume_after_start(ctx.store, "ssb", recover(ctx.store, "ssb", "other"), "other")
+            take_over(ctx.store, "ssb", "other")
             with ctx.store.transaction("ssb", "other") as tx:  # the other process's run starts
                 taken = tx.require(Job, job.uuid)
                 taken.state, taken.runner = JobState.RUNNING, other

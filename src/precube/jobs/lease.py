@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 from precube.jobs.errors import JobError
-from precube.metadata import AlreadyExistsError, JobLease, MetadataStore, VersionConflictError
+from precube.metadata import AlreadyExistsError, JobLease, MetadataStore, Transaction, VersionConflictError
 from precube.metadata.entity import now_ms
 
 TTL_S = 30.0  # a holder that has not renewed for this long is taken for dead
@@ -111,6 +111,15 @@ class Lease:
         except VersionConflictError as err:  # taken over between our read and our write
             self.held = False
             raise LeaseLostError(f"the job lease of project {self.project} was taken over: {err}") from err
+
+    def fence(self, tx: Transaction) -> None:
+        """Inside a transaction that starts a job or records its work: refuse (LeaseLostError) unless the stored
+        lease is this process's, so a process that lost it without knowing yet — it stalled past its expiry, or
+        its project was deleted and made again between two renewals — starts and publishes nothing."""
+        lease = tx.get(JobLease, "scheduler")
+        if lease is None or lease.owner != self.owner:
+            holder = lease.owner if lease is not None and lease.owner else "nobody"
+            raise LeaseLostError(f"the job lease of project {self.project} is held by {holder}, not by this process")
 
     def release(self) -> None:
         """Give the lease up (at a clean exit), so the next process need not wait for it to expire."""

@@ -24,6 +24,7 @@ from precube.engine.context import BuildContext
 from precube.engine.operations import build_layouts, build_segment, merge_segments, refresh_segment
 from precube.jobs.errors import JobError
 from precube.jobs.joblog import for_job
+from precube.jobs.lease import LeaseLostError
 from precube.metadata import (
     Job,
     JobState,
@@ -107,13 +108,18 @@ class _Recorder:
         self.saved_at = 0.0
         self.step = ""  # the step last written as running
 
-    def update(self, change: Callable[[Job], None], force: bool = False, running: bool = True) -> Job | None:
+    def update(
+        self, change: Callable[[Job], None], force: bool = False, running: bool = True, start: bool = False
+    ) -> Job | None:
         """Apply `change` to the stored job (None when throttled away); `running`: refuse to, and stop the
-        build, if a user moved the job out of RUNNING meanwhile or another run took it over."""
+        build, if a user moved the job out of RUNNING meanwhile or another run took it over; `running` and
+        `start`: refuse unless this process holds the project's job lease (`BuildContext.fence`)."""
         if not force and time.monotonic() - self.saved_at < SAVE_EVERY_S:
             return None
         with self.ctx.store.transaction(self.ctx.project, self.ctx.writer) as tx:
             job = tx.require(Job, self.job_id)
+            if running or start:
+                self._leased(tx)
             if running:
                 _check_own(job, self.runner)
                 if job.state is not JobState.RUNNING:
@@ -124,8 +130,15 @@ class _Recorder:
         return job
 
     def fence(self, tx: Transaction) -> None:
-        """The build's writes are this run's only while the job is."""
+        """The build's writes are this run's only while the job and the project's job lease are."""
+        self._leased(tx)
         _check_own(tx.require(Job, self.job_id), self.runner)
+
+    def _leased(self, tx: Transaction) -> None:
+        try:
+            self.ctx.fence(tx)  # the scheduler's: its process holds the project's job lease
+        except LeaseLostError as err:
+            raise JobTakenOverError(f"job {self.job_id}: {err.message}") from err
 
     def progress(self, stage: str, done: int, total: int) -> None:
         self.ctx.progress(stage, done, total)
@@ -169,9 +182,14 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
         job.error = None
         job.runner = recorder.runner
 
-    job = recorder.update(start, force=True, running=False)
-    assert job is not None
     log = for_job(job_id)
+    try:
+        job = recorder.update(start, force=True, running=False, start=True)
+    except JobTakenOverError as err:  # launched just as this process lost the lease: the holder runs it
+        log.warning("not started: %s", err.message)
+        with ctx.store.read(ctx.project) as tx:
+            return tx.require(Job, job_id)
+    assert job is not None
     log.info(
         "%s on model %s%s started", job.job_type.value, job.model_alias, f" {job.time_range}" if job.time_range else ""
     )
