@@ -419,9 +419,23 @@ def haproxy_command(directory: Path, command: str) -> str:
     return b"".join(chunks).decode()
 
 
-def haproxy_servers(directory: Path) -> dict[str, str]:
-    """Each backend server's status as HAProxy sees it (UP, DOWN, MAINT, …)."""
+def haproxy_stats(directory: Path, backend: str = "queries") -> dict[str, dict[str, str]]:
+    """HAProxy's counters (`show stat`) of a backend's servers and of the backend itself (`BACKEND`), by name."""
     lines = haproxy_command(directory, "show stat").splitlines()
     header = lines[0].lstrip("# ").split(",")
     rows = [dict(zip(header, line.split(","), strict=False)) for line in lines[1:] if line]
-    return {r["svname"]: r["status"] for r in rows if r.get("pxname") == "queries" and r["svname"] != "BACKEND"}
+    return {r["svname"]: r for r in rows if r.get("pxname") == backend}
+
+
+def haproxy_servers(directory: Path) -> dict[str, str]:
+    """Each query server's status as HAProxy sees it (UP, DOWN, MAINT, …)."""
+    return {name: row["status"] for name, row in haproxy_stats(directory).items() if name != "BACKEND"}
+
+
+def wait_balanced(directory: Path, up: set[str], timeout: float = 30) -> None:
+    """Until HAProxy sees exactly the servers `up` (s1, s2, …) UP."""
+    deadline = time.monotonic() + timeout
+    while (found := {name for name, state in haproxy_servers(directory).items() if state == "UP"}) != up:
+        if time.monotonic() > deadline:
+            raise ServiceError(f"HAProxy sees {sorted(found) or 'no server'} UP, not {sorted(up)}")
+        time.sleep(0.2)

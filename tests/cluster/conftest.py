@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +23,9 @@ from deploy.services import (
     Redis,
     ServiceError,
     free_port,
-    haproxy_servers,
     start_haproxy,
     start_server,
+    wait_balanced,
     write_private,
 )
 from precube.auth import Directory
@@ -98,10 +97,7 @@ class Cluster:
 
     def wait_balanced(self, up: set[str], timeout: float = 30) -> None:
         """Until HAProxy sees exactly the servers `up` (s1, s2) UP."""
-        deadline = time.monotonic() + timeout
-        while {name for name, state in haproxy_servers(self.dir).items() if state == "UP"} != up:
-            assert time.monotonic() < deadline, haproxy_servers(self.dir)
-            time.sleep(0.2)
+        wait_balanced(self.dir, up, timeout)
 
 
 @pytest.fixture(scope="module")
