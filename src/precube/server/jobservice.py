@@ -111,9 +111,7 @@ class JobService:
         jobs = self.state.settings.jobs
         for name in sorted(names - set(self.schedulers)):
             ctx = BuildContext(self.spark, self.state.store, name, self.state.settings.warehouse_root, WRITER)  # type: ignore[arg-type]
-            self.schedulers[name] = Scheduler(
-                ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, self._ended, resume=True
-            )
+            self.schedulers[name] = Scheduler(ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, self._ended, resume=True)
 
     def _tick(self, project: str, scheduler: Scheduler) -> None:
         try:
