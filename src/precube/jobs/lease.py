@@ -3,13 +3,14 @@
 Several processes may share the metadata store (a server, CLI commands): whoever holds a project's lease
 runs its jobs; the others submit jobs and watch them. The holder renews the lease with a heartbeat; once
 it expires, or at once when its holder was a process of this host that has gone (a crash, SIGKILL),
-another process takes it over, and only then treats the jobs it finds RUNNING as dead (`queue.recover`).
+another process takes it over, and only then treats the jobs it finds RUNNING as dead (`queue.recover`, or a
+server's `shutdown.take_over`).
 
 "This host" is the host name *and* the machine's boot id and pid namespace: two containers (or two machines)
 that share a host name do not see each other's processes, so neither may judge the other dead by its pid.
 A holder that stalled past its expiry (a long pause, a partition from the database) may still be running a job
-when another process takes over: the job's writes are fenced by its run (`jobs.runner`), so the stalled run's
-next write fails and it stops.
+when another process takes over: a job's start and writes are fenced by its run (`jobs.runner`) and by the
+stored lease (`Lease.fence`), so the stalled run's next write fails and it stops.
 """
 
 from __future__ import annotations
