@@ -94,7 +94,8 @@ class CacheSettings(_Section):
     `redis://host:port/db` (shared by every process). A result is admitted when the query took at least
     `min_duration_ms` or scanned at least `min_scanned_rows` layout rows, and has at most `max_cells`
     rows times columns. Identical concurrent queries run once (`single_flight`): the first holds a marker that
-    expires `flight_expiry_s` after its last renewal; the others wait at most `flight_wait_s`."""
+    expires `flight_expiry_s` after its last renewal; the others wait at most `flight_wait_s`. A Redis call
+    taking longer than `redis_timeout_s` fails: the cache is then bypassed until Redis answers again."""
 
     enabled: bool = True
     url: str = "memory"
@@ -107,6 +108,7 @@ class CacheSettings(_Section):
     single_flight: bool = True
     flight_expiry_s: float = Field(default=30.0, gt=0)
     flight_wait_s: float = Field(default=300.0, ge=0)
+    redis_timeout_s: float = Field(default=0.5, gt=0)
 
 
 class ServerSettings(_Section):

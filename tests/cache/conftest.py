@@ -40,25 +40,23 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[str]:
-    """A throwaway redis-server on loopback; its URL."""
+def start_redis(port: int) -> subprocess.Popen[bytes]:
+    """A throwaway redis-server on loopback `port` (nothing saved), answering when this returns; skips (in CI:
+    fails) when redis-server is not installed."""
     binary = shutil.which("redis-server")
     if binary is None:
         message = "the Redis cache tests need redis-server (apt-get install redis-server)"
         if os.environ.get("CI"):
             pytest.fail(f"CI must run the Redis tests: {message}")
         pytest.skip(message)
-    port = _free_port()
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
     )
-    url = f"redis://127.0.0.1:{port}/0"
     import redis
 
-    client = redis.Redis.from_url(url)
+    client = redis.Redis.from_url(f"redis://127.0.0.1:{port}/0")
     for _ in range(200):
         try:
             client.ping()
@@ -69,7 +67,15 @@ def redis_server() -> Iterator[str]:
         proc.kill()
         pytest.fail("redis-server did not start")
     client.close()
-    yield url
+    return proc
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str]:
+    """A throwaway redis-server on loopback; its URL."""
+    port = _free_port()
+    proc = start_redis(port)
+    yield f"redis://127.0.0.1:{port}/0"
     proc.terminate()
     proc.wait(timeout=10)
 
@@ -101,7 +107,7 @@ def make_cache(backend_url: str) -> Iterator[MakeCache]:
 
     def make(**settings: Any) -> ResultCache:
         config = CacheSettings(url=backend_url, **{**ADMIT_ALL, **settings})
-        backend = private if config.url == "memory" else open_backend(config.url, config.memory_mb)
+        backend = private if config.url == "memory" else open_backend(config.url, config)
         cache = ResultCache(backend, config)
         made.append(cache)
         return cache

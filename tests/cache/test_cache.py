@@ -23,7 +23,7 @@ from precube.cache.validity import model_uses
 from precube.query.errors import NoLayoutError
 from precube.query.session import QueryResult, Session
 from precube.settings import CacheSettings
-from tests.cache.conftest import ADMIT_ALL, CACHE_PROJECT, CacheModel, MakeCache
+from tests.cache.conftest import ADMIT_ALL, CACHE_PROJECT, CacheModel, MakeCache, _free_port, start_redis
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
@@ -473,3 +473,38 @@ def test_sessions_of_one_process_share_the_memory_backend(cache_model: CacheMode
         second = b.sql(SQL)
         assert not first.from_cache and second.from_cache and second.rows == first.rows
         assert b.cache.stats().hits == 1
+
+
+def test_a_redis_that_goes_away_is_bypassed_then_used_again(
+    cache_model: CacheModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis stopped: queries are still answered (without the cache), the log says so once, and the backend
+    reports itself unavailable; Redis back on its port: the probe finds it and answers are cached again."""
+    import logging
+
+    port = _free_port()
+    proc = start_redis(port)
+    config = CacheSettings(url=f"redis://127.0.0.1:{port}/0", **ADMIT_ALL)
+    try:
+        with cache_model.cached(ResultCache.open(config)) as s:
+            first = s.sql(SQL)
+            assert s.sql(SQL).from_cache and s.cache.backend.available
+            proc.terminate()
+            proc.wait(10)
+            with caplog.at_level(logging.WARNING, logger="precube.cache"):
+                answers = [s.sql(SQL) for _ in range(20)]
+            assert all(a.rows == first.rows and not a.from_cache for a in answers)
+            assert not s.cache.backend.available
+            warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+            assert len(warned) == 1 and "unreachable" in warned[0], warned
+            proc = start_redis(port)  # an empty Redis on the same port
+            deadline = time.monotonic() + 10
+            while not s.cache.backend.available and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert s.cache.backend.available
+            assert not s.sql(SQL).from_cache  # the new Redis holds nothing
+            again = s.sql(SQL)
+            assert again.from_cache and again.rows == first.rows
+    finally:
+        proc.terminate()
+        proc.wait(10)

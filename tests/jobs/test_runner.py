@@ -154,3 +154,52 @@ def test_a_failed_refresh_or_merge_resumes_though_it_locked_its_segments(ctx: Bu
     assert [s.range for s in after] == expected
     assert before[0].id not in {s.id for s in after}  # replaced by the refreshed or merged segment
     assert sum(s.source_count for s in after) == sum(s.source_count for s in before)
+
+
+@pytest.mark.parametrize("save_every_s", [0.0, 3600.0], ids=["progress-write", "layout-write"])
+def test_a_run_whose_job_was_taken_over_stops_and_publishes_nothing(
+    ctx: BuildContext, ssb_dir: Path, monkeypatch: pytest.MonkeyPatch, save_every_s: float
+) -> None:
+    """A run stalled while another process took the project's lease over (its jobs found RUNNING made
+    READY and started again by a run of its own): the first run's next write — its progress, or with
+    progress writes throttled the next layout's record — is refused: no layout recorded after that instant,
+    the job's state left to the other run, which finishes it."""
+    from precube.jobs.shutdown import take_over
+
+    _views(ctx.spark, ssb_dir)
+    monkeypatch.setattr(runner, "SAVE_EVERY_S", save_every_s)
+    job = _submit(ctx, "1995-03-01", "1995-03-03")
+    other = "otherhost:1:takeover"
+    recorded: list[int] = []
+
+    def take_over_at_first_layout(stage: str, done: int, total: int) -> None:
+        if stage.startswith("layer") and done == 1 and not recorded:
+            with ctx.store.read("ssb") as tx:
+                model = require_model(tx, "sales")
+                [segment] = tx.require(Dataflow, model.uuid).segments
+                recorded.extend(
+                    li.layout_id for li in tx.require(SegmentDetails, model.uuid, segment.id).layout_instances
+                )
+            take_over(ctx.store, "ssb", "other")
+            with ctx.store.transaction("ssb", "other") as tx:  # the other process's run starts
+                taken = tx.require(Job, job.uuid)
+                taken.state, taken.runner = JobState.RUNNING, other
+                tx.update(taken)
+
+    stopped = run_job(dataclasses.replace(ctx, progress=take_over_at_first_layout), job.uuid)
+    assert stopped.state is JobState.RUNNING and stopped.runner == other  # left as the other run set it
+    with ctx.store.read("ssb") as tx:
+        model = require_model(tx, "sales")
+        [segment] = tx.require(Dataflow, model.uuid).segments
+        kept = [li.layout_id for li in tx.require(SegmentDetails, model.uuid, segment.id).layout_instances]
+    assert recorded and sorted(kept) == sorted(recorded)  # nothing recorded after the takeover
+    assert segment.status.value == "NEW"  # nothing published
+    with ctx.store.transaction("ssb", "other") as tx:  # the other process died too: its job is resumable
+        taken = tx.require(Job, job.uuid)
+        taken.state = JobState.READY
+        tx.update(taken)
+    done = run_job(ctx, job.uuid)
+    assert done.state is JobState.SUCCEED and done.runner not in (None, other, stopped.runner)
+    with ctx.store.read("ssb") as tx:
+        [segment] = tx.require(Dataflow, model.uuid).segments
+    assert check_segment(ctx, "sales", segment.id, "1995-03-01", "1995-03-03") > 0

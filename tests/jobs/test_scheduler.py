@@ -182,3 +182,25 @@ def test_seed_001_thresholds_merge_c_to_i_through_real_builds(ctx: BuildContext)
     assert _segments(ctx, "seed") == [(day(a), day(b), SegmentStatus.READY) for a, b in expected]
     merges = [j for j in jobs_of(ctx.store, "ssb") if j.job_type is JobType.INDEX_MERGE and j.model_alias == "seed"]
     assert [(m.submitter, m.state) for m in merges] == [(AUTO_MERGE, JobState.SUCCEED)]
+
+
+def test_a_servers_scheduler_takes_a_dead_runners_job_over_and_runs_it(ctx: BuildContext) -> None:
+    """With `resume` (a server), the job a dead process left RUNNING is READY as soon as the lease is taken, in
+    the same transaction (never ERROR on the way), and runs to its end."""
+    job = submit(
+        ctx.store, "ssb", build_job(ctx.store, "ssb", "sales", TimeRange.of(day("1994-04-01"), day("1994-04-02")))
+    )
+    with ctx.store.transaction("ssb") as tx:
+        dead = tx.require(Job, job.uuid)
+        dead.move_to(JobState.RUNNING)
+        dead.steps[0].state = JobState.RUNNING
+        dead.runner = "otherhost:1:dead"
+        tx.update(dead)
+    ended: list[Job] = []
+    scheduler = Scheduler(ctx, poll_s=0.05, listener=lambda job, _after: ended.append(job), resume=True)
+    assert scheduler.run_until_idle(timeout_s=300)
+    scheduler.stop()
+    assert [j.uuid for j in scheduler.recovered] == [job.uuid]
+    assert scheduler.recovered[0].state is JobState.READY and scheduler.recovered[0].steps[0].state is JobState.READY
+    assert [(j.uuid, j.state) for j in ended] == [(job.uuid, JobState.SUCCEED)]
+    assert ended[0].runner != "otherhost:1:dead" and ended[0].error is None

@@ -7,7 +7,7 @@ import pytest
 
 from precube.jobs.lease import Lease
 from precube.jobs.queue import recover
-from precube.jobs.shutdown import PAUSED_AT_STOP, pause_for_stop, resume_after_start
+from precube.jobs.shutdown import PAUSED_AT_STOP, pause_for_stop, take_over
 from precube.jobs.submission import act, delete_jobs, get_job, submit
 from precube.metadata import (
     InvalidJobStateError,
@@ -53,9 +53,8 @@ def test_a_stop_pauses_and_the_next_start_resumes_but_a_users_pause_stands(proje
     act(project, "ssb", users, JobAction.PAUSE)
     paused = get_job(project, "ssb", stopped)
     assert paused.state is JobState.PAUSED and paused.params[PAUSED_AT_STOP] == "true"
-    recovered = recover(project, "ssb")  # the third one's runner died
-    assert [j.uuid for j in recovered] == [died]
-    assert sorted(resume_after_start(project, "ssb", recovered, "server")) == sorted([stopped, died])
+    resumed = take_over(project, "ssb", "server")  # the third one's runner died
+    assert sorted(j.uuid for j in resumed) == sorted([stopped, died])
     assert get_job(project, "ssb", stopped).state is JobState.READY
     assert PAUSED_AT_STOP not in get_job(project, "ssb", stopped).params
     assert get_job(project, "ssb", died).state is JobState.READY
@@ -67,8 +66,15 @@ def test_a_users_action_clears_the_stop_mark(project: MetadataStore) -> None:
     pause_for_stop(project, "ssb", [job], "server")
     act(project, "ssb", job, JobAction.RESUME)
     act(project, "ssb", job, JobAction.PAUSE)
-    assert resume_after_start(project, "ssb", [], "server") == []
+    assert take_over(project, "ssb", "server") == []
     assert get_job(project, "ssb", job).state is JobState.PAUSED
+
+
+def test_without_resume_a_dead_runners_job_is_error_for_a_user_to_resume(project: MetadataStore) -> None:
+    died = _running(project, 0)
+    [recovered] = recover(project, "ssb")
+    assert recovered.uuid == died and get_job(project, "ssb", died).state is JobState.ERROR
+    assert take_over(project, "ssb", "server") == []  # an ERROR job is the user's to resume
 
 
 def test_only_finished_or_discarded_jobs_are_deleted_all_or_none(project: MetadataStore) -> None:
@@ -90,3 +96,22 @@ def test_no_lease_is_taken_on_a_deleted_project(project: MetadataStore) -> None:
     assert [d.key for d in project.scan("/ssb/")] == []
     with project.read("ssb") as tx:
         assert tx.get(JobLease, "scheduler") is None
+
+
+def test_a_job_launched_by_a_process_without_the_lease_is_not_started(project: MetadataStore) -> None:
+    """The scheduler's fence refuses the start (the lease went to another process since its last renewal): the
+    job stays READY for the holder, nothing of it changed."""
+    from precube.engine.context import BuildContext
+    from precube.jobs.runner import run_job
+
+    job = submit(
+        project,
+        "ssb",
+        Job(uuid=new_job_id(MODEL), job_type=JobType.INC_BUILD, target_model=MODEL, model_alias="m",
+            time_range=TimeRange.of(0, DAY)),
+    )  # fmt: skip
+    holder, late = Lease(project, "ssb"), Lease(project, "ssb")
+    assert holder.acquire()
+    ctx = BuildContext(None, project, "ssb", "/nonexistent", fence=late.fence)  # type: ignore[arg-type]
+    stopped = run_job(ctx, job.uuid)
+    assert stopped.state is JobState.READY and stopped.runner is None and stopped.mvcc == job.mvcc

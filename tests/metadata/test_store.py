@@ -248,3 +248,33 @@ def test_a_recent_reading_is_reused_until_this_process_commits(store_url: str, s
     subprocess.run([sys.executable, "-c", write.replace("elsewhere", "later"), store_url, table], check=True)
     time.sleep(0.06)
     assert store.last_change(0.05) > seen  # the reading aged out
+
+
+def test_change_positions_follow_commit_order(store_url: str, store: MetadataStore) -> None:
+    """A writer that opened its transaction first commits its change at a smaller position than a writer that
+    commits after it, so a reader that saw the later position has seen the earlier change too: writers are
+    serialised (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock), else another server whose
+    `last_change` read the later position would never see the earlier change."""
+    import threading
+
+    store.create_project(Project(name="p"))
+    table = store.backend._docs.name  # type: ignore[attr-defined]
+    second_done = threading.Event()
+    with open_store(store_url, table=table) as other:
+
+        def second() -> None:
+            with other.transaction("p") as tx:
+                tx.create(_table("LINEORDER"))
+            second_done.set()
+
+        with store.transaction("p") as tx:
+            tx.create(_table("DATES"))
+            thread = threading.Thread(target=second)
+            thread.start()
+            assert not second_done.wait(0.5)  # the second writer waits for the first to commit
+            seen_while_open = store.backend.last_change()
+        thread.join(30)
+        assert second_done.is_set()
+    log = {r.key: r.id for r in store.audit_log("/p/table/")}
+    assert log["/p/table/SSB.DATES.json"] < log["/p/table/SSB.LINEORDER.json"]
+    assert seen_while_open < log["/p/table/SSB.DATES.json"]

@@ -11,6 +11,7 @@ from typing import Protocol
 from precube.cache.entry import Entry
 from precube.cache.errors import CacheError
 from precube.cache.key import CacheKey
+from precube.settings import CacheSettings
 
 STATS = ("hits", "misses", "stale", "waits", "stores", "skipped")
 
@@ -23,6 +24,11 @@ class CacheBackend(Protocol):
 
     name: str
     in_process: bool  # entries live in this process's memory: reading one needs no I/O
+
+    @property
+    def available(self) -> bool:
+        """Whether the backend is thought reachable (no I/O): False while a shared one is down and bypassed."""
+        ...
 
     def get(self, key: CacheKey) -> Entry | None: ...
 
@@ -68,16 +74,17 @@ class CacheBackend(Protocol):
     def close(self) -> None: ...
 
 
-_REGISTRY: dict[str, Callable[[str, float], CacheBackend]] = {}
+_REGISTRY: dict[str, Callable[[str, CacheSettings], CacheBackend]] = {}
 
 
-def register(scheme: str, factory: Callable[[str, float], CacheBackend]) -> None:
-    """Make `open_backend` open URLs of `scheme` with `factory(url, memory_mb)`."""
+def register(scheme: str, factory: Callable[[str, CacheSettings], CacheBackend]) -> None:
+    """Make `open_backend` open URLs of `scheme` with `factory(url, settings)`."""
     _REGISTRY[scheme] = factory
 
 
-def open_backend(url: str, memory_mb: float = 256.0) -> CacheBackend:
-    """The backend a settings URL names: `memory` (or `memory://`) or `redis://host:port/db`."""
+def open_backend(url: str, settings: CacheSettings | None = None) -> CacheBackend:
+    """The backend a settings URL names: `memory` (or `memory://`) or `redis://host:port/db`; `settings`: its
+    bounds (the memory backend's size, Redis's timeouts)."""
     import precube.cache.memory
     import precube.cache.redis_backend  # noqa: F401 (each module registers its scheme)
 
@@ -85,4 +92,4 @@ def open_backend(url: str, memory_mb: float = 256.0) -> CacheBackend:
     factory = _REGISTRY.get(scheme.lower())
     if factory is None:
         raise CacheError(f"unknown cache backend {url!r}: use 'memory' or 'redis://host:port/db'")
-    return factory(url, memory_mb)
+    return factory(url, settings or CacheSettings())

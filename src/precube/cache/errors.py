@@ -10,3 +10,10 @@ class CacheError(PrecubeError):
 
     code = "CACHE_ERROR"
     retryable = True
+
+
+class CacheUnavailableError(CacheError):
+    """The backend is known to be down (a recent call failed to reach it): the cache is bypassed without
+    trying, until a background probe finds it back."""
+
+    code = "CACHE_UNAVAILABLE"

@@ -21,7 +21,7 @@ from typing import Generic, TypeVar
 
 from precube.cache.backend import CacheBackend
 from precube.cache.entry import Entry
-from precube.cache.errors import CacheError
+from precube.cache.errors import CacheError, CacheUnavailableError
 from precube.cache.key import CacheKey
 
 T = TypeVar("T")
@@ -118,7 +118,8 @@ class Flight:
         try:
             self.backend.hand_over(key, token, handed, HANDED_S)
         except CacheError as err:  # the waiters then take over and run it themselves
-            log.warning("query answer not handed to waiters: %s", err)
+            level = logging.DEBUG if isinstance(err, CacheUnavailableError) else logging.WARNING
+            log.log(level, "query answer not handed to waiters: %s", err)
 
 
 def _copy(err: BaseException) -> BaseException:

@@ -22,6 +22,7 @@ SWEEP_AT = 1024  # handed-over answers kept before the expired ones are dropped
 class MemoryBackend:
     name = "memory"
     in_process = True
+    available = True  # in this process: never down
 
     def __init__(self, memory_mb: float = 256.0) -> None:
         self.limit = int(memory_mb * 1024 * 1024)
@@ -137,4 +138,4 @@ def shared(memory_mb: float) -> MemoryBackend:
         return found
 
 
-register("memory", lambda url, memory_mb: shared(memory_mb))
+register("memory", lambda url, settings: shared(settings.memory_mb))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from precube.cache.admission import refusal, scanned_rows
 from precube.cache.backend import CacheBackend, open_backend
 from precube.cache.entry import Entry, ModelUse
-from precube.cache.errors import CacheError
+from precube.cache.errors import CacheError, CacheUnavailableError
 from precube.cache.flight import Flight
 from precube.cache.key import CacheKey, cache_key, key_of_sql, scope_of
 from precube.cache.validity import model_uses, stale_reason
@@ -58,7 +58,7 @@ class ResultCache:
 
     @classmethod
     def open(cls, settings: CacheSettings) -> ResultCache:
-        return cls(open_backend(settings.url, settings.memory_mb), settings)
+        return cls(open_backend(settings.url, settings), settings)
 
     def close(self) -> None:
         self.backend.close()
@@ -107,7 +107,7 @@ class ResultCache:
                 self._count(key.scope, "waits")
             return flown.value
         except CacheError as err:
-            log.warning("query cache bypassed: %s", err)
+            _bypassed("query cache bypassed: %s", err)
             return ran[0] if ran else run(session.snapshots.get(project))
 
     def cached(self, session: Session, shape: Shape, pushdown: bool | None) -> QueryResult | None:
@@ -154,7 +154,7 @@ class ResultCache:
         try:
             self.backend.put(key, _entry(result, snapshot.version, uses), self.settings.ttl_s)
         except CacheError as err:
-            log.warning("query answer not cached: %s", err)
+            _bypassed("query answer not cached: %s", err)
             return False
         self._count(key.scope, "stores")
         return True
@@ -163,7 +163,7 @@ class ResultCache:
         try:
             self.backend.count(scope, stat)
         except CacheError as err:
-            log.warning("query cache counter lost: %s", err)
+            _bypassed("query cache counter lost: %s", err)
 
     def clear(self, project: str, sql: str | None = None, *, store: str) -> int:
         """Drop the entries of `project` of the store whose identity is `store`, or only the entry of `sql`;
@@ -190,6 +190,11 @@ class ResultCache:
             entries,
             size,
         )
+
+
+def _bypassed(message: str, err: CacheError) -> None:
+    """Log a failed cache call: a warning, unless the backend is down, which it has said once already."""
+    log.log(logging.DEBUG if isinstance(err, CacheUnavailableError) else logging.WARNING, message, err)
 
 
 def _entry(result: QueryResult, snapshot_version: int = 0, uses: tuple[ModelUse, ...] = ()) -> Entry:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 from typing import Any
 
@@ -38,14 +37,14 @@ def serve(
     cleanly on SIGTERM or Ctrl-C: running jobs are paused, and resume at the next start."""
     import uvicorn
 
-    from precube.server.app import LOG_FORMAT, SERVE_ENV, create_app
+    from precube.server.app import SERVE_ENV, configure_logging, create_app
 
     cli: CliContext = ctx.obj
     settings = cli.settings
     settings.server.host = host or settings.server.host
     settings.server.port = settings.server.port if port is None else port
     settings.server.pg_port = settings.server.pg_port if pg_port is None else pg_port
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    configure_logging()
     count = workers or settings.server.workers
     options: dict[str, Any] = {
         "host": settings.server.host,

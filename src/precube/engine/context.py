@@ -17,6 +17,7 @@ from precube.metadata import (
     Segment,
     SegmentDetails,
     Table,
+    Transaction,
 )
 from precube.modeling.model_store import require_model
 
@@ -27,7 +28,16 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, int], None]
 
 
+# Called inside every transaction that records what the build wrote (its NEW segment, a layout, the final
+# commit): raises to refuse the write, so a run that lost its job to another process publishes nothing.
+Fence = Callable[[Transaction], None]
+
+
 def _quiet(stage: str, done: int, total: int) -> None:
+    pass
+
+
+def _unfenced(tx: Transaction) -> None:
     pass
 
 
@@ -41,6 +51,7 @@ class BuildContext:
     job_id: str | None = None
     progress: Progress = _quiet
     parallel_layouts: int = 2  # layouts of one layer built as concurrent Spark jobs
+    fence: Fence = _unfenced
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,7 @@ def built_layouts(ctx: BuildContext, model: Model, segment_id: str) -> dict[int,
 def add_segment(ctx: BuildContext, model: Model, segment: Segment) -> Segment:
     """Record a NEW segment (not queryable) and its empty details, before any data is written."""
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
+        ctx.fence(tx)
         dataflow = tx.require(Dataflow, model.uuid)
         dataflow.segments.append(segment)
         tx.update(dataflow)
@@ -79,6 +91,7 @@ def add_segment(ctx: BuildContext, model: Model, segment: Segment) -> Segment:
 def record_layout(ctx: BuildContext, model: Model, segment_id: str, instance: LayoutInstance) -> None:
     """Record one finished layout; a rerun of the build skips it."""
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
+        ctx.fence(tx)
         details = tx.require(SegmentDetails, model.uuid, segment_id)
         details.layout_instances = [li for li in details.layout_instances if li.layout_id != instance.layout_id]
         details.layout_instances.append(instance)

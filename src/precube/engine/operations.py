@@ -332,6 +332,7 @@ def _commit(ctx: BuildContext, state: ModelState, segment_id: str, record: Segme
     """Make the segment READY, with what was learnt about it, and drop the segments it replaces, in one
     transaction."""
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
+        ctx.fence(tx)
         dataflow = tx.require(Dataflow, state.model.uuid)
         segment = dataflow.segment(segment_id)
         if segment is None:

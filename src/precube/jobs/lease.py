@@ -3,17 +3,26 @@
 Several processes may share the metadata store (a server, CLI commands): whoever holds a project's lease
 runs its jobs; the others submit jobs and watch them. The holder renews the lease with a heartbeat; once
 it expires, or at once when its holder was a process of this host that has gone (a crash, SIGKILL),
-another process takes it over, and only then treats the jobs it finds RUNNING as dead (`queue.recover`).
+another process takes it over, and only then treats the jobs it finds RUNNING as dead (`queue.recover`, or a
+server's `shutdown.take_over`).
+
+"This host" is the host name *and* the machine's boot id and pid namespace: two containers (or two machines)
+that share a host name do not see each other's processes, so neither may judge the other dead by its pid.
+A holder that stalled past its expiry (a long pause, a partition from the database) may still be running a job
+when another process takes over: a job's start and writes are fenced by its run (`jobs.runner`) and by the
+stored lease (`Lease.fence`), so the stalled run's next write fails and it stops.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import uuid
+from pathlib import Path
 
 from precube.jobs.errors import JobError
-from precube.metadata import AlreadyExistsError, JobLease, MetadataStore, VersionConflictError
+from precube.metadata import AlreadyExistsError, JobLease, MetadataStore, Transaction, VersionConflictError
 from precube.metadata.entity import now_ms
 
 TTL_S = 30.0  # a holder that has not renewed for this long is taken for dead
@@ -23,6 +32,16 @@ class LeaseLostError(JobError):
     """Another process took the project's job lease over (this one stalled past the lease's expiry)."""
 
     code = "JOB_LEASE_LOST"
+
+
+@functools.cache
+def machine() -> str:
+    """This process's machine as far as pids go: the kernel's boot id and the pid namespace ("" off Linux)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}/{Path('/proc/self/ns/pid').readlink()}"
+    except OSError:
+        return ""
 
 
 def _alive(pid: int) -> bool:
@@ -40,14 +59,16 @@ class Lease:
 
     def __init__(self, store: MetadataStore, project: str, ttl_s: float = TTL_S, writer: str = "precube") -> None:
         self.store, self.project, self.ttl_ms, self.writer = store, project, int(ttl_s * 1000), writer
-        self.host, self.pid = socket.gethostname(), os.getpid()
+        self.host, self.machine, self.pid = socket.gethostname(), machine(), os.getpid()
         self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
         self.held = False
+        self.epoch = 0  # the lease's epoch while this process holds it
 
     def _free(self, lease: JobLease) -> bool:
         if lease.owner in ("", self.owner) or lease.expires_at <= now_ms():
             return True
-        return lease.host == self.host and not _alive(lease.pid)
+        same_machine = lease.host == self.host and lease.machine == self.machine
+        return same_machine and not _alive(lease.pid)
 
     def acquire(self) -> bool:
         """Take the lease if it is free (never held, released, expired, or its holder is gone); True if
@@ -58,9 +79,12 @@ class Lease:
                 lease = tx.get(JobLease, "scheduler") or JobLease()
                 if not self._free(lease):
                     return False
-                lease.owner, lease.host, lease.pid = self.owner, self.host, self.pid
+                if lease.owner != self.owner:
+                    lease.epoch += 1
+                lease.owner, lease.host, lease.machine, lease.pid = self.owner, self.host, self.machine, self.pid
                 lease.expires_at = now_ms() + self.ttl_ms
                 tx.save(lease)
+                self.epoch = lease.epoch
         except (VersionConflictError, AlreadyExistsError):  # another process took it in the same instant
             return False
         self.held = True
@@ -88,6 +112,15 @@ class Lease:
         except VersionConflictError as err:  # taken over between our read and our write
             self.held = False
             raise LeaseLostError(f"the job lease of project {self.project} was taken over: {err}") from err
+
+    def fence(self, tx: Transaction) -> None:
+        """Inside a transaction that starts a job or records its work: refuse (LeaseLostError) unless the stored
+        lease is this process's, so a process that lost it without knowing yet — it stalled past its expiry, or
+        its project was deleted and made again between two renewals — starts and publishes nothing."""
+        lease = tx.get(JobLease, "scheduler")
+        if lease is None or lease.owner != self.owner:
+            holder = lease.owner if lease is not None and lease.owner else "nobody"
+            raise LeaseLostError(f"the job lease of project {self.project} is held by {holder}, not by this process")
 
     def release(self) -> None:
         """Give the lease up (at a clean exit), so the next process need not wait for it to expire."""

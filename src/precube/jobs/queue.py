@@ -1,7 +1,8 @@
 """The job queue as the scheduler sees it: which READY job runs next, and what a restart finds.
 
-A job found RUNNING when a process starts was left by a process that died (one process runs a
-project's jobs at a time): it becomes ERROR, keeping its finished steps, and a resume continues it.
+A job found RUNNING when a process takes the project's lease was left by a process that died (one process runs
+a project's jobs at a time): it becomes ERROR, keeping its finished steps, and a resume continues it (a server
+resumes it at once instead: `shutdown.take_over`).
 """
 
 from __future__ import annotations

@@ -4,19 +4,39 @@ it, and a user's pause or discard stops it between two layouts.
 
 The operations are resumable, so running a job again (after ERROR, or a resume) continues where it
 stopped: the NEW segment is found again and the layouts it already holds are skipped.
+
+Each run names itself in the job (`Job.runner`) when it starts, and every write it makes — progress, the NEW
+segment, each layout, the final commit — checks in the same transaction that the job is still its own (RUNNING
+or PAUSED by a user, and `runner` unchanged): a run whose process stalled while another took the project's
+lease over and resumed the job stops at its next write and publishes nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 import time
+import uuid
 from collections.abc import Callable
 
 from precube.engine.context import BuildContext
 from precube.engine.operations import build_layouts, build_segment, merge_segments, refresh_segment
 from precube.jobs.errors import JobError
 from precube.jobs.joblog import for_job
-from precube.metadata import Job, JobState, JobStats, JobStep, JobType, Model, Segment, TimeRange, new_job_id
+from precube.jobs.lease import LeaseLostError
+from precube.metadata import (
+    Job,
+    JobState,
+    JobStats,
+    JobStep,
+    JobType,
+    Model,
+    Segment,
+    TimeRange,
+    Transaction,
+    new_job_id,
+)
 from precube.metadata.entity import now_ms
 
 # The steps of each job type, in order; the build's progress stages name which one is running.
@@ -34,6 +54,22 @@ class JobInterruptedError(JobError):
     """The job was paused or discarded while it ran; it stopped between two layouts."""
 
     code = "JOB_INTERRUPTED"
+
+
+class JobTakenOverError(JobInterruptedError):
+    """Another run (another process that took the project's lease over) owns the job now: this one stops
+    without writing anything more."""
+
+    code = "JOB_TAKEN_OVER"
+
+
+OWN_STATES = (JobState.RUNNING, JobState.PAUSED)  # a user's pause lets the current layout finish and record
+
+
+def _check_own(job: Job, runner: str) -> None:
+    if job.runner != runner or job.state not in OWN_STATES:
+        by = f"run {job.runner}" if job.runner != runner else f"nobody (it is {job.state.value})"
+        raise JobTakenOverError(f"job {job.uuid} was taken over while this run ({runner}) ran it: now {by}")
 
 
 def new_job(
@@ -63,26 +99,46 @@ def new_job(
 
 
 class _Recorder:
-    """Writes a running job's progress to its document; raises when a user paused or discarded it."""
+    """Writes a running job's progress to its document; raises when a user paused or discarded it, or another
+    run took it over."""
 
     def __init__(self, ctx: BuildContext, job_id: str) -> None:
         self.ctx, self.job_id = ctx, job_id
+        self.runner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"  # this run of the job
         self.saved_at = 0.0
         self.step = ""  # the step last written as running
 
-    def update(self, change: Callable[[Job], None], force: bool = False, running: bool = True) -> Job | None:
+    def update(
+        self, change: Callable[[Job], None], force: bool = False, running: bool = True, start: bool = False
+    ) -> Job | None:
         """Apply `change` to the stored job (None when throttled away); `running`: refuse to, and stop the
-        build, if a user moved the job out of RUNNING meanwhile."""
+        build, if a user moved the job out of RUNNING meanwhile or another run took it over; `running` and
+        `start`: refuse unless this process holds the project's job lease (`BuildContext.fence`)."""
         if not force and time.monotonic() - self.saved_at < SAVE_EVERY_S:
             return None
         with self.ctx.store.transaction(self.ctx.project, self.ctx.writer) as tx:
             job = tx.require(Job, self.job_id)
-            if running and job.state is not JobState.RUNNING:
-                raise JobInterruptedError(f"job {self.job_id} was {job.state.value.lower()} while it ran")
+            if running or start:
+                self._leased(tx)
+            if running:
+                _check_own(job, self.runner)
+                if job.state is not JobState.RUNNING:
+                    raise JobInterruptedError(f"job {self.job_id} was {job.state.value.lower()} while it ran")
             change(job)
             tx.update(job)
         self.saved_at = time.monotonic()
         return job
+
+    def fence(self, tx: Transaction) -> None:
+        """The build's writes are this run's only while the job and the project's job lease are."""
+        self._leased(tx)
+        _check_own(tx.require(Job, self.job_id), self.runner)
+
+    def _leased(self, tx: Transaction) -> None:
+        try:
+            self.ctx.fence(tx)  # the scheduler's: its process holds the project's job lease
+        except LeaseLostError as err:
+            raise JobTakenOverError(f"job {self.job_id}: {err.message}") from err
 
     def progress(self, stage: str, done: int, total: int) -> None:
         self.ctx.progress(stage, done, total)
@@ -124,20 +180,29 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
         job.move_to(JobState.RUNNING)
         job.start_time = job.start_time or now_ms()
         job.error = None
+        job.runner = recorder.runner
 
-    job = recorder.update(start, force=True, running=False)
-    assert job is not None
     log = for_job(job_id)
+    try:
+        job = recorder.update(start, force=True, running=False, start=True)
+    except JobTakenOverError as err:  # launched just as this process lost the lease: the holder runs it
+        log.warning("not started: %s", err.message)
+        with ctx.store.read(ctx.project) as tx:
+            return tx.require(Job, job_id)
+    assert job is not None
     log.info(
         "%s on model %s%s started", job.job_type.value, job.model_alias, f" {job.time_range}" if job.time_range else ""
     )
-    build_ctx = dataclasses.replace(ctx, job_id=job_id, progress=recorder.progress)
+    build_ctx = dataclasses.replace(ctx, job_id=job_id, progress=recorder.progress, fence=recorder.fence)
     try:
         segment, source_rows = _execute(build_ctx, job)
-    except JobInterruptedError:
+    except JobInterruptedError as err:
         with ctx.store.read(ctx.project) as tx:
             stopped = tx.require(Job, job_id)
-        log.warning("stopped: %s by a user", stopped.state.value)
+        if isinstance(err, JobTakenOverError):
+            log.warning("stopped: %s", err.message)
+        else:
+            log.warning("stopped: %s by a user", stopped.state.value)
         return stopped
     except Exception as err:  # noqa: BLE001 (any failure, Spark's included, ends the job in ERROR, resumable)
         message = f"{type(err).__name__}: {err}"
@@ -145,6 +210,8 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
 
         def fail(failed: Job) -> None:
             if failed.state is not JobState.RUNNING:  # a user's pause, discard or restart came first: it stands
+                return
+            if failed.runner != recorder.runner:  # another run has it now: its state is not this run's to set
                 return
             failed.move_to(JobState.ERROR)
             failed.error = message
@@ -163,6 +230,10 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
 def _succeed(ctx: BuildContext, ran: Job, segment: Segment | None, source_rows: int) -> Job:
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
         job = tx.require(Job, ran.uuid)
+        if job.runner != ran.runner:
+            # Committed, then stalled past the lease while another run took the job over: the job's state is
+            # that run's to set (it finds the segment built and fails on the overlap; a user discards it).
+            return job
         _advance(job, len(job.steps) - 1)
         for step in job.steps:  # every step ran to its end (a throttled write may have missed the last count)
             step.done = step.total or step.done

@@ -10,6 +10,7 @@ segments, so they are serialised; jobs of different models run side by side, up 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from precube.jobs.lease import TTL_S, Lease
 from precube.jobs.lifecycle import Aftermath, after_success
 from precube.jobs.queue import ready_jobs, recover
 from precube.jobs.runner import run_job
+from precube.jobs.shutdown import take_over
 from precube.metadata import Job, JobState
 
 Listener = Callable[[Job, Aftermath | None], None]  # told of every job that ended here (and its aftermath)
@@ -41,12 +43,18 @@ class Scheduler:
         poll_s: float = 0.5,
         lease_ttl_s: float = TTL_S,
         listener: Listener = _quiet,
+        resume: bool = False,
     ) -> None:
+        """`resume` (a server): on taking the lease, the jobs a dead runner left RUNNING and a stopped server
+        paused are made READY at once (`shutdown.take_over`); otherwise a dead runner's become ERROR, for a
+        user to resume (`queue.recover`)."""
         if concurrency < 1:
             raise ValueError(f"the scheduler needs at least one worker, not {concurrency}")
         self.ctx, self.concurrency, self.poll_s, self.listener = ctx, concurrency, poll_s, listener
+        self.resume = resume
         self.lease = Lease(ctx.store, ctx.project, lease_ttl_s, ctx.writer)
-        self.recovered: list[Job] = []  # jobs found RUNNING from a dead process when the lease was taken
+        self._fenced = dataclasses.replace(ctx, fence=self.lease.fence)  # jobs start and write only under the lease
+        self.recovered: list[Job] = []  # jobs a dead (or stopped) process left, found when the lease was taken
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="precube-job")
         self._running: dict[Future[Job], Job] = {}
         self._renewed = 0.0
@@ -60,7 +68,8 @@ class Scheduler:
         if not self.lease.held:
             if not self.lease.acquire():
                 return False
-            self.recovered = recover(self.ctx.store, self.ctx.project, self.ctx.writer)
+            recovered = take_over if self.resume else recover
+            self.recovered = recovered(self.ctx.store, self.ctx.project, self.ctx.writer)
             self._renewed = now
         elif now - self._renewed > self.lease.ttl_ms / 3000:
             self.lease.renew()
@@ -87,7 +96,7 @@ class Scheduler:
             if job.target_model in busy_models:  # a running job's own model is busy too
                 continue
             busy_models.add(job.target_model)
-            self._running[self._pool.submit(run_job, self.ctx, job.uuid)] = job
+            self._running[self._pool.submit(run_job, self._fenced, job.uuid)] = job
 
     def tick(self) -> bool:
         """One turn: keep the lease, take in finished jobs, start ready ones. True if jobs are running."""

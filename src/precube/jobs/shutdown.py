@@ -1,6 +1,6 @@
 """Jobs a stopping process pauses and the next process resumes: a server stopped (SIGTERM, Ctrl-C) pauses the
 jobs it runs, marking them so that the next start continues them, while a user's own pause stands; jobs found
-RUNNING from a process that died (kill -9) are resumed too."""
+RUNNING from a process that died (kill -9) are resumed too, by whichever server takes the project's lease next."""
 
 from __future__ import annotations
 
@@ -30,18 +30,23 @@ def pause_for_stop(store: MetadataStore, project: str, job_ids: Iterable[str], w
     return paused
 
 
-def resume_after_start(store: MetadataStore, project: str, recovered: Iterable[Job], writer: str) -> list[str]:
-    """Make READY the jobs a stopped process paused and those a dead one left RUNNING (`recovered`, now
-    ERROR): they continue where they stopped. The ids resumed."""
-    dead = {j.uuid for j in recovered}
+def take_over(store: MetadataStore, project: str, writer: str) -> list[Job]:
+    """When a server takes a project's job lease: the jobs a dead runner left RUNNING and those a stopped server
+    paused become READY, to continue where they stopped, in one transaction (no reader sees a dead runner's job
+    ERROR on its way back to READY, as `queue.recover` then a resume would show it). The jobs resumed."""
     resumed = []
     with store.transaction(project, writer) as tx:
         for job in tx.list(Job):
-            ours = job.state is JobState.PAUSED and job.params.get(PAUSED_AT_STOP) == "true"
-            if not ours and not (job.uuid in dead and job.state is JobState.ERROR):
+            paused = job.state is JobState.PAUSED and job.params.get(PAUSED_AT_STOP) == "true"
+            if not paused and job.state is not JobState.RUNNING:
                 continue
-            job.apply(JobAction.RESUME)
+            if job.state is JobState.RUNNING:  # its runner died (the lease was free): its step starts again
+                step = job.current_step
+                if step is not None and step.state is JobState.RUNNING:
+                    step.state = JobState.READY
+                job.move_to(JobState.READY)
+            else:
+                job.apply(JobAction.RESUME)
             job.params.pop(PAUSED_AT_STOP, None)
-            tx.update(job)
-            resumed.append(job.uuid)
+            resumed.append(tx.update(job))
     return resumed

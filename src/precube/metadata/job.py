@@ -136,6 +136,7 @@ class Job(Entity):
     start_time: int | None = None
     end_time: int | None = None
     error: str | None = None
+    runner: str | None = None  # host:pid:token of the run that last started it (its writes are fenced by it)
 
     def move_to(self, target: JobState) -> None:
         """Change the state, refusing a move Kylin does not allow."""
@@ -195,12 +196,15 @@ class JobStats(Entity):
 class JobLease(Entity):
     """Which process runs a project's jobs (DESIGN §8, like Kylin's epoch): one document,
     `/{project}/job_lease/scheduler.json`, renewed by its holder's heartbeat. Another process takes it
-    over once it expires, or at once when its holder is a process of the same host that no longer runs."""
+    over once it expires, or at once when its holder is a process of the same host that no longer runs.
+    `epoch` counts the holders: it moves at every change of holder."""
 
     kind: ClassVar[str] = "job_lease"
 
     uuid: str = "scheduler"
     owner: str = ""  # host:pid:token of the holder
     host: str = ""
+    machine: str = ""  # boot id and pid namespace of the holder's host: its pid means something only there
     pid: int = 0
     expires_at: int = 0  # epoch ms
+    epoch: int = 0

@@ -7,9 +7,11 @@ expected `mvcc`, so a stale writer changes nothing and its whole transaction rol
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import uuid
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +31,7 @@ from sqlalchemy import (
     event,
     insert,
     select,
+    text,
 )
 from sqlalchemy import delete as sql_delete
 from sqlalchemy import update as sql_update
@@ -108,11 +111,16 @@ class SqlBackend:
         self._database = f"{self.display_url}#{table}"  # what `local_commits` counts
         self._probes: list[Any] = []
         self._probes_lock = threading.Lock()
+        # PostgreSQL: write transactions take this transaction-scoped advisory lock first (SQLite's BEGIN
+        # IMMEDIATE does the same), so audit ids are handed out in commit order and `last_change` (their max)
+        # never passes over a change that commits later with a smaller id: other servers would miss it.
+        self._write_lock: int | None = None
         try:
             if sa_url.get_backend_name() == "sqlite":
                 self._engine = self._sqlite_engine(sa_url.database)
             else:
                 self._engine = create_engine(sa_url, pool_pre_ping=True)
+                self._write_lock = zlib.crc32(f"precube:{table}".encode())
             self._docs.metadata.create_all(self._engine)
         except NoSuchModuleError as err:
             raise InvalidInputError(f"unsupported metadata URL {self.display_url}: {err}") from err
@@ -170,11 +178,24 @@ class SqlBackend:
             finally:
                 cursor.close()
         except DBAPIError as err:
+            self._drop_probe(conn)
             raise StoreUnavailableError(f"metadata store {self.display_url} failed: {_reason(err)}") from err
-        except Exception as err:  # a driver error outside SQLAlchemy's wrapping (raw connection)
-            self._local.conn = None
-            raise StoreUnavailableError(f"metadata store {self.display_url} failed: {err}") from err
+        except Exception as err:  # a driver error outside SQLAlchemy's wrapping (the raw connection)
+            self._drop_probe(conn)
+            raise StoreUnavailableError(f"metadata store {self.display_url} failed: {_reason(err)}") from err
         return int(row[0] or 0) if row else 0
+
+    def _drop_probe(self, conn: Any) -> None:
+        """Forget the thread's `last_change` connection after a failure (the database restarted, the network
+        dropped): the next call opens a new one, so the server reconnects by itself."""
+        self._local.conn = None
+        if conn is None:
+            return
+        with self._probes_lock:
+            if conn in self._probes:
+                self._probes.remove(conn)
+        with contextlib.suppress(Exception):  # a connection already broken: closing it may fail too
+            conn.close()
 
     def local_commits(self) -> int:
         return _COMMITS.get(self._database, 0)
@@ -185,6 +206,8 @@ class SqlBackend:
             with self._engine.connect() as conn:
                 conn = conn.execution_options(precube_readonly=readonly)
                 with conn.begin():
+                    if not readonly and self._write_lock is not None:
+                        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": self._write_lock})
                     yield _SqlTransaction(conn, self._docs, self._audit, writer)
             if not readonly:
                 with _COMMITS_LOCK:

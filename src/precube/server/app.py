@@ -119,6 +119,16 @@ def create_admin(directory: Directory, settings: Settings) -> None:
 
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"  # `precube serve`'s log lines
+
+
+def configure_logging() -> None:
+    """`precube serve`'s log lines go to standard error as it was at start, through a duplicate of its descriptor:
+    while Spark starts in the background (`spark_session`'s console log), descriptor 2 points at HOME/logs/spark.log
+    for the JVM to inherit, and the server's own lines written meanwhile would land there."""
+    stream = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=stream)
+
+
 SERVE_ENV = "PRECUBE_SERVE"  # `precube serve --workers N`: the settings its worker processes start from (JSON)
 
 
@@ -132,7 +142,7 @@ def from_environment() -> FastAPI:
 
     from precube.settings import load_settings
 
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)  # a spawned worker starts unconfigured
+    configure_logging()  # a spawned worker starts unconfigured
     given = json.loads(os.environ[SERVE_ENV])
     settings = load_settings(Path(given["config"]) if given["config"] else None, home=Path(given["home"]))
     run_jobs = False

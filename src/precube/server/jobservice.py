@@ -5,8 +5,8 @@ Spark starts in the background when the server starts, so the first build does n
 and the server answers queries meanwhile; if it cannot start, the jobs run and fail at once with the
 reason (one line, resumable once Spark is fixed) and the server keeps serving.
 
-At start-up a scheduler taking a project's lease turns the jobs a dead runner left RUNNING into ERROR
-(`queue.recover`); the service resumes them, and the jobs a stopped server paused (`jobs.shutdown`).
+A scheduler taking a project's lease (at start-up, or from a server that died) makes READY, in one
+transaction, the jobs a dead runner left RUNNING and those a stopped server paused (`jobs.shutdown.take_over`).
 `stop()` (the server's SIGTERM / Ctrl-C) pauses the running jobs, which stop after their current layout,
 waits for them a bounded time, stops Spark (cancelling what still runs: those jobs stay PAUSED), and
 gives the leases back.
@@ -23,7 +23,7 @@ from precube.engine.context import BuildContext
 from precube.errors import EnvironmentMissingError, PrecubeError
 from precube.jobs.joblog import detach, log_to_file
 from precube.jobs.scheduler import Scheduler
-from precube.jobs.shutdown import pause_for_stop, resume_after_start
+from precube.jobs.shutdown import pause_for_stop
 from precube.metadata import Job
 
 if TYPE_CHECKING:
@@ -111,17 +111,14 @@ class JobService:
         jobs = self.state.settings.jobs
         for name in sorted(names - set(self.schedulers)):
             ctx = BuildContext(self.spark, self.state.store, name, self.state.settings.warehouse_root, WRITER)  # type: ignore[arg-type]
-            self.schedulers[name] = Scheduler(ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, self._ended)
+            self.schedulers[name] = Scheduler(ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, self._ended, resume=True)
 
     def _tick(self, project: str, scheduler: Scheduler) -> None:
         try:
             held = scheduler.lease.held
             scheduler.tick()
-            if scheduler.lease.held and not held:  # just taken: continue what a stopped or dead runner left
-                resumed = resume_after_start(self.state.store, project, scheduler.recovered, WRITER)
-                if resumed:
-                    LOG.info("project %s: resumed jobs %s", project, ", ".join(resumed))
-                scheduler.tick()
+            if scheduler.lease.held and not held and scheduler.recovered:  # just taken, with jobs to continue
+                LOG.info("project %s: resumed jobs %s", project, ", ".join(j.uuid for j in scheduler.recovered))
         except PrecubeError as err:  # a lease lost, a conflict, a project deleted meanwhile: next turn again
             LOG.warning("job scheduler of project %s: %s", project, err)
         except Exception:  # a store hiccup must not end the service: the next turn tries again

@@ -1,5 +1,7 @@
-"""`GET /health` (the process answers; the one route without credentials) and `GET /ready` (the metadata
-store answers; any signed-in user, e.g. a load balancer's check user)."""
+"""`GET /health` (the process answers; the one route without credentials) and `GET /ready` (what a load
+balancer asks: any signed-in user, e.g. its check user). `/ready` is 503 while the metadata store is unreachable
+(this server can answer nothing: the balancer routes around it) and 200 otherwise, saying whether the result
+cache is `UP`, `DEGRADED` (a shared cache that cannot be reached: queries are answered without it) or `OFF`."""
 
 from __future__ import annotations
 
@@ -27,4 +29,12 @@ def ready(request: Request) -> dict[str, Any] | JSONResponse:
         state.store.last_change()
     except PrecubeError as err:
         return failure(503, f"metadata store unreachable: {err.message}", "NOT_READY")
-    return ok({"status": "READY", "server": state.name})
+    cache = state.cache
+    answer = {
+        "status": "READY",
+        "server": state.name,
+        "cache": "OFF" if cache is None else ("UP" if cache.backend.available else "DEGRADED"),
+        "cache_backend": None if cache is None else cache.backend.name,
+        "jobs": None if state.jobs is None else state.jobs.status(),
+    }
+    return ok(answer)
