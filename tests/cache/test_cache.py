@@ -466,7 +466,7 @@ def test_two_metadata_stores_on_one_redis_do_not_share(cache_model: CacheModel, 
 
 def test_sessions_of_one_process_share_the_memory_backend(cache_model: CacheModel) -> None:
     config = CacheSettings(url="memory", memory_mb=7.5, **ADMIT_ALL)  # a size no other test opens
-    assert open_backend("memory", 7.5) is open_backend("memory://", 7.5)
+    assert open_backend("memory", config) is open_backend("memory://", config)
     with cache_model.cached(ResultCache.open(config)) as a, cache_model.cached(ResultCache.open(config)) as b:
         a.cache.clear()
         first = a.sql(SQL)
