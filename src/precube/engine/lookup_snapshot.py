@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from precube.engine.context import BuildContext, ModelState
+from precube.engine.source_reads import SourceReads
 from precube.engine.storage import written
 from precube.metadata import Model, Segment, Table
 from precube.metadata.lookup_snapshot import LookupSnapshot
-from precube.sources.source import source_for
 from precube.storage.paths import is_local
 from precube.storage.snapshots import is_complete, snapshot_key, snapshot_path, source_fingerprint
 
@@ -39,9 +39,10 @@ def lookup_columns(model: Model, tables: dict[str, Table]) -> dict[str, list[str
     return {t: cols for t, cols in found.items() if cols}
 
 
-def take_snapshots(ctx: BuildContext, state: ModelState) -> dict[str, LookupSnapshot]:
-    """The current snapshot of each lookup of the model, written now unless a complete one exists; a lookup
-    whose source cannot be fingerprinted, or that changed while it was read, gets none."""
+def take_snapshots(ctx: BuildContext, state: ModelState, reads: SourceReads) -> dict[str, LookupSnapshot]:
+    """The current snapshot of each lookup of the model, written now unless a complete one exists (read
+    through the build's `reads`); a lookup whose source cannot be fingerprinted, or that changed while it was
+    read, gets none."""
     if not is_local(ctx.warehouse_root):
         return {}
     found = {}
@@ -55,7 +56,7 @@ def take_snapshots(ctx: BuildContext, state: ModelState) -> dict[str, LookupSnap
         path = snapshot_path(ctx.warehouse_root, ctx.project, state.model.uuid, identity, key)
         if not is_complete(path):
             ctx.progress(f"snapshot {identity}", n - 1, len(columns))
-            df = source_for(table).read(ctx.spark, table.columns).select(*names)
+            df = reads.table(identity).select(*names)
             df.coalesce(1).write.mode("overwrite").parquet(path)
             if source_fingerprint(table) != fingerprint:  # rewritten while we read it: the copy may mix both
                 continue

@@ -7,7 +7,7 @@ table needs no JVM; reading rows always goes through Spark.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -19,6 +19,7 @@ from precube.metadata import Column, SourceType, Table
 from precube.metadata.csv_options import ENCODINGS, CsvOptions
 from precube.sources import csv_files, types
 from precube.sources.errors import UnreadableSourceError
+from precube.sources.scan_plan import ColumnRange, DataFile, ScanPlan, Value, hive_values, plan_scan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -41,9 +42,19 @@ class TableSource(Protocol):
         """The rows as a Spark DataFrame with the registered column names and types."""
         ...
 
+    def plan(self, rng: ColumnRange | None, parse: Callable[[str], Value] | None) -> ScanPlan | None:
+        """Which files can hold `rng` (None: all rows), from the files alone; None when the source cannot tell
+        (read it all)."""
+        ...
+
+    def read_files(self, spark: SparkSession, columns: list[Column], files: Sequence[str]) -> DataFrame:
+        """`read`, of a plan's files only (the source's schema even when there are none)."""
+        ...
+
 
 class FileSource:
-    """A directory (or single file) of Parquet or CSV files."""
+    """A directory (or single file) of Parquet or CSV files; a Parquet directory may be partitioned Hive-style
+    (`COLUMN=value/` directories): the partition columns are columns of the table."""
 
     def __init__(self, source_type: SourceType, location: str, options: dict[str, str]) -> None:
         self.source_type = source_type
@@ -71,12 +82,14 @@ class FileSource:
                     autogenerate_column_names=not csv.header, encoding=ENCODINGS[csv.encoding][2]
                 ),
             )
+        # Hive-style directories give Parquet tables columns (typed int or string, as pyarrow infers them)
+        partitioning = "hive" if self.source_type is SourceType.PARQUET and path.is_dir() else None
         try:
-            dataset = pads.dataset(str(path), format=fmt)
+            dataset = pads.dataset(str(path), format=fmt, partitioning=partitioning)
             if not dataset.files:
                 raise UnreadableSourceError(f"cannot read {self.describe()}: the directory holds no data files")
             return dataset
-        except (pa.ArrowInvalid, OSError) as err:
+        except (pa.ArrowException, OSError) as err:
             reason = str(err).splitlines()[0]
             raise UnreadableSourceError(f"cannot read {self.describe()}: {reason}") from err
 
@@ -113,12 +126,48 @@ class FileSource:
 
     def read(self, spark: SparkSession, columns: list[Column]) -> DataFrame:
         if self.source_type is SourceType.PARQUET:
-            df = spark.read.parquet(*[str(Path(f).resolve()) for f in self._dataset().files])
-        else:
-            files = [str(f.resolve()) for f in self._csv_files()]
-            ddl = ", ".join(f"`{c.case_sensitive_name or c.name}` {types.to_spark(c.datatype)}" for c in columns)
-            df = spark.read.options(**self.csv.spark_options()).csv(files, schema=ddl)
-        return _rename_upper(df)
+            return self._parquet(spark, columns, self.data_files())
+        files = [str(f.resolve()) for f in self._csv_files()]
+        ddl = ", ".join(f"`{c.case_sensitive_name or c.name}` {types.to_spark(c.datatype)}" for c in columns)
+        return _rename_upper(spark.read.options(**self.csv.spark_options()).csv(files, schema=ddl))
+
+    def data_files(self) -> list[DataFile]:
+        """The data files of the table, with the partition values their directories give them."""
+        root = Path(self.location).resolve()
+        found = [Path(f).resolve() for f in self._dataset().files]
+        return [DataFile(str(f), hive_values(root, f) if root.is_dir() else {}) for f in found]
+
+    def plan(self, rng: ColumnRange | None, parse: Callable[[str], Value] | None) -> ScanPlan | None:
+        if self.source_type is not SourceType.PARQUET:
+            return None
+        return plan_scan(self.describe(), self.data_files(), rng, parse)
+
+    def read_files(self, spark: SparkSession, columns: list[Column], files: Sequence[str]) -> DataFrame:
+        from pyspark.sql import functions as F  # noqa: N812
+
+        every = self.data_files()
+        wanted = {str(Path(f).resolve()) for f in files}
+        chosen = [f for f in every if f.path in wanted]
+        if not chosen:  # nothing can hold the range: no rows, with the schema of one file (no data read)
+            return self._parquet(spark, columns, every[:1]).where(F.lit(False))
+        return self._parquet(spark, columns, chosen, keys={k for f in every for k in f.partition})
+
+    def _parquet(
+        self, spark: SparkSession, columns: list[Column], files: Sequence[DataFile], keys: set[str] | None = None
+    ) -> DataFrame:
+        from pyspark.sql import functions as F  # noqa: N812
+
+        paths = [f.path for f in files]
+        keys = {k for f in files for k in f.partition} if keys is None else keys
+        if not keys:
+            return _rename_upper(spark.read.parquet(*paths))
+        # the partition directories' values typed as the table registered them, which is pyarrow's inference
+        # (Spark's differs: a `1998-08-01` directory is a string to one and a date to the other)
+        df = _rename_upper(spark.read.option("basePath", str(Path(self.location).resolve())).parquet(*paths))
+        registered = {c.name: types.to_spark(c.datatype) for c in columns}
+        return df.select(
+            *[F.col(c).cast(registered[c]).alias(c) if c in keys & registered.keys() else c for c in df.columns]
+        )
 
 
 class CatalogSource:
@@ -141,6 +190,12 @@ class CatalogSource:
 
     def read(self, spark: SparkSession, columns: list[Column]) -> DataFrame:
         return _rename_upper(spark.table(self.identity))
+
+    def plan(self, rng: ColumnRange | None, parse: Callable[[str], Value] | None) -> ScanPlan | None:
+        return None  # the catalog prunes its own partitions from the range filter
+
+    def read_files(self, spark: SparkSession, columns: list[Column], files: Sequence[str]) -> DataFrame:
+        raise UnreadableSourceError(f"{self.describe()} is read whole, not by files")
 
 
 def _rename_upper(df: DataFrame) -> DataFrame:
