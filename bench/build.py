@@ -283,9 +283,10 @@ def _show(results: list[dict[str, Any]]) -> None:
     for column in ("metric", *(f"{r['side']} SF {r['scale']:g}" for r in results)):
         view.add_column(column, justify="left" if column == "metric" else "right")
     nested = ("side", "scale", "executor_cpu_seconds", "day_report", "week_refresh_report")
-    keys = [k for k in results[0] if k not in nested]
+    keys = [k for k in dict.fromkeys(k for r in results for k in r) if k not in nested]
     for key in keys:
-        view.add_row(key, *[f"{r[key]:,}" if isinstance(r[key], int | float) else str(r[key]) for r in results])
+        cells = [r.get(key, "") for r in results]
+        view.add_row(key, *[f"{c:,}" if isinstance(c, int | float) else str(c) for c in cells])
     for phase in PHASES:
         view.add_row(f"cpu {phase} s", *[f"{r['executor_cpu_seconds'][phase]:,}" for r in results])
     for name in ("day_report", "week_refresh_report"):
@@ -340,12 +341,12 @@ def main() -> None:
             base = next(b for b in results if b["side"] == "baseline" and b["scale"] == r["scale"])
             r["full_to_baseline"] = round(r["full_seconds"] / base["full_seconds"], 2)
             r["day_to_baseline"] = round(r["day_seconds"] / base["day_seconds"], 3)
-    _show(results)
     args.out.mkdir(parents=True, exist_ok=True)
     label = "-".join(f"sf{s:g}" for s in scales)
     out = args.out / f"build-{label}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     payload = {"source": args.source, "master": args.master, "repeat": args.repeat, "results": results}
     out.write_text(json.dumps(payload, indent=2) + "\n")
+    _show(results)
     print(f"wrote {out}")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -112,8 +112,14 @@ def add_segment(ctx: BuildContext, model: Model, segment: Segment) -> Segment:
 
 def record_layout(ctx: BuildContext, model: Model, segment_id: str, instance: LayoutInstance) -> None:
     """Record one finished layout; a rerun of the build skips it."""
+    record_layouts(ctx, model, segment_id, [instance])
+
+
+def record_layouts(ctx: BuildContext, model: Model, segment_id: str, instances: Sequence[LayoutInstance]) -> None:
+    """Record finished layouts in one transaction (a transaction each cost ~20 ms on SQLite)."""
+    done = {li.layout_id for li in instances}
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
         details = tx.require(SegmentDetails, model.uuid, segment_id)
-        details.layout_instances = [li for li in details.layout_instances if li.layout_id != instance.layout_id]
-        details.layout_instances.append(instance)
+        details.layout_instances = [li for li in details.layout_instances if li.layout_id not in done]
+        details.layout_instances.extend(instances)
         tx.update(details)

@@ -9,7 +9,8 @@ job each would mostly pay for scheduling or for reading the same input again:
 - The roots (aggregate layouts no other layout derives) from the flat table at once: one pass over the
   source rows, however many aggregation groups the plan has.
 - When the chosen parent is small (`SMALL_PARENT_ROWS`), that parent's pending descendants, in this
-  layer and later ones, with the measures' merge functions.
+  layer and later ones, with the measures' merge functions; when it is larger, the layouts of this layer
+  it feeds (one read of the parent rather than one each).
 A batch from a small input is collected and written from the driver with pyarrow (local warehouses);
 any other batch is cached and each of its layouts written by Spark. The work items of a layer (one layout,
 a run of same-column layouts, or a batch) are independent, so up to `BuildContext.parallel_layouts` run as
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from precube.engine.context import BuildContext, record_layout
+from precube.engine.context import BuildContext, record_layouts
 from precube.engine.layout_build import (
     GROUPING_ID,
     LayoutShape,
@@ -89,11 +90,16 @@ class _Segment:
             return self.built[layout_id][1].rows
 
     def finished(self, layout: Layout, instance: LayoutInstance) -> None:
+        self.all_finished([(layout, instance)])
+
+    def all_finished(self, done: Sequence[tuple[Layout, LayoutInstance]]) -> None:
+        """Record finished layouts (in one transaction), then count each in the progress."""
         with self.lock:
-            record_layout(self.ctx, self.model, self.segment_id, instance)
-            self.built[layout.id] = (layout, instance)
-            self.done += 1
-            self.ctx.progress(self.stage, self.done, self.total)
+            record_layouts(self.ctx, self.model, self.segment_id, [instance for _, instance in done])
+            for layout, instance in done:
+                self.built[layout.id] = (layout, instance)
+                self.done += 1
+                self.ctx.progress(self.stage, self.done, self.total)
 
     def build_run(self, run: list[Layout], roots: int) -> None:
         """Layouts with the same columns: the first from its parent (or the flat table), the rest re-sort it."""
@@ -122,14 +128,17 @@ class _Segment:
             self._write_each(df, decode, batch, all_dims)
 
     def _write_collected(self, table: pa.Table, batch: list[Layout], all_dims: list[int]) -> None:
-        """Each layout's rows of a collected batch, sorted and written from the driver."""
+        """Each layout's rows of a collected batch, sorted and written from the driver, then recorded together:
+        the batch is one unit of work (stopped before its record, it is computed again when resumed)."""
+        done = []
         for layout in batch:
             dims, cells = LayoutShape.of(layout, self.model).columns()
             one = table.filter(pc.equal(table[GROUPING_ID], grouping_id(layout, all_dims))).select(dims + cells)
             if dims:
                 one = one.sort_by([(d, "ascending", "at_start") for d in dims])
             write_arrow(self.path(layout.id), one)
-            self.finished(layout, _instance(self.ctx, self.path(layout.id), layout.id, self.source_rows))
+            done.append((layout, _instance(self.ctx, self.path(layout.id), layout.id, self.source_rows)))
+        self.all_finished(done)
 
     def _write_each(
         self, df: DataFrame, decode: Callable[[DataFrame], DataFrame], batch: list[Layout], all_dims: list[int]
@@ -211,6 +220,7 @@ def build_into_segment(
         seg.stage = f"layer {number}/{len(layers)}"
         runs: dict[tuple[bool, frozenset[int]], list[Layout]] = {}
         batches: dict[int, list[Layout]] = {}
+        children: dict[int, list[Layout]] = {}  # of a large parent: this layer's aggregates it feeds
         for layout in layer:
             if layout.id in taken:
                 continue
@@ -224,8 +234,16 @@ def build_into_segment(
                 ]
                 taken.update(c.id for c in batch)
                 batches.setdefault(parent.id, []).extend(batch)
+            elif parent is not None and not layout.is_table_index and _shape(parent) != _shape(layout):
+                children.setdefault(parent.id, []).append(layout)
             else:
                 runs.setdefault(_shape(layout), []).append(layout)
+        for parent_id, members in children.items():  # several: one read of the parent for all of them
+            if len(members) > 1 and BATCH_MAX_ROWS // max(1, seg.rows(parent_id)) > 1:
+                batches[parent_id] = members
+            else:
+                for layout in members:
+                    runs.setdefault(_shape(layout), []).append(layout)
         left = sum(1 for run in runs.values() if seg.parent_of(run[0]) is None)
         work = [functools.partial(seg.build_run, run, left) for run in runs.values()]
         for parent_id, members in batches.items():
