@@ -7,8 +7,10 @@ on the flat table's own pass equal to the job that counts them."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 import shutil
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,15 +19,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from precube.engine import operations
 from precube.engine.context import BuildContext, BuildReport, built_layouts
 from precube.engine.dictionary import dictionary_path, latest_version
-from precube.engine.join_stats import join_stats, known_duplicates
+from precube.engine.join_stats import join_stats
 from precube.engine.operations import build_segment
 from precube.engine.source_reads import SourceReads
-from precube.metadata import Dataflow, IndexPlan, MetadataStore, Project, SourceType, Table, TimeRange, open_store
+from precube.metadata import IndexPlan, MetadataStore, Project, SourceType, Table, TimeRange, open_store
 from precube.modeling.index_plan import add_agg_index
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model, model_dims, model_measures, require_model
+from precube.sources.source import FileSource
 from precube.sources.tables import load_file_table
 from precube.ssb.generate import TABLES, generate
 from precube.storage import columns as names
@@ -299,24 +303,67 @@ def test_code_tables_and_lookup_dictionaries_are_kept_until_the_lookup_changes(
         assert "ASIA PACIFIC" in found and "ASIA" not in found  # decoded with the new lookup's codes
 
 
-def test_join_stats_counted_on_the_way_equal_the_join_stats_job(spark: SparkSession, tmp_path: Path) -> None:
+def test_join_stats_counted_on_the_way_equal_the_join_stats_job(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Orphans and NULL counts come from the flat table's own pass, duplicate keys from the last segment over
+    the same lookup files: what they give equals what the join statistics job counts on its own."""
     data = tmp_path / "ssb"
     generate(0.01, data, seed=3, orphans=30)  # fact rows whose customer, supplier or part is missing
+    told: list[tuple[Any, Any]] = []
+
+    def spy(reads: SourceReads, model: Any, rng: Any, orphans: Any = None, duplicates: Any = None) -> Any:
+        told.append((orphans, duplicates))
+        return join_stats(reads, model, rng, orphans, duplicates)
+
+    monkeypatch.setattr(operations, "join_stats", spy)
     with open_store(f"sqlite:///{tmp_path / 'meta.db'}") as store:
         store.create_project(Project(name="ssb", default_database="SSB"))
         for name in TABLES:
             load_file_table(store, "ssb", data / name, SourceType.PARQUET)
         ctx = BuildContext(spark, store, "ssb", str(tmp_path / "wh"))
-        rng = TimeRange.of(day("1992-01-01"), day("1999-01-01"))
         for alias, small in (("small", 1_000_000), ("layered", 0)):
             create_model(store, "ssb", parse_spec({**SPEC, "alias": alias}))
-            segment = build_segment(dataclasses.replace(ctx, small_segment_rows=small), alias, rng)
-            with store.read("ssb") as tx:
-                model = require_model(tx, alias)
-                tables = {t.identity: t for t in tx.list(Table)}
-                segments = tx.require(Dataflow, model.uuid).segments
-            counted = join_stats(SourceReads(spark, model, tables, rng), model, rng)
-            assert segment.join_stats == counted, alias
-            assert sum(s.orphans for s in counted.values()) == 20  # the customer and supplier orphans
-            # a later build takes the lookups' duplicate keys from this one (same lookup files)
-            assert known_duplicates(model, tables, segments) == {j.alias: 0 for j in model.join_tables}
+            build = dataclasses.replace(ctx, small_segment_rows=small)
+            for start, end in (("1992-01-01", "1995-01-01"), ("1995-01-01", "1999-01-01")):
+                rng = TimeRange.of(day(start), day(end))
+                segment = build_segment(build, alias, rng)
+                with store.read("ssb") as tx:
+                    model = require_model(tx, alias)
+                    tables = {t.identity: t for t in tx.list(Table)}
+                counted = join_stats(SourceReads(spark, model, tables, rng), model, rng)  # all by the job
+                assert segment.join_stats == counted, alias
+                assert any(s.orphans for s in counted.values())
+                orphans, duplicates = told[-1]
+                assert orphans is not None  # counted on the flat table's pass
+                assert bool(duplicates) is (start != "1992-01-01")  # known after the first segment
+            nulls = {str(c): 0 for c in segment.column_null_counts}
+            assert segment.column_null_counts == nulls  # SSB has no NULL measure inputs
+
+
+def test_parquet_reads_give_spark_the_schema_it_would_infer(spark: SparkSession, tmp_path: Path) -> None:
+    """A Parquet source is read with the schema of its footer (no inference job), which is what Spark
+    infers; columns Spark types its own way (unsigned, nested, nanoseconds) are left to its inference."""
+    ts = dt.datetime(2024, 1, 2, 3, 4, 5)
+    plain = pa.table(
+        {
+            "i": pa.array([1], pa.int32()),
+            "l": pa.array([1], pa.int64()),
+            "f": pa.array([1.5], pa.float32()),
+            "d": pa.array([dt.date(2024, 1, 2)]),
+            "t": pa.array([ts], pa.timestamp("us", tz="UTC")),
+            "n": pa.array([ts], pa.timestamp("ms")),
+            "m": pa.array([Decimal("1.25")], pa.decimal128(10, 2)),
+            "s": pa.array(["x"]),
+            "b": pa.array([b"x"]),
+            "o": pa.array([True]),
+        }
+    )
+    other = pa.table({"u": pa.array([1], pa.uint32()), "k": pa.array([[1, 2]])})
+    for name, table in (("plain", plain), ("other", other)):
+        pq.write_table(table, tmp_path / f"{name}.parquet")
+        source = FileSource(SourceType.PARQUET, str(tmp_path / f"{name}.parquet"), {})
+        df = source.read(spark, [])
+        inferred = spark.read.parquet(str(tmp_path / f"{name}.parquet"))
+        assert [(f.name, f.dataType) for f in df.schema] == [(f.name.upper(), f.dataType) for f in inferred.schema]
+        assert df.collect() == inferred.collect()

@@ -107,6 +107,10 @@ class FlatMetrics:
         observation = self._observation
         if observation is None or not observation._jo.future().isCompleted():  # get() would wait
             return None
+        # Spark completes an observation whose metrics no finished query carried (its plan cut short, or
+        # run from a cache another query filled) with an empty row: unknown, not zero
+        if observation._jo.getRow().length() == 0:
+            return None
         return {key: int(value) for key, value in observation.get.items()}
 
 

@@ -97,7 +97,9 @@ class SegmentFlat:
         from pyspark.sql import functions as F  # noqa: N812
 
         ctx, model = self.ctx, self.state.model
-        df, self.codes = flat_table(self.reads, model, self.columns, self.segment.range, self.encoded, ctx.code_tables)
+        df, self.codes = flat_table(
+            self.reads, model, self.columns, self.segment.range, self.encoded, ctx.code_tables, self.metrics
+        )
         if cache:
             df = self._cached = df.persist(StorageLevel.MEMORY_AND_DISK)
         inputs = sorted(self.bitmap_inputs.items())

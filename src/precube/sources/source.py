@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
 from precube.metadata import Column, SourceType, Table
 from precube.metadata.csv_options import ENCODINGS, CsvOptions
@@ -23,6 +24,7 @@ from precube.sources.scan_plan import ColumnRange, DataFile, ScanPlan, Value, hi
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 SparkProvider = Callable[[], "SparkSession"]
 
@@ -160,7 +162,8 @@ class FileSource:
         paths = [f.path for f in files]
         keys = {k for f in files for k in f.partition} if keys is None else keys
         if not keys:
-            return _rename_upper(spark.read.parquet(*paths))
+            schema = _spark_schema(paths[0]) if paths else None
+            return _rename_upper((spark.read.schema(schema) if schema is not None else spark.read).parquet(*paths))
         # the partition directories' values typed as the table registered them, which is pyarrow's inference
         # (Spark's differs: a `1998-08-01` directory is a string to one and a date to the other)
         df = _rename_upper(spark.read.option("basePath", str(Path(self.location).resolve())).parquet(*paths))
@@ -196,6 +199,37 @@ class CatalogSource:
 
     def read_files(self, spark: SparkSession, columns: list[Column], files: Sequence[str]) -> DataFrame:
         raise UnreadableSourceError(f"{self.describe()} is read whole, not by files")
+
+
+# Arrow types whose Spark type is the one Spark infers from the Parquet column (INT96 timestamps, unsigned,
+# dictionary and nested columns are left to Spark's inference).
+_PLAIN = (
+    pa.types.is_boolean,
+    pa.types.is_signed_integer,
+    pa.types.is_floating,
+    pa.types.is_decimal,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+    pa.types.is_date32,
+)
+
+
+def _spark_schema(path: str) -> StructType | None:
+    """The Spark schema of a Parquet file from its footer, when every column is plain (else None: Spark
+    infers it, which costs a job): given to the reader, it spares that job on every read."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    meta = pq.read_metadata(path)
+    arrow = meta.schema.to_arrow_schema()
+    physical = {meta.schema.column(i).name: meta.schema.column(i).physical_type for i in range(meta.num_columns)}
+    for f in arrow:
+        timestamp = pa.types.is_timestamp(f.type) and f.type.unit in ("ms", "us") and physical.get(f.name) == "INT64"
+        if not (timestamp or any(plain(f.type) for plain in _PLAIN)) or f.name not in physical:
+            return None
+    schema: StructType = from_arrow_schema(arrow)
+    return schema
 
 
 def _rename_upper(df: DataFrame) -> DataFrame:
