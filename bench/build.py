@@ -1,8 +1,8 @@
 """Benchmark: precube's segment builds against the floor (a hand-written Spark job that joins the flat table
 and writes only the base cuboid), in one run, on SSB data.
 
-    .venv/bin/python bench/build.py --scale 1                      # a table, and bench/results/build-*.json
-    .venv/bin/python bench/build.py --scale 1 --scale 10           # also SF 10, against SF 1 in the same run
+    .venv/bin/python bench/build.py --scale 1 --repeat 2           # a table, and bench/results/build-*.json
+    .venv/bin/python bench/build.py --scale 10 --repeat 1          # SF 10, against SF 1 measured in the same run
     .venv/bin/python bench/build.py --scale 1 --baseline /tmp/main/src   # the same with another precube
 
 Each (scale, precube) is measured in a process of its own (its own Spark JVM), one after the other: it runs
@@ -10,9 +10,11 @@ the floor and a precube build of a year once untimed (a job's first run in a JVM
 then `--repeat` turns of: the floor, a full build of the model (43 layouts) over all dates but the last
 eight days, a one-day segment after it, a seven-day segment of the last week and its REFRESH (seed 001
 §4.6). Reported per scale and precube: medians of the turns' seconds and ratios (precube / floor, a day
-/ the full build, a week's refresh / the full build), each step's seconds of the one-day segment and the
-refresh (`BuildReport`), what their source scans read and skipped, and the executor CPU seconds of each
-phase (from Spark's event log: much less sensitive to other load on a shared machine than wall time).
+/ the full build, a week's refresh / the full build), each step's seconds of the full build, the one-day segment
+and the refresh (`BuildReport`), what their source scans read and skipped, and the executor CPU seconds and Spark
+jobs of each phase (from Spark's event log; CPU is much less sensitive to other load on a shared machine than
+wall time). SF 1 is always measured (first, when not asked for): every other scale's full build is given as
+a ratio to it (`full_to_sf1`).
 
 The source: `--source sorted` (default) reads LINEORDER sorted by its partition column (LO_ORDERDATE), as
 a day-partitioned or date-clustered fact table is in practice, so a segment's range maps to few row groups;
@@ -80,6 +82,7 @@ FLOOR_SQL = f"""
 """
 TABLES = ("LINEORDER", "DATES", "CUSTOMER", "SUPPLIER", "PART")
 PHASES = ("floor", "full", "day", "week", "week_refresh")
+REFERENCE_SCALE = 1.0
 
 
 def prepare(scale: float, data: Path, source: str) -> Path:
@@ -121,14 +124,21 @@ def _spec(base_indexes: list[str], alias: str) -> dict[str, Any]:
     return dict(spec)
 
 
-def _executor_cpu(events_dir: Path, windows: dict[str, tuple[float, float]]) -> dict[str, float]:
-    """Executor CPU seconds of the Spark tasks that ended inside each named wall-clock window (epoch s)."""
+def _spark_events(events_dir: Path, windows: dict[str, tuple[float, float]]) -> tuple[dict[str, float], dict[str, int]]:
+    """Executor CPU seconds of the Spark tasks that ended inside each named wall-clock window (epoch s), and
+    the Spark jobs submitted inside it."""
     found = dict.fromkeys(windows, 0.0)
+    jobs = dict.fromkeys(windows, 0)
     for path in sorted(events_dir.rglob("events_*")):
         data = path.read_bytes()
         if path.suffix == ".zstd":
             data = subprocess.run(["zstd", "-dc"], input=data, capture_output=True, check=True).stdout
         for line in data.decode().splitlines():
+            if '"SparkListenerJobStart"' in line:
+                submitted = json.loads(line)["Submission Time"] / 1000
+                for name, (start, end) in windows.items():
+                    jobs[name] += start <= submitted <= end
+                continue
             if '"SparkListenerTaskEnd"' not in line:
                 continue
             event = json.loads(line)
@@ -138,7 +148,7 @@ def _executor_cpu(events_dir: Path, windows: dict[str, tuple[float, float]]) -> 
             for name, (start, end) in windows.items():
                 if start <= ended <= end:
                     found[name] += seconds
-    return {name: round(value, 2) for name, value in found.items()}
+    return {name: round(value, 2) for name, value in found.items()}, jobs
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -207,8 +217,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         def build(start: str, end: str, alias: str = alias) -> Any:
             return build_segment(ctx, alias, TimeRange.of(day(start), day(end)))
 
-        seconds, segment, _ = timed(f"full{n}", lambda: build(FIRST, FULL_END))
-        turn.update(full=seconds, source_rows=segment.source_count)
+        seconds, segment, told = timed(f"full{n}", lambda: build(FIRST, FULL_END))
+        turn.update(full=seconds, source_rows=segment.source_count, full_report=told)
         seconds, segment, told = timed(f"day{n}", lambda: build(FULL_END, DAY_END))
         turn.update(day=seconds, day_rows=segment.source_count, day_report=told)
         seconds, week, _ = timed(f"week{n}", lambda: build(DAY_END, LAST))
@@ -219,9 +229,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     mf = spark.sparkContext._jvm.java.lang.management.ManagementFactory  # type: ignore[union-attr]
     heap = sum(p.getPeakUsage().getUsed() for p in mf.getMemoryPoolMXBeans() if str(p.getType()) == "Heap memory")
     spark.stop()  # flushes the event log
-    cpu = _executor_cpu(events, windows)
+    cpu, jobs = _spark_events(events, windows)
     for n, turn in enumerate(turns):
         turn["executor_cpu_seconds"] = {phase: cpu.get(f"{phase}{n}", 0.0) for phase in PHASES}
+        turn["spark_jobs"] = {phase: jobs.get(f"{phase}{n}", 0) for phase in PHASES}
     store.close()
     shutil.rmtree(work, ignore_errors=True)
     return {
@@ -268,6 +279,8 @@ def summarize(side: str, scale: float, measured: dict[str, Any]) -> dict[str, An
         "executor_cpu_seconds": {
             phase: round(statistics.median(t["executor_cpu_seconds"][phase] for t in turns), 2) for phase in PHASES
         },
+        "spark_jobs": last["spark_jobs"],
+        "full_report": last["full_report"],
         "day_report": last["day_report"],
         "week_refresh_report": last["week_refresh_report"],
         "driver_heap_peak_mb": measured["driver_heap_peak_mb"],
@@ -282,14 +295,16 @@ def _show(results: list[dict[str, Any]]) -> None:
     view = Table(title="precube builds vs the floor (medians of the turns; CPU: Spark executors')")
     for column in ("metric", *(f"{r['side']} SF {r['scale']:g}" for r in results)):
         view.add_column(column, justify="left" if column == "metric" else "right")
-    nested = ("side", "scale", "executor_cpu_seconds", "day_report", "week_refresh_report")
+    nested = ("side", "scale", "executor_cpu_seconds", "spark_jobs", "full_report", "day_report", "week_refresh_report")
     keys = [k for k in dict.fromkeys(k for r in results for k in r) if k not in nested]
     for key in keys:
         cells = [r.get(key, "") for r in results]
         view.add_row(key, *[f"{c:,}" if isinstance(c, int | float) else str(c) for c in cells])
     for phase in PHASES:
         view.add_row(f"cpu {phase} s", *[f"{r['executor_cpu_seconds'][phase]:,}" for r in results])
-    for name in ("day_report", "week_refresh_report"):
+    for phase in PHASES:
+        view.add_row(f"spark jobs {phase}", *[str(r["spark_jobs"][phase]) for r in results])
+    for name in ("full_report", "day_report", "week_refresh_report"):
         steps = list(dict.fromkeys(step for r in results for step in r[name].get("steps", {})))
         for step in steps:
             view.add_row(f"{name[:-7]}: {step} s", *[str(r[name].get("steps", {}).get(step, "")) for r in results])
@@ -301,8 +316,8 @@ def _show(results: list[dict[str, Any]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", type=float, action="append", help="SSB scale (repeat: each against the first)")
-    parser.add_argument("--data", type=Path, default=None, help="SSB data directory of the first scale")
+    parser.add_argument("--scale", type=float, action="append", help="SSB scale (repeat; SF 1 is always measured)")
+    parser.add_argument("--data", type=Path, default=None, help="SSB data directory of SF 1")
     parser.add_argument("--source", choices=["sorted", "generated"], default="sorted", help="LINEORDER's layout")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--repeat", type=int, default=2, help="timed turns per process (medians reported)")
@@ -323,7 +338,7 @@ def main() -> None:
         return
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
-    scales = args.scale or [1.0]
+    scales = list(dict.fromkeys([REFERENCE_SCALE, *(args.scale or [])]))  # every scale against SF 1's run
     sides = {"this": Path(__file__).resolve().parents[1] / "src"}
     if args.baseline is not None:
         sides["baseline"] = args.baseline.resolve()
@@ -334,9 +349,9 @@ def main() -> None:
         for side, src in sides.items():
             Console(stderr=True).print(f"measuring {side} at SF {scale:g} ({data})")
             results.append(summarize(side, scale, _child(side, src, scale, data, args)))
-    first = {r["side"]: r for r in results if r["scale"] == scales[0]}
+    first = {r["side"]: r for r in results if r["scale"] == REFERENCE_SCALE}
     for r in results:  # the figures across scales and against the baseline, in the same run
-        r["full_to_first_scale"] = round(r["full_seconds"] / first[r["side"]]["full_seconds"], 2)
+        r["full_to_sf1"] = round(r["full_seconds"] / first[r["side"]]["full_seconds"], 2)
         if "baseline" in sides and r["side"] == "this":
             base = next(b for b in results if b["side"] == "baseline" and b["scale"] == r["scale"])
             r["full_to_baseline"] = round(r["full_seconds"] / base["full_seconds"], 2)
