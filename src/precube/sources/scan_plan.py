@@ -97,7 +97,7 @@ class ScanPlan:
         return (
             f"{self.table}: read {self.files_read} of {self.files_total} files, {self.row_groups_read} of "
             f"{self.row_groups_total} row groups, {_size(self.bytes_read)} of {_size(self.bytes_total)} "
-            f"({self.skipped_share:.0%} skipped by {self.column}"
+            f"({self.skipped_share:.1%} skipped by {self.column}"
             f"{' partition directories and' if self.by_directory else ''} row-group statistics)"
         )
 
