@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 from precube.cli.app import run
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.spark
 
 SEGMENT = re.compile(r"(built|merged into|refreshed) segment \S+ \(([0-9a-f-]{36})\): ([\d,]+) source rows")
+SCAN = re.compile(r"SSB\.LINEORDER: read (\d+) of (\d+) files, (\d+) of (\d+) row groups, .*? skipped by LO_ORDERDATE")
 
 
 @pytest.fixture
@@ -32,11 +34,33 @@ def home(spark: SparkSession, tmp_path: Path, ssb_dir: Path, capsys: pytest.Capt
     return args
 
 
-def _segment(capsys: pytest.CaptureFixture[str], verb: str) -> tuple[str, int]:
+def _segment(capsys: pytest.CaptureFixture[str], verb: str, scan: list[int] | None = None) -> tuple[str, int]:
+    """The segment id and source rows the command printed; `scan` gets what it told of the fact table's
+    scan: files read, files, row groups read, row groups."""
     out = capsys.readouterr().out
     found = SEGMENT.search(out)
     assert found is not None and found.group(1) == verb, out
+    if scan is not None:
+        told = SCAN.search(" ".join(out.split()))  # as wrapped to the terminal's width
+        assert told is not None, out
+        scan.extend(int(n) for n in told.groups())
+        assert "steps: " in out, out
     return found.group(2), int(found.group(3).replace(",", ""))
+
+
+def _row_groups(ssb_dir: Path, start: str, end: str) -> tuple[int, int, int, int]:
+    """The oracle of a scan of LINEORDER for [start, end): files and row groups whose order-date statistics
+    may hold the range (pyarrow, from the footers), and all of them."""
+    lo, hi = dt.date.fromisoformat(start), dt.date.fromisoformat(end)
+    files = sorted((ssb_dir / "LINEORDER").glob("*.parquet"))
+    kept_files = kept_groups = groups = 0
+    for path in files:
+        meta = pq.read_metadata(path)
+        column = meta.schema.names.index("LO_ORDERDATE")
+        stats = [meta.row_group(g).column(column).statistics for g in range(meta.num_row_groups)]
+        kept = sum(1 for s in stats if s.min < hi and s.max >= lo)
+        kept_files, kept_groups, groups = kept_files + (kept > 0), kept_groups + kept, groups + len(stats)
+    return kept_files, len(files), kept_groups, groups
 
 
 def _rows(ssb_dir: Path, start: str, end: str) -> int:
@@ -52,7 +76,9 @@ def test_build_merge_refresh_and_segments(home: list[str], ssb_dir: Path, capsys
     assert "has no segment yet: give --start" in capsys.readouterr().err
 
     assert run([*home, "build", "--wait", *model, "--start", "1992-01-01", "--end", "1992-01-02"]) == 0
-    first, rows1 = _segment(capsys, "built")
+    scan: list[int] = []
+    first, rows1 = _segment(capsys, "built", scan)
+    assert tuple(scan) == _row_groups(ssb_dir, "1992-01-01", "1992-01-02")  # told what was read of what
     assert run([*home, "build", "--wait", *model, "--end", "1992-01-03"]) == 0  # starts where the last one ends
     second, rows2 = _segment(capsys, "built")
     assert (rows1, rows2) == (_rows(ssb_dir, "1992-01-01", "1992-01-02"), _rows(ssb_dir, "1992-01-02", "1992-01-03"))

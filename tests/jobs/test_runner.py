@@ -51,6 +51,11 @@ def test_a_build_job_runs_its_steps_and_counts_in_the_days_stats(ctx: BuildConte
     assert any("step layers" in line for line in lines)
     assert any("step dictionaries: dictionary of " in line for line in lines)  # names the column it builds
     assert done.steps[0].output.startswith("dictionary done: ")  # then its end: every column
+    # what the build read of its source and what it skipped, and the seconds of its steps, on the job
+    assert done.params["source_scan"].startswith("SSB.LINEORDER: read 1 of 1 files, ")
+    assert done.params["source_scan"] in done.steps[0].output
+    assert done.params["step_seconds"].startswith("steps: source plan ") and "commit" in done.params["step_seconds"]
+    assert any(done.params["source_scan"] in line for line in lines)
     assert done.state is JobState.SUCCEED and done.error is None and done.progress == 1
     assert [s.name for s in done.steps] == ["dictionaries", "layers", "commit"]
     assert all(s.state is JobState.SUCCEED and s.start_time and s.end_time for s in done.steps)

@@ -17,6 +17,7 @@ from precube.modeling.partition_format import (
     civil_from_days,
     days_from_civil,
     from_epoch_ms,
+    range_bounds,
     range_predicate,
     segment_name,
     to_epoch_ms,
@@ -237,3 +238,22 @@ def test_boundaries_round_trip_through_every_format(day: dt.date, fmt: str) -> N
     ms = to_epoch_ms(day.replace(day=1) if fmt == "yyyy-MM" else day, "yyyy-MM-dd")
     for datatype in ("varchar(4096)", "bigint" if fmt in ("yyyyMMdd", "yyyyMMddHHmmss") else "string"):
         assert to_epoch_ms(from_epoch_ms(ms, fmt, datatype), fmt) == ms
+
+
+@pytest.mark.parametrize(
+    ("fmt", "datatype", "expected"),
+    [
+        ("yyyyMMdd", "integer", (20240101, 20240201)),
+        ("yyyyMMdd", "varchar(8)", ("20240101", "20240201")),
+        ("yyyy-MM-dd", "string", ("2024-01-01", "2024-02-01")),
+        ("yyyy-MM", "string", ("2024-01", "2024-02")),
+        ("yyyy-MM-dd", "date", (dt.date(2024, 1, 1), dt.date(2024, 2, 1))),
+        ("yyyy-MM-dd HH:mm:ss", "timestamp", (dt.datetime(2024, 1, 1), dt.datetime(2024, 2, 1))),
+        ("yyyyMMddHHmmss", "bigint", (20240101000000, 20240201000000)),
+    ],
+)
+def test_range_bounds_are_the_predicate_values_typed(fmt: str, datatype: str, expected: tuple[object, object]) -> None:
+    """What a source plan compares file statistics with: the range predicate's values, in the column's type."""
+    assert range_bounds(TimeRange.of(JAN1, FEB1), fmt, datatype) == expected
+    assert range_bounds(TimeRange.full(), fmt, datatype) is None
+    assert range_bounds(TimeRange.of(JAN1, MAX_TIME), fmt, datatype) == (expected[0], None)

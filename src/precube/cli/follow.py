@@ -20,6 +20,7 @@ from precube.engine.context import BuildContext
 from precube.errors import PrecubeError
 from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import AUTO_MERGE, Aftermath, followed
+from precube.jobs.runner import SCAN, STEP_SECONDS
 from precube.jobs.scheduler import Listener, Scheduler
 from precube.jobs.submission import act
 from precube.metadata import Job, JobAction, JobState, JobType, MetadataStore
@@ -48,7 +49,8 @@ def result(job: Job, project: str) -> str:
         span = f", [{when(rng.start)}, {when(rng.end)})" if rng is not None else ""
         rows = int(p.get("source_rows", "0"))
         name, segment = p.get("segment_name", "?"), p.get("segment", "?")
-        return f"{verb} segment [bold]{name}[/] ({segment}): {rows:,} source rows{span}"
+        told = "".join(f"\n  {escape(p[key])}" for key in (SCAN, STEP_SECONDS) if key in p)
+        return f"{verb} segment [bold]{name}[/] ({segment}): {rows:,} source rows{span}{told}"
     if job.state is JobState.ERROR:
         return (
             f"[bold red]job {job.uuid} ({job.job_type}) failed:[/] {escape(job.error or '')}\n"

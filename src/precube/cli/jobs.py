@@ -16,6 +16,7 @@ from precube.jobs.joblog import log_to
 from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import Aftermath
 from precube.jobs.queue import ready_jobs, recover
+from precube.jobs.runner import SCAN, STEP_SECONDS
 from precube.jobs.submission import act, get_job, jobs_of
 from precube.metadata import Job, JobAction, JobState
 from precube.modeling.model_store import require_model
@@ -121,6 +122,9 @@ def print_job(job: Job) -> None:
             step.error or step.output,
         )
     console.print(view)
+    for key in (SCAN, STEP_SECONDS):  # what a build read of its source and how long each of its steps took
+        if key in job.params:
+            console.print(job.params[key], markup=False)
 
 
 def _action(action: JobAction) -> Callable[..., None]:

@@ -9,6 +9,8 @@ Layout under `{root}/{project}/{model_uuid}/dict/{column}/`:
   (atomic on HDFS and local disks; on object stores, where rename copies, run builds under the build lock).
   `latest_version` counts only `v{n}` directories holding `_dictionary.json`, so a crashed build is ignored.
 - If another build commits `v{n}` first, we lose the rename and start again from the new latest version.
+- `_sources/{token}` marks a source state (a lookup column at one fingerprint of its files) whose every value
+  a committed version holds, so builds skip the dictionary while that source is unchanged.
 
 All file system access goes through Hadoop's FileSystem, so any URI Spark can write works.
 """
@@ -244,6 +246,20 @@ def _build_version(
         new.unpersist()
         if numbered is not None:
             numbered.unpersist()
+
+
+SOURCES_DIR = "_sources"  # markers of the sources whose every value the dictionary holds
+
+
+def holds_source(spark: SparkSession, path: str, token: str) -> bool:
+    """Whether every value of the source state `token` names was added to the dictionary at `path` before (a
+    committed version holds every earlier value, so the latest holds them too)."""
+    return _Fs(spark, path).exists(f"{path.rstrip('/')}/{SOURCES_DIR}/{token}")
+
+
+def mark_source(spark: SparkSession, path: str, token: str, version: DictionaryVersion) -> None:
+    """Record that `version` (committed) holds every value of the source state `token` names."""
+    _Fs(spark, path).write_text(f"{path.rstrip('/')}/{SOURCES_DIR}/{token}", json.dumps({"version": version.version}))
 
 
 def encode(

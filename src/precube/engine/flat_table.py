@@ -2,29 +2,28 @@
 needs, computed columns evaluated, the model filter and the segment's range applied, and only the
 needed columns kept, each named by its model column id (`columns.column`).
 
-String dimensions of lookup tables can come out as integer codes instead (`encodable`, `Codes`), as
-Kylin encodes dimensions: the codes are dense ranks of the lookup column's distinct values, so they
-sort like the values; the join, shuffle, group-by and sort of the root layouts then move integers, and
-the (much smaller) output is decoded before it is written. Layout files always hold raw values.
+String dimensions of lookup tables can come out as integer codes instead (`encodable`, `code_tables`).
+Layout files always hold raw values. The tables are read through the build's `SourceReads`: the fact
+table from the files that can hold the segment's range only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from precube.metadata import JoinType, Model, Table, TimeRange
+from precube.engine.code_tables import Codes, CodeTables
+from precube.engine.source_reads import SourceReads
+from precube.metadata import JoinType, Model, TimeRange
 from precube.metadata import datatypes as dt
 from precube.modeling.expressions import parse
 from precube.modeling.partition_format import range_predicate
-from precube.sources.source import source_for
 from precube.storage import columns as names
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame
 
 
 def _needed_aliases(model: Model, refs: Collection[str]) -> list[str]:
@@ -39,32 +38,6 @@ def _needed_aliases(model: Model, refs: Collection[str]) -> list[str]:
             closure.add(alias)
             alias = parent[alias]
     return [j.alias for j in model.join_tables if j.alias in closure]
-
-
-@dataclass
-class Codes:
-    """Integer codes of some flat-table columns: flat column name → DataFrame(code int, value)."""
-
-    tables: dict[str, DataFrame] = field(default_factory=dict)
-
-    def decode(self, df: DataFrame) -> DataFrame:
-        """`df` with every coded column replaced by its values, columns and row order unchanged (a
-        broadcast join streams `df` in order, so a sorted frame stays sorted)."""
-        from pyspark.sql import functions as F  # noqa: N812
-
-        coded = [c for c in df.columns if c in self.tables]
-        if not coded:
-            return df
-        out, order = df, list(df.columns)
-        for name in coded:
-            code, value = f"__code_{name}", f"__value_{name}"
-            mapping = self.tables[name].select(F.col("code").alias(code), F.col("value").alias(value))
-            out = out.join(F.broadcast(mapping), F.col(name) == F.col(code), "left")
-        return out.select(*[F.col(f"__value_{c}").alias(c) if c in self.tables else F.col(c) for c in order])
-
-    def release(self) -> None:
-        for mapping in self.tables.values():
-            mapping.unpersist()
 
 
 # A lookup is coded only if Spark estimates it at most this big: each code table is broadcast.
@@ -93,17 +66,66 @@ def encodable(model: Model, column_ids: Collection[int], raw_ids: Collection[int
     }
 
 
+def joined_marker(alias: str) -> str:
+    """A column that is true in a lookup's rows, so NULL after a LEFT join where no lookup row matched."""
+    return f"__joined_{alias}"
+
+
+def orphan_count(model: Model, alias: str) -> Column:
+    """The rows (of a frame joined with `joined_marker`s) that found no row of lookup `alias`; at a snowflake
+    edge, of the rows that reached its parent lookup."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    parent = next(j for j in model.join_tables if j.alias == alias).join.foreign_key[0].split(".", 1)[0]
+    missing = F.col(joined_marker(alias)).isNull()
+    if parent != model.root_alias:
+        missing = missing & F.col(joined_marker(parent)).isNotNull()
+    return F.coalesce(F.sum(missing.cast("long")), F.lit(0)).alias(f"orphans_{alias}")
+
+
+class FlatMetrics:
+    """What the flat table's first full pass counts on the way, with no job of its own (a Spark
+    `Observation`): its rows, the non-NULL values of some columns (model column ids), and, when every join
+    of the model is LEFT and made, each join's orphan rows as `join_stats` counts them."""
+
+    def __init__(self, columns: Collection[int]) -> None:
+        self.columns = sorted(columns)
+        self.orphans: list[str] = []  # the joins whose orphans are counted
+        self._observation: Any = None
+
+    def observe(self, df: DataFrame, values: dict[int, Column], model: Model) -> DataFrame:
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F  # noqa: N812
+
+        self._observation = Observation()
+        counts = [F.count(values[c]).alias(f"c{c}") for c in self.columns]
+        orphans = [orphan_count(model, alias) for alias in self.orphans]
+        return df.observe(self._observation, F.count(F.lit(1)).alias("rows"), *counts, *orphans)
+
+    def result(self) -> dict[str, int] | None:
+        """The counts, once an action has read the whole flat table (None before)."""
+        observation = self._observation
+        if observation is None or not observation._jo.future().isCompleted():  # get() would wait
+            return None
+        # Spark completes an observation whose metrics no finished query carried (its plan cut short, or
+        # run from a cache another query filled) with an empty row: unknown, not zero
+        if observation._jo.getRow().length() == 0:
+            return None
+        return {key: int(value) for key, value in observation.get.items()}
+
+
 def flat_table(
-    spark: SparkSession,
+    reads: SourceReads,
     model: Model,
-    tables: Mapping[str, Table],
     column_ids: Collection[int],
     time_range: TimeRange | None,
     encode: Collection[int] = (),
+    code_tables: CodeTables | None = None,
+    metrics: FlatMetrics | None = None,
 ) -> tuple[DataFrame, Codes]:
     """The flat rows of `time_range` (None or the full range: everything) with the given columns;
-    those in `encode` (see `encodable`) as codes."""
-    from pyspark.sql import Window
+    those in `encode` (see `encodable`) as codes, from `code_tables` (a new holder when None); `metrics`
+    are counted on the way."""
     from pyspark.sql import functions as F  # noqa: N812
 
     by_id = {c.id: c for c in model.all_named_columns}
@@ -113,21 +135,24 @@ def flat_table(
     filter_refs = filter_refs_of(model)
     aliases = _needed_aliases(model, (refs - cc_inputs) | filter_refs)
     alias_table = {model.root_alias: model.fact_table, **{j.alias: j.table for j in model.join_tables}}
+    holder = code_tables or CodeTables()
 
     codes = Codes()
     coded = {by_id[i].column: i for i in encode if by_id[i].column in refs}
+    if metrics is not None and all(j.join.type is JoinType.LEFT and j.alias in aliases for j in model.join_tables):
+        metrics.orphans = [j.alias for j in model.join_tables]
+    marked = set(metrics.orphans if metrics is not None else [])
 
     def read(alias: str) -> DataFrame:
-        table = tables[alias_table[alias].upper()]
-        df = source_for(table).read(spark, table.columns)
+        table = reads.tables[alias_table[alias].upper()]
+        df = reads.table(table.identity)
+        if alias in marked:
+            df = df.withColumn(joined_marker(alias), F.lit(True))
         own = [(ref.split(".", 1)[1], cid) for ref, cid in coded.items() if ref.split(".", 1)[0] == alias]
         if not own or not _broadcastable(df):  # a big lookup's code tables might be too: keep its values
             return df.alias(alias)
         for column, cid in own:
-            order = Window.orderBy(F.col("value").asc_nulls_first())
-            mapping = df.select(F.col(column).alias("value")).distinct()
-            # cached: the flat table and every root layout's decoding read it
-            mapping = mapping.withColumn("code", F.dense_rank().over(order).cast("int")).persist()
+            mapping = holder.get(table, column, df, codes)
             codes.tables[names.column(cid)] = mapping
             pairs = mapping.select(F.col("value").alias("__v"), F.col("code").alias("__c"))
             df = df.join(F.broadcast(pairs), F.col(column).eqNullSafe(F.col("__v")), "left")
@@ -152,13 +177,13 @@ def flat_table(
         predicate = range_predicate(column, time_range, partition.partition_date_format, datatype)
         if predicate:
             df = df.where(F.expr(predicate))
-    selected = [
-        (F.expr(computed[by_id[i].column]) if by_id[i].column in computed else F.col(by_id[i].column)).alias(
-            names.column(i)
-        )
-        for i in sorted(column_ids)
-    ]
-    return df.select(*selected), codes
+    values = {
+        i: F.expr(computed[by_id[i].column]) if by_id[i].column in computed else F.col(by_id[i].column)
+        for i in column_ids
+    }
+    if metrics is not None:
+        df = metrics.observe(df, values, model)
+    return df.select(*[values[i].alias(names.column(i)) for i in sorted(column_ids)]), codes
 
 
 def filter_refs_of(model: Model) -> set[str]:

@@ -18,44 +18,52 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING
 
-from precube.engine.flat_table import filter_refs_of
-from precube.metadata import Model, Table, TimeRange
+from precube.engine.flat_table import filter_refs_of, joined_marker, orphan_count
+from precube.engine.source_reads import SourceReads
+from precube.metadata import Model, Segment, SegmentStatus, Table, TimeRange
 from precube.metadata.dataflow import JoinStat
 from precube.modeling.partition_format import range_predicate
-from precube.sources.source import source_for
+from precube.storage.snapshots import source_fingerprint
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
-
-
-def _marker(alias: str) -> str:
-    return f"__joined_{alias}"
+    from pyspark.sql import DataFrame
 
 
 def join_stats(
-    spark: SparkSession, model: Model, tables: Mapping[str, Table], time_range: TimeRange | None
+    reads: SourceReads,
+    model: Model,
+    time_range: TimeRange | None,
+    orphans: Mapping[str, int] | None = None,
+    duplicates: Mapping[str, int] | None = None,
 ) -> dict[str, JoinStat]:
-    """Lookup alias (upper case) → its join's stat over the fact rows of `time_range` (None: all)."""
+    """Lookup alias (upper case) → its join's stat over the fact rows of `time_range` (None: all); the
+    tables are read through the build's `reads` (the fact table's planned files only). `orphans` and
+    `duplicates` (by alias as the model spells it) are counts already known — from the flat table's own pass
+    (`FlatMetrics`), from an earlier segment over the same lookup files (`known_duplicates`): only the
+    others are counted, in one job (none when all are known)."""
     from pyspark.sql import functions as F  # noqa: N812
 
     if not model.join_tables:
         return {}
-    alias_table = {model.root_alias: model.fact_table, **{j.alias: j.table for j in model.join_tables}}
+    known_orphans, duplicate_counts = dict(orphans or {}), dict(duplicates or {})
+    aliases_all = [j.alias for j in model.join_tables]
+    if all(a in known_orphans and a in duplicate_counts for a in aliases_all):
+        return {a.upper(): JoinStat(orphans=known_orphans[a], duplicate_keys=duplicate_counts[a]) for a in aliases_all}
+    aliases = {model.root_alias, *(j.alias for j in model.join_tables)}
     partition = model.partition_desc
     # only keys (and what the filter and the partition range read) are read, unless the filter reads an
     # unqualified column (whose table is unknown): then whole rows
     refs = {k for j in model.join_tables for k in (*j.join.foreign_key, *j.join.primary_key)}
     filter_refs = filter_refs_of(model)
     whole = bool(model.filter_condition) and (
-        not filter_refs or any(r.split(".", 1)[0] not in alias_table for r in filter_refs)
+        not filter_refs or any(r.split(".", 1)[0] not in aliases for r in filter_refs)
     )
     refs |= filter_refs
     if partition is not None:
         refs.add(partition.partition_date_column)
 
     def read(alias: str) -> DataFrame:
-        table = tables[alias_table[alias].upper()]
-        df = source_for(table).read(spark, table.columns)
+        df = reads.alias(alias)
         if not whole:
             wanted = {r.split(".", 1)[1].upper() for r in refs if r.split(".", 1)[0].upper() == alias.upper()}
             df = df.select(*[c for c in df.columns if c.upper() in wanted])
@@ -63,7 +71,7 @@ def join_stats(
 
     df = read(model.root_alias).alias(model.root_alias)
     for jt in model.join_tables:
-        lookup = read(jt.alias).withColumn(_marker(jt.alias), F.lit(True)).alias(jt.alias)
+        lookup = read(jt.alias).withColumn(joined_marker(jt.alias), F.lit(True)).alias(jt.alias)
         cond = [F.col(fk) == F.col(pk) for fk, pk in zip(jt.join.foreign_key, jt.join.primary_key, strict=True)]
         df = df.join(lookup, on=cond, how="left")
     if model.filter_condition:
@@ -76,27 +84,49 @@ def join_stats(
         if predicate:
             df = df.where(F.expr(predicate))
 
-    def orphan(alias: str) -> Column:
-        parent = next(j for j in model.join_tables if j.alias == alias).join.foreign_key[0].split(".", 1)[0]
-        missing = F.col(_marker(alias)).isNull()
-        if parent != model.root_alias:  # a snowflake edge: only rows that reached its parent lookup
-            missing = missing & F.col(_marker(parent)).isNotNull()
-        return F.coalesce(F.sum(missing.cast("long")), F.lit(0)).alias(f"orphans_{alias}")
-
-    parts = [df.agg(*[orphan(j.alias) for j in model.join_tables])]
+    parts = []
+    if not all(a in known_orphans for a in aliases_all):
+        parts.append(df.agg(*[orphan_count(model, a) for a in aliases_all]))
     for jt in model.join_tables:
+        if jt.alias in duplicate_counts:
+            continue
         keys = [F.col(pk.split(".", 1)[1]) for pk in jt.join.primary_key]
         not_null = reduce(lambda a, b: a & b, [k.isNotNull() for k in keys])
         grouped = read(jt.alias).where(not_null).groupBy(*keys).count().where(F.col("count") > 1)
         parts.append(grouped.agg(F.count(F.lit(1)).alias(f"duplicates_{jt.alias}")))
     row = reduce(lambda a, b: a.crossJoin(b), parts).first()
     assert row is not None
+    found = row.asDict()
     return {
-        j.alias.upper(): JoinStat(
-            orphans=int(row[f"orphans_{j.alias}"]), duplicate_keys=int(row[f"duplicates_{j.alias}"])
+        a.upper(): JoinStat(
+            orphans=int(found[f"orphans_{a}"] if f"orphans_{a}" in found else known_orphans[a]),
+            duplicate_keys=int(found[f"duplicates_{a}"] if f"duplicates_{a}" in found else duplicate_counts[a]),
         )
-        for j in model.join_tables
+        for a in aliases_all
     }
+
+
+def known_duplicates(model: Model, tables: Mapping[str, Table], segments: Iterable[Segment]) -> dict[str, int]:
+    """Duplicate keys per lookup join (by alias as the model spells it) that an earlier READY segment built
+    from source (`segments`: no merged ones, whose counts are sums) counted over the same state of the
+    lookup's files (its snapshot's fingerprint is the source's now): they depend on the lookup alone."""
+    newest: dict[str, Segment] = {}
+    for segment in segments:
+        if segment.status is SegmentStatus.READY and segment.join_stats:
+            for identity, snap in segment.lookup_snapshots.items():
+                if identity not in newest or snap.create_time > newest[identity].lookup_snapshots[identity].create_time:
+                    newest[identity] = segment
+    found = {}
+    for jt in model.join_tables:
+        identity = jt.table.upper()
+        source = newest.get(identity)
+        if source is None or source.join_stats is None or jt.alias.upper() not in source.join_stats:
+            continue
+        table = tables.get(identity)
+        fingerprint = source_fingerprint(table) if table is not None else None
+        if fingerprint is not None and source.lookup_snapshots[identity].fingerprint == fingerprint:
+            found[jt.alias] = source.join_stats[jt.alias.upper()].duplicate_keys
+    return found
 
 
 def merged_join_stats(stats: Iterable[dict[str, JoinStat] | None]) -> dict[str, JoinStat] | None:

@@ -2,15 +2,20 @@
 reads its smallest already-built parent (fewest rows, then fewest columns), the flat table only when
 no built layout derives it. Each finished layout is recorded at once, so a rerun skips it.
 
-Two things keep small layouts from costing a Spark job each (most of their time would be scheduling
-and file commits):
+Layouts are computed together in one Spark job (GROUPING SETS, `layout_build.compute_batch`) wherever a
+job each would mostly pay for scheduling or for reading the same input again:
+- A small segment (its flat rows counted, `BuildContext.small_segment_rows`): every aggregate layout from
+  the flat table at once, whatever the spanning tree says (its layers would each cost a job).
+- The roots (aggregate layouts no other layout derives) from the flat table at once: one pass over the
+  source rows, however many aggregation groups the plan has.
 - When the chosen parent is small (`SMALL_PARENT_ROWS`), that parent's pending descendants, in this
-  layer and later ones, are computed together in one Spark job (GROUPING SETS with the measures'
-  merge functions) and written from the driver with pyarrow (on a local warehouse; elsewhere each
-  layout is a Spark job of its own).
-- The work items of a layer (one layout, a run of same-column layouts, or a batch) are independent, so
-  up to `BuildContext.parallel_layouts` run as concurrent Spark jobs. Layouts with the same columns in
-  another order go one after the other: all but the first re-sort their sibling.
+  layer and later ones, with the measures' merge functions; when it is larger, the layouts of this layer
+  it feeds (one read of the parent rather than one each).
+A batch from a small input is collected and written from the driver with pyarrow (local warehouses);
+any other batch is cached and each of its layouts written by Spark. The work items of a layer (one layout,
+a run of same-column layouts, or a batch) are independent, so up to `BuildContext.parallel_layouts` run as
+concurrent Spark jobs. Layouts with the same columns in another order go one after the other: all but the
+first re-sort their sibling. Each finished layout is recorded at once, so a stopped build resumes after it.
 """
 
 from __future__ import annotations
@@ -21,10 +26,18 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
-from precube.engine.context import BuildContext, record_layout
-from precube.engine.layout_build import GROUPING_ID, LayoutShape, compute_batch, compute_layout, grouping_id
+from precube.engine.context import BuildContext, record_layouts
+from precube.engine.layout_build import (
+    GROUPING_ID,
+    LayoutShape,
+    compute_batch,
+    compute_layout,
+    finish_layout,
+    grouping_id,
+)
 from precube.engine.storage import write_arrow, written
 from precube.metadata import Layout, LayoutInstance, Model
 from precube.modeling.spanning_tree import build_layers, choose_parent, fully_derives
@@ -60,6 +73,7 @@ class _Segment:
     ) -> None:
         self.ctx, self.model, self.segment_id, self.built = ctx, model, segment_id, built
         self.flat, self.source_rows, self.total = flat, source_rows, total
+        self.flat_rows: int | None = None  # the flat table's rows, when counted (a small segment's)
         self.lock = threading.Lock()  # guards `built`, the metadata record and the progress count
         self.done = 0
         self.stage = ""
@@ -76,11 +90,16 @@ class _Segment:
             return self.built[layout_id][1].rows
 
     def finished(self, layout: Layout, instance: LayoutInstance) -> None:
+        self.all_finished([(layout, instance)])
+
+    def all_finished(self, done: Sequence[tuple[Layout, LayoutInstance]]) -> None:
+        """Record finished layouts (in one transaction), then count each in the progress."""
         with self.lock:
-            record_layout(self.ctx, self.model, self.segment_id, instance)
-            self.built[layout.id] = (layout, instance)
-            self.done += 1
-            self.ctx.progress(self.stage, self.done, self.total)
+            record_layouts(self.ctx, self.model, self.segment_id, [instance for _, instance in done])
+            for layout, instance in done:
+                self.built[layout.id] = (layout, instance)
+                self.done += 1
+                self.ctx.progress(self.stage, self.done, self.total)
 
     def build_run(self, run: list[Layout], roots: int) -> None:
         """Layouts with the same columns: the first from its parent (or the flat table), the rest re-sort it."""
@@ -88,25 +107,81 @@ class _Segment:
             parent = self.parent_of(layout)
             if parent is None:
                 source, decode = self.flat(roots)
-                df = decode(compute_layout(source, layout, self.model, True, None))
+                df = compute_layout(source, layout, self.model, True, self.flat_rows, decode=decode)
             else:
                 source = self.ctx.spark.read.parquet(self.path(parent.id))
                 same_grain = _shape(parent) == _shape(layout)
                 df = compute_layout(source, layout, self.model, False, self.rows(parent.id), same_grain)
             self.finished(layout, write_layout(self.ctx, self.model, self.segment_id, layout.id, df, self.source_rows))
 
-    def build_batch(self, parent: Layout, batch: list[Layout]) -> None:
-        """Descendants of one small parent: computed in one Spark job, written from the driver."""
-        source = self.ctx.spark.read.parquet(self.path(parent.id))
-        df, all_dims = compute_batch(source, batch, self.model)
-        table = df.toArrow()
+    def build_batch(self, batch: list[Layout], parent: Layout | None, input_rows: int | None, readers: int = 1) -> None:
+        """Agg layouts computed together in one Spark job from a built `parent` or (None) the flat table
+        (`readers`: how many work items read it); `input_rows`: the input's rows when known."""
+        if parent is None:
+            source, decode = self.flat(readers)
+        else:
+            source, decode = self.ctx.spark.read.parquet(self.path(parent.id)), _same
+        df, all_dims = compute_batch(source, batch, self.model, from_flat=parent is None)
+        if is_local(self.ctx.warehouse_root) and input_rows is not None and input_rows <= SMALL_PARENT_ROWS:
+            self._write_collected(decode(df).toArrow(), batch, all_dims)
+        else:
+            self._write_each(df, decode, batch, all_dims)
+
+    def _write_collected(self, table: pa.Table, batch: list[Layout], all_dims: list[int]) -> None:
+        """Each layout's rows of a collected batch, sorted and written from the driver, then recorded together:
+        the batch is one unit of work (stopped before its record, it is computed again when resumed)."""
+        done = []
         for layout in batch:
             dims, cells = LayoutShape.of(layout, self.model).columns()
             one = table.filter(pc.equal(table[GROUPING_ID], grouping_id(layout, all_dims))).select(dims + cells)
             if dims:
                 one = one.sort_by([(d, "ascending", "at_start") for d in dims])
             write_arrow(self.path(layout.id), one)
-            self.finished(layout, _instance(self.ctx, self.path(layout.id), layout.id, self.source_rows))
+            done.append((layout, _instance(self.ctx, self.path(layout.id), layout.id, self.source_rows)))
+        self.all_finished(done)
+
+    def _write_each(
+        self, df: DataFrame, decode: Callable[[DataFrame], DataFrame], batch: list[Layout], all_dims: list[int]
+    ) -> None:
+        """Each layout of a batch written by Spark from the batch's rows, computed once and cached."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F  # noqa: N812
+
+        cached = df.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            counts = {int(r[0]): int(r[1]) for r in cached.groupBy(GROUPING_ID).count().collect()}
+            for layout in batch:
+                gid = grouping_id(layout, all_dims)
+                dims, cells = LayoutShape.of(layout, self.model).columns()
+                one = decode(cached.where(F.col(GROUPING_ID) == gid).select(*dims, *cells))
+                out = finish_layout(one, layout, self.model, counts.get(gid, 0))
+                instance = write_layout(self.ctx, self.model, self.segment_id, layout.id, out, self.source_rows)
+                self.finished(layout, instance)
+        finally:
+            cached.unpersist()
+
+
+def _same(df: DataFrame) -> DataFrame:
+    return df
+
+
+def _runs(layouts: Sequence[Layout]) -> dict[tuple[bool, frozenset[int]], list[Layout]]:
+    """Layouts grouped by shape: the first of each is computed, the rest re-sort it."""
+    runs: dict[tuple[bool, frozenset[int]], list[Layout]] = {}
+    for layout in layouts:
+        runs.setdefault(_shape(layout), []).append(layout)
+    return runs
+
+
+def _rootless(pending: Sequence[Layout], built: dict[int, tuple[Layout, LayoutInstance]]) -> list[Layout]:
+    """One layout of each shape that no built or pending layout of another shape derives: what is read
+    from the flat table."""
+    candidates = [*(lay for lay, _ in built.values()), *pending]
+    found: dict[tuple[bool, frozenset[int]], Layout] = {}
+    for layout in pending:
+        if not any(_shape(o) != _shape(layout) and fully_derives(o, layout) for o in candidates):
+            found.setdefault(_shape(layout), layout)
+    return list(found.values())
 
 
 def build_into_segment(
@@ -117,28 +192,40 @@ def build_into_segment(
     built: dict[int, tuple[Layout, LayoutInstance]],
     flat: FlatSource,
     source_rows: int | None,
+    flat_rows: int | None = None,
 ) -> None:
     """Build `to_build` into the segment; `built` are its layouts already there (updated in place).
-    `source_rows`: the segment's, when known before the build (else the commit records them)."""
+    `source_rows`: the segment's, when known before the build (else the commit records them); `flat_rows`:
+    the flat table's rows of a small segment (all its aggregate layouts come from it in one job)."""
     pending = [lay for lay in to_build if lay.id not in built]
-    layers = build_layers(pending, {i: (lay, li.rows) for i, (lay, li) in built.items()})
     seg = _Segment(ctx, model, segment_id, built, flat, source_rows, len(pending))
+    if flat_rows is not None:
+        seg.stage, seg.flat_rows = "layer 1/1", flat_rows
+        aggs = [lay for lay in pending if not lay.is_table_index]
+        size = max(1, BATCH_MAX_ROWS // max(1, flat_rows))
+        work = [functools.partial(seg.build_batch, chunk, None, flat_rows) for chunk in _chunks(aggs, size)]
+        tables = _runs([lay for lay in pending if lay.is_table_index])
+        work += [functools.partial(seg.build_run, run, 1) for run in tables.values()]
+        _run_all(work, ctx.parallel_layouts)
+        return
+    layers = build_layers(pending, {i: (lay, li.rows) for i, (lay, li) in built.items()})
     taken: set[int] = set()  # layouts given to a batch
-    batching = is_local(ctx.warehouse_root)  # batches are written from the driver
+    rootless = _rootless(pending, built)
+    roots = [lay for lay in rootless if not lay.is_table_index]
+    if len(roots) > 1:  # one pass over the flat rows for all of them
+        seg.stage = f"layer 1/{len(layers)}"
+        seg.build_batch(roots, None, None, readers=1 + len(rootless) - len(roots))
+        taken.update(lay.id for lay in roots)
     for number, layer in enumerate(layers, start=1):
         seg.stage = f"layer {number}/{len(layers)}"
         runs: dict[tuple[bool, frozenset[int]], list[Layout]] = {}
         batches: dict[int, list[Layout]] = {}
+        children: dict[int, list[Layout]] = {}  # of a large parent: this layer's aggregates it feeds
         for layout in layer:
             if layout.id in taken:
                 continue
             parent = seg.parent_of(layout)
-            if (
-                batching
-                and parent is not None
-                and not layout.is_table_index
-                and seg.rows(parent.id) <= SMALL_PARENT_ROWS
-            ):
+            if parent is not None and not layout.is_table_index and seg.rows(parent.id) <= SMALL_PARENT_ROWS:
                 in_runs = {lay.id for run in runs.values() for lay in run}
                 batch = [
                     c
@@ -147,13 +234,22 @@ def build_into_segment(
                 ]
                 taken.update(c.id for c in batch)
                 batches.setdefault(parent.id, []).extend(batch)
+            elif parent is not None and not layout.is_table_index and _shape(parent) != _shape(layout):
+                children.setdefault(parent.id, []).append(layout)
             else:
                 runs.setdefault(_shape(layout), []).append(layout)
-        roots = sum(1 for run in runs.values() if seg.parent_of(run[0]) is None)
-        work = [functools.partial(seg.build_run, run, roots) for run in runs.values()]
+        for parent_id, members in children.items():  # several: one read of the parent for all of them
+            if len(members) > 1 and BATCH_MAX_ROWS // max(1, seg.rows(parent_id)) > 1:
+                batches[parent_id] = members
+            else:
+                for layout in members:
+                    runs.setdefault(_shape(layout), []).append(layout)
+        left = sum(1 for run in runs.values() if seg.parent_of(run[0]) is None)
+        work = [functools.partial(seg.build_run, run, left) for run in runs.values()]
         for parent_id, members in batches.items():
-            for chunk in _chunks(members, max(1, BATCH_MAX_ROWS // max(1, seg.rows(parent_id)))):
-                work.append(functools.partial(seg.build_batch, built[parent_id][0], chunk))
+            rows = seg.rows(parent_id)
+            for chunk in _chunks(members, max(1, BATCH_MAX_ROWS // max(1, rows))):
+                work.append(functools.partial(seg.build_batch, chunk, built[parent_id][0], rows))
         _run_all(work, ctx.parallel_layouts)
 
 

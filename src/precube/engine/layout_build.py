@@ -3,7 +3,7 @@ the flat table for a root, else the smallest built parent layout — then sort b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -80,16 +80,16 @@ def compute_layout(
     from_flat: bool,
     input_rows: int | None,
     same_grain: bool = False,
+    decode: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
-    """The layout's rows from `source` (flat rows when `from_flat`, else a parent layout's cells).
+    """The layout's rows from `source` (flat rows when `from_flat`, else a parent layout's cells), coded
+    columns replaced by their values with `decode` before the rows are sorted (a join keeps no order).
 
     `same_grain`: the source already has one row per value of the layout's dimensions (a parent layout
     with the same dimensions in another order), so the rows are only projected and sorted again.
     `input_rows` (None: unknown, as for the flat table) picks one file for small inputs; larger ones keep
     Spark's post-shuffle partitions (adaptive execution sizes them), a file each.
     """
-    from pyspark.sql import functions as F  # noqa: N812
-
     shape = LayoutShape.of(layout, model)
     dims, cells = shape.columns()
     if layout.is_table_index or same_grain:
@@ -104,8 +104,19 @@ def compute_layout(
         df = source.groupBy(*dims).agg(*aggs) if dims else source.agg(*aggs)
         for m in shape.measures:
             df = kind_of(m).finish(df, m)
+    if decode is not None:
+        df = decode(df.select(*dims, *cells))
+    return finish_layout(df, layout, model, input_rows)
+
+
+def finish_layout(df: DataFrame, layout: Layout, model: Model, rows: int | None) -> DataFrame:
+    """A layout's computed rows as written: its columns in order, one file when `rows` (an upper bound;
+    None: unknown) is small, each file sorted by the column order."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    dims, cells = LayoutShape.of(layout, model).columns()
     df = df.select(*dims, *cells)
-    if not dims or (input_rows is not None and input_rows <= ROWS_PER_FILE):
+    if not dims or (rows is not None and rows <= ROWS_PER_FILE):
         df = df.coalesce(1)
     # Each file sorted by the layout's column order, so Parquet row-group statistics prune well (DESIGN §4).
     # Kylin sorts within partitions too: a global range sort would cost a sampling pass and a shuffle more.
@@ -122,16 +133,28 @@ def grouping_id(layout: Layout, all_dims: list[int]) -> int:
     return sum(1 << (len(all_dims) - 1 - i) for i, d in enumerate(all_dims) if d not in own)
 
 
-def compute_batch(source: DataFrame, layouts: Sequence[Layout], model: Model) -> tuple[DataFrame, list[int]]:
-    """Several agg layouts from one built parent in one job (GROUPING SETS, each measure's merge):
-    rows of every layout, told apart by `GROUPING_ID` (see `grouping_id`), and the dimensions used."""
+def grouping_sets(layouts: Sequence[Layout], model: Model) -> list[tuple[int, ...]]:
+    """The distinct dimension sets of some layouts (layouts with the same dimensions share one)."""
+    return list({tuple(sorted(LayoutShape.of_dims(layout))): None for layout in layouts})
+
+
+def compute_batch(
+    source: DataFrame, layouts: Sequence[Layout], model: Model, from_flat: bool = False
+) -> tuple[DataFrame, list[int]]:
+    """Several agg layouts from one source in one job (GROUPING SETS): from a built parent with each
+    measure's merge, from the flat table (`from_flat`) with its build. Returns the rows of every layout, told
+    apart by `GROUPING_ID` (see `grouping_id`), and the dimensions used."""
     from pyspark.sql import functions as F  # noqa: N812
 
     shapes = [LayoutShape.of(layout, model) for layout in layouts]
     all_dims = sorted({d for shape in shapes for d in shape.dims})
     measures = {m.id: m for shape in shapes for m in shape.measures}
-    sets = list({tuple(sorted(shape.dims)): None for shape in shapes})
-    aggs = [agg for m in measures.values() for agg in kind_of(m).merge(m)]
+    sets = grouping_sets(layouts, model)
+    aggs = [
+        agg
+        for m in measures.values()
+        for agg in (kind_of(m).build(m, _args(model, m)) if from_flat else kind_of(m).merge(m))
+    ]
     grouped = source.groupingSets([[names.column(d) for d in s] for s in sets], *[names.column(d) for d in all_dims])
     df = grouped.agg(*aggs, F.grouping_id().alias(GROUPING_ID))
     for m in measures.values():

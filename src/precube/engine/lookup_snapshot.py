@@ -11,14 +11,17 @@ only there can the query path tell, without an engine, whether a snapshot is sti
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 from precube.engine.context import BuildContext, ModelState
+from precube.engine.source_reads import SourceReads
 from precube.engine.storage import written
 from precube.metadata import Model, Segment, Table
 from precube.metadata.lookup_snapshot import LookupSnapshot
-from precube.sources.source import source_for
 from precube.storage.paths import is_local
 from precube.storage.snapshots import is_complete, snapshot_key, snapshot_path, source_fingerprint
+
+SNAPSHOT_WRITERS = 4  # lookup snapshots written at once
 
 
 def lookup_columns(model: Model, tables: dict[str, Table]) -> dict[str, list[str]]:
@@ -39,30 +42,34 @@ def lookup_columns(model: Model, tables: dict[str, Table]) -> dict[str, list[str
     return {t: cols for t, cols in found.items() if cols}
 
 
-def take_snapshots(ctx: BuildContext, state: ModelState) -> dict[str, LookupSnapshot]:
-    """The current snapshot of each lookup of the model, written now unless a complete one exists; a lookup
-    whose source cannot be fingerprinted, or that changed while it was read, gets none."""
+def take_snapshots(ctx: BuildContext, state: ModelState, reads: SourceReads) -> dict[str, LookupSnapshot]:
+    """The current snapshot of each lookup of the model, written now unless a complete one exists (read
+    through the build's `reads`); a lookup whose source cannot be fingerprinted, or that changed while it was
+    read, gets none."""
     if not is_local(ctx.warehouse_root):
         return {}
-    found = {}
-    columns = lookup_columns(state.model, state.tables)
-    for n, (identity, names) in enumerate(sorted(columns.items()), start=1):
+    columns = sorted(lookup_columns(state.model, state.tables).items())
+
+    def take(n: int, identity: str, names: list[str]) -> LookupSnapshot | None:
         table = state.tables[identity]
         fingerprint = source_fingerprint(table)
         if fingerprint is None:
-            continue
+            return None
         key = snapshot_key(fingerprint, names)
         path = snapshot_path(ctx.warehouse_root, ctx.project, state.model.uuid, identity, key)
         if not is_complete(path):
-            ctx.progress(f"snapshot {identity}", n - 1, len(columns))
-            df = source_for(table).read(ctx.spark, table.columns).select(*names)
+            ctx.progress(f"snapshot {identity}", n, len(columns))
+            df = reads.table(identity).select(*names)
             df.coalesce(1).write.mode("overwrite").parquet(path)
             if source_fingerprint(table) != fingerprint:  # rewritten while we read it: the copy may mix both
-                continue
-        found[identity] = LookupSnapshot(
-            key=key, fingerprint=fingerprint, columns=names, rows=written(ctx.spark, path).rows
-        )
-    return found
+                return None
+        return LookupSnapshot(key=key, fingerprint=fingerprint, columns=names, rows=written(ctx.spark, path).rows)
+
+    # a model's first build writes every snapshot: small Spark jobs that mostly wait on scheduling and the
+    # file commit, so they run side by side
+    with ThreadPoolExecutor(max(1, min(len(columns), SNAPSHOT_WRITERS)), thread_name_prefix="precube-snapshot") as pool:
+        taken = list(pool.map(lambda item: take(item[0], *item[1]), enumerate(columns)))
+    return {identity: snap for (identity, _), snap in zip(columns, taken, strict=True) if snap is not None}
 
 
 def newest_snapshots(segments: Iterable[Segment]) -> dict[str, LookupSnapshot]:

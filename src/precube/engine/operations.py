@@ -6,21 +6,18 @@ commit, which promotes the segment and removes the ones it replaces in one trans
 from __future__ import annotations
 
 import functools
-import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from precube.engine.context import BuildContext, ModelState, add_segment, built_layouts, load_state, record_layout
-from precube.engine.dictionary import build_dictionary, dictionary_path, encode
 from precube.engine.errors import BuildConflictError
-from precube.engine.flat_table import Codes, encodable, flat_table
-from precube.engine.join_stats import join_stats, merged_join_stats
+from precube.engine.join_stats import join_stats, known_duplicates, merged_join_stats
 from precube.engine.layers import build_into_segment, write_layout
-from precube.engine.layout_build import compute_layout, dictionary_key, measure_inputs, needs_dictionary
+from precube.engine.layout_build import compute_layout
 from precube.engine.lookup_snapshot import newest_snapshots, take_snapshots
-from precube.engine.measures import tuple_key
+from precube.engine.segment_flat import SegmentFlat
 from precube.engine.segment_stats import segment_stats
+from precube.engine.source_reads import SourceReads
 from precube.metadata import (
     Dataflow,
     DataflowStatus,
@@ -35,101 +32,10 @@ from precube.metadata import datatypes as dt
 from precube.metadata.dataflow import DimensionRange, JoinStat
 from precube.metadata.entity import now_ms
 from precube.metadata.lookup_snapshot import LookupSnapshot
-from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.segments import new_segment, promote, validate_build, validate_merge, validate_refresh
-from precube.storage import columns as names
 from precube.storage.paths import layout_path
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
 OPERATION = "operation"  # Segment.additional_info key: which operation created a NEW segment
-
-
-class _Flat:
-    """The segment's flat table, computed on first use. It is cached only when read more than once: by
-    dictionaries, or by several root layouts."""
-
-    def __init__(self, ctx: BuildContext, state: ModelState, segment: Segment, layouts: Sequence[Layout]) -> None:
-        self.ctx, self.state, self.segment = ctx, state, segment
-        model = state.model
-        measures = {i for lay in layouts for i in lay.col_order if i >= MEASURE_ID_BASE}
-        # global dictionaries: one per precise COUNT DISTINCT input column, or per measure of several
-        # columns (the dictionary of its tuples, named by the measure id)
-        self.bitmap_inputs = {
-            dictionary_key(m, cols): cols
-            for m in model.measures()
-            if m.id in measures and needs_dictionary(m) and (cols := measure_inputs(model, m))
-        }
-        inputs = {c for m in model.measures() if m.id in measures for c in measure_inputs(model, m)}
-        layout_cols = {i for lay in layouts for i in lay.col_order if i < MEASURE_ID_BASE}
-        self.inputs = sorted(inputs)
-        self.columns = sorted(inputs | layout_cols)
-        self._df: DataFrame | None = None
-        self._cached: DataFrame | None = None
-        self.encoded = encodable(model, self.columns, inputs)
-        self.codes = Codes()
-        self.dictionaries: dict[str, str] = {}
-        self._lock = threading.Lock()
-
-    def read(self, readers: int) -> tuple[DataFrame, Callable[[DataFrame], DataFrame]]:
-        """The flat rows, some columns coded, and how to decode a layout computed from them;
-        `readers`: how many layouts will read them (known at the first call)."""
-        with self._lock:  # root layouts of one layer ask from several threads
-            if self._df is None:
-                self._df = self._compute(cache=readers > 1 or bool(self.bitmap_inputs))
-            return self._df, self.codes.decode
-
-    def _compute(self, cache: bool) -> DataFrame:
-        from pyspark import StorageLevel
-        from pyspark.sql import functions as F  # noqa: N812
-
-        ctx, model = self.ctx, self.state.model
-        df, self.codes = flat_table(ctx.spark, model, self.state.tables, self.columns, self.segment.range, self.encoded)
-        if cache:
-            df = self._cached = df.persist(StorageLevel.MEMORY_AND_DISK)
-        inputs = sorted(self.bitmap_inputs.items())
-        named = {c.id: c.name for c in model.all_named_columns} | {m.id: m.name for m in model.all_measures}
-        for n, (cid, cols) in enumerate(inputs):  # global dictionaries: append this segment's new values
-            path = dictionary_path(ctx.warehouse_root, ctx.project, model.uuid, cid)
-            ctx.progress(f"dictionary of {named.get(cid, cid)}", n, len(inputs))  # which column, n of all
-            value = names.column(cid) if len(cols) == 1 else f"{cid}_tuple"
-            if len(cols) > 1:
-                df = df.withColumn(value, tuple_key([F.col(names.column(c)) for c in cols]))
-            version = build_dictionary(ctx.spark, df.select(F.col(value).alias("value")), path)
-            # no eager check: the dictionary has just taken every value of this frame
-            df = encode(ctx.spark, df, value, version, names.dict_column(cid), check=False)
-            if len(cols) > 1:
-                df = df.drop(value)
-            self.dictionaries[f"dict.{cid}"] = str(version.version)
-        if inputs:
-            ctx.progress("dictionary done", len(inputs), len(inputs))
-        return df
-
-    def count(self) -> int:
-        """The flat rows, counted by a job of their own (when no built layout counts them)."""
-        df, _ = flat_table(self.ctx.spark, self.state.model, self.state.tables, self.columns, self.segment.range)
-        return df.count()
-
-    def null_counts(self) -> dict[str, int]:
-        """NULLs of each measure input column among the flat rows, in one job (over the cached frame when
-        the build cached it; measure inputs are never coded, so their NULLs are the source's)."""
-        from pyspark.sql import functions as F  # noqa: N812
-
-        if not self.inputs:
-            return {}
-        df = self._df
-        if df is None:
-            df, _ = flat_table(self.ctx.spark, self.state.model, self.state.tables, self.columns, self.segment.range)
-        counts = [F.count(F.col(names.column(c))).alias(f"c{c}") for c in self.inputs]
-        row = df.agg(F.count(F.lit(1)).alias("rows"), *counts).first()
-        assert row is not None  # a global aggregate has one row
-        return {str(c): int(row["rows"]) - int(row[f"c{c}"]) for c in self.inputs}
-
-    def close(self) -> None:
-        if self._cached is not None:
-            self._cached.unpersist()
-        self.codes.release()
 
 
 def _layouts(state: ModelState, layout_ids: Iterable[int] | None) -> list[Layout]:
@@ -172,22 +78,39 @@ def _built(ctx: BuildContext, state: ModelState, segment_id: str) -> dict[int, t
 
 
 def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, layouts: list[Layout]) -> Segment:
-    flat = _Flat(ctx, state, segment, layouts)
+    """Build the layouts into the NEW segment from source, then commit it; each step timed in `ctx.report`."""
+    report = ctx.report
+    with report.step("source plan"):
+        reads = SourceReads(ctx.spark, state.model, state.tables, segment.range)
+    if reads.plan is not None:
+        report.scans.append(reads.plan)
+    flat = SegmentFlat(ctx, state, segment, layouts, reads)
     try:
         built = _built(ctx, state, segment.id)
-        build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None)
+        with report.step("flat table"):  # a small segment's, counted; a larger one's is read by the layouts
+            flat_rows = flat.small_rows() if any(lay.id not in built for lay in layouts) else None
+        with report.step("layouts"):
+            build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None, flat_rows)
         info = {**segment.additional_info, **flat.dictionaries}
         path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
-        stats = segment_stats(ctx.spark, state.model, built, path, flat.count, flat.null_counts)
+        with report.step("segment stats"):
+            stats = segment_stats(ctx.spark, state.model, built, path, flat.count, flat.null_counts)
+        with report.step("join stats"):
+            built_from_source = [s for s in state.dataflow.segments if s.additional_info.get(OPERATION) != "merge"]
+            duplicates = known_duplicates(state.model, state.tables, built_from_source)
+            joins = join_stats(reads, state.model, segment.range, flat.orphans(), duplicates)
+        with report.step("snapshots"):
+            snapshots = take_snapshots(ctx, state, reads)
         record = SegmentRecord(
             source_count=stats.source_rows,
             ranges=stats.ranges,
             info=info,
-            snapshots=take_snapshots(ctx, state),
+            snapshots=snapshots,
             null_counts=stats.null_counts,
-            joins=join_stats(ctx.spark, state.model, state.tables, segment.range),
+            joins=joins,
         )
-        return _commit(ctx, state, segment.id, record)
+        with report.step("commit"):
+            return _commit(ctx, state, segment.id, record)
     finally:
         flat.close()
 
@@ -284,7 +207,9 @@ def build_layouts(
         missing = [lay for lay in wanted if lay.id not in built]
         if not missing:
             continue
-        flat = _Flat(ctx, state, segment, missing)
+        flat = SegmentFlat(
+            ctx, state, segment, missing, SourceReads(ctx.spark, state.model, state.tables, segment.range)
+        )
         try:
             # the segment's source rows are known: the flat table is read only for rootless layouts
             build_into_segment(ctx, state.model, segment.id, missing, built, flat.read, segment.source_count)

@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from precube.engine.context import BuildContext
+from precube.engine.context import BuildContext, BuildReport
 from precube.engine.operations import build_layouts, build_segment, merge_segments, refresh_segment
 from precube.jobs.errors import JobError
 from precube.jobs.joblog import for_job
@@ -193,7 +193,8 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
     log.info(
         "%s on model %s%s started", job.job_type.value, job.model_alias, f" {job.time_range}" if job.time_range else ""
     )
-    build_ctx = dataclasses.replace(ctx, job_id=job_id, progress=recorder.progress, fence=recorder.fence)
+    report = BuildReport()
+    build_ctx = dataclasses.replace(ctx, job_id=job_id, progress=recorder.progress, fence=recorder.fence, report=report)
     try:
         segment, source_rows = _execute(build_ctx, job)
     except JobInterruptedError as err:
@@ -222,12 +223,18 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
         ended = recorder.update(fail, force=True, running=False)
         assert ended is not None
         return ended
-    done = _succeed(ctx, job, segment, source_rows)
+    done = _succeed(ctx, job, segment, source_rows, report)
+    for line in filter(None, (done.params.get(SCAN), done.params.get(STEP_SECONDS))):
+        log.info("%s", line)
     log.info("succeeded in %.1f s%s", done.duration_ms / 1000, f": segment {segment.name}" if segment else "")
     return done
 
 
-def _succeed(ctx: BuildContext, ran: Job, segment: Segment | None, source_rows: int) -> Job:
+SCAN = "source_scan"  # Job.params: what the build read of its source, and what it skipped
+STEP_SECONDS = "step_seconds"  # Job.params: the seconds of each step of the build operation
+
+
+def _succeed(ctx: BuildContext, ran: Job, segment: Segment | None, source_rows: int, report: BuildReport) -> Job:
     with ctx.store.transaction(ctx.project, ctx.writer) as tx:
         job = tx.require(Job, ran.uuid)
         if job.runner != ran.runner:
@@ -243,6 +250,12 @@ def _succeed(ctx: BuildContext, ran: Job, segment: Segment | None, source_rows: 
         if segment is not None:  # the job's result, kept after the segment itself is merged away
             job.params.update(segment=segment.id, segment_name=segment.name, source_rows=str(segment.source_count))
             last.output = f"segment {segment.name} ({segment.id}): {segment.source_count} source rows"
+        if report.scans:  # told where the source is read: the first step's
+            job.params[SCAN] = "; ".join(scan.describe() for scan in report.scans)
+            first = job.steps[0]
+            first.output = f"{first.output}; {job.params[SCAN]}" if first.output else job.params[SCAN]
+        if report.steps:
+            job.params[STEP_SECONDS] = f"steps: {report.describe_steps()}"
         # The operation has committed its segment: the work is done even if a user paused or discarded
         # the job in its last moments, so it ends SUCCEED whatever state it was moved to meanwhile.
         job.state = JobState.SUCCEED

@@ -293,6 +293,29 @@ def range_predicate(column: str, rng: TimeRange, fmt: str, datatype: str) -> str
     return f"{lower} AND {column} < {_literal(rng.end, fmt, datatype)}"
 
 
+PartitionValue = int | str | dt.date | dt.datetime
+
+
+def range_bounds(rng: TimeRange, fmt: str, datatype: str) -> tuple[PartitionValue, PartitionValue | None] | None:
+    """The values `range_predicate` compares the column with, typed as the column holds them: `low <= column <
+    high` (high None: no upper bound), or None for a full range. Integer columns get an int, string columns the
+    text in `fmt`, DATE columns a `date` and TIMESTAMP columns a naive `datetime` in UTC (the session's zone)."""
+    check_format(fmt, datatype)
+    if rng.is_full:
+        return None
+    base = _base_type(datatype)
+
+    def value(ms: int) -> PartitionValue:
+        raw = from_epoch_ms(ms, fmt, datatype)
+        if base in _DATE_TYPES:
+            return dt.date.fromisoformat(str(raw))
+        if base in _TIMESTAMP_TYPES:
+            return dt.datetime.fromisoformat(str(raw))
+        return raw
+
+    return value(max(rng.start, 0)), None if rng.end >= MAX_TIME else value(rng.end)
+
+
 def segment_name(rng: TimeRange) -> str:
     """Kylin's `Segments.makeSegmentName`: `FULL_BUILD` for `[0, MAX)`, else `yyyyMMddHHmmss_yyyyMMddHHmmss` (UTC)."""
     if rng.is_full:

@@ -7,21 +7,24 @@ table needs no JVM; reading rows always goes through Spark.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
 from precube.metadata import Column, SourceType, Table
 from precube.metadata.csv_options import ENCODINGS, CsvOptions
 from precube.sources import csv_files, types
 from precube.sources.errors import UnreadableSourceError
+from precube.sources.scan_plan import ColumnRange, DataFile, ScanPlan, Value, hive_values, plan_scan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 SparkProvider = Callable[[], "SparkSession"]
 
@@ -41,9 +44,19 @@ class TableSource(Protocol):
         """The rows as a Spark DataFrame with the registered column names and types."""
         ...
 
+    def plan(self, rng: ColumnRange | None, parse: Callable[[str], Value] | None) -> ScanPlan | None:
+        """Which files can hold `rng` (None: all rows), from the files alone; None when the source cannot tell
+        (read it all)."""
+        ...
+
+    def read_files(self, spark: SparkSession, columns: list[Column], files: Sequence[str]) -> DataFrame:
+        """`read`, of a plan's files only (the source's schema even when there are none)."""
+        ...
+
 
 class FileSource:
-    """A directory (or single file) of Parquet or CSV files."""
+    """A directory (or single file) of Parquet or CSV files; a Parquet directory may be partitioned Hive-style
+    (`COLUMN=value/` directories): the partition columns are columns of the table."""
 
     def __init__(self, source_type: SourceType, location: str, options: dict[str, str]) -> None:
         self.source_type = source_type
@@ -71,12 +84,14 @@ class FileSource:
                     autogenerate_column_names=not csv.header, encoding=ENCODINGS[csv.encoding][2]
                 ),
             )
+        # Hive-style directories give Parquet tables columns (typed int or string, as pyarrow infers them)
+        partitioning = "hive" if self.source_type is SourceType.PARQUET and path.is_dir() else None
         try:
-            dataset = pads.dataset(str(path), format=fmt)
+            dataset = pads.dataset(str(path), format=fmt, partitioning=partitioning)
             if not dataset.files:
                 raise UnreadableSourceError(f"cannot read {self.describe()}: the directory holds no data files")
             return dataset
-        except (pa.ArrowInvalid, OSError) as err:
+        except (pa.ArrowException, OSError) as err:
             reason = str(err).splitlines()[0]
             raise UnreadableSourceError(f"cannot read {self.describe()}: {reason}") from err
 
@@ -113,12 +128,49 @@ class FileSource:
 
     def read(self, spark: SparkSession, columns: list[Column]) -> DataFrame:
         if self.source_type is SourceType.PARQUET:
-            df = spark.read.parquet(*[str(Path(f).resolve()) for f in self._dataset().files])
-        else:
-            files = [str(f.resolve()) for f in self._csv_files()]
-            ddl = ", ".join(f"`{c.case_sensitive_name or c.name}` {types.to_spark(c.datatype)}" for c in columns)
-            df = spark.read.options(**self.csv.spark_options()).csv(files, schema=ddl)
-        return _rename_upper(df)
+            return self._parquet(spark, columns, self.data_files())
+        files = [str(f.resolve()) for f in self._csv_files()]
+        ddl = ", ".join(f"`{c.case_sensitive_name or c.name}` {types.to_spark(c.datatype)}" for c in columns)
+        return _rename_upper(spark.read.options(**self.csv.spark_options()).csv(files, schema=ddl))
+
+    def data_files(self) -> list[DataFile]:
+        """The data files of the table, with the partition values their directories give them."""
+        root = Path(self.location).resolve()
+        found = [Path(f).resolve() for f in self._dataset().files]
+        return [DataFile(str(f), hive_values(root, f) if root.is_dir() else {}) for f in found]
+
+    def plan(self, rng: ColumnRange | None, parse: Callable[[str], Value] | None) -> ScanPlan | None:
+        if self.source_type is not SourceType.PARQUET:
+            return None
+        return plan_scan(self.describe(), self.data_files(), rng, parse)
+
+    def read_files(self, spark: SparkSession, columns: list[Column], files: Sequence[str]) -> DataFrame:
+        from pyspark.sql import functions as F  # noqa: N812
+
+        every = self.data_files()
+        wanted = {str(Path(f).resolve()) for f in files}
+        chosen = [f for f in every if f.path in wanted]
+        if not chosen:  # nothing can hold the range: no rows, with the schema of one file (no data read)
+            return self._parquet(spark, columns, every[:1]).where(F.lit(False))
+        return self._parquet(spark, columns, chosen, keys={k for f in every for k in f.partition})
+
+    def _parquet(
+        self, spark: SparkSession, columns: list[Column], files: Sequence[DataFile], keys: set[str] | None = None
+    ) -> DataFrame:
+        from pyspark.sql import functions as F  # noqa: N812
+
+        paths = [f.path for f in files]
+        keys = {k for f in files for k in f.partition} if keys is None else keys
+        if not keys:
+            schema = _spark_schema(paths[0]) if paths else None
+            return _rename_upper((spark.read.schema(schema) if schema is not None else spark.read).parquet(*paths))
+        # the partition directories' values typed as the table registered them, which is pyarrow's inference
+        # (Spark's differs: a `1998-08-01` directory is a string to one and a date to the other)
+        df = _rename_upper(spark.read.option("basePath", str(Path(self.location).resolve())).parquet(*paths))
+        registered = {c.name: types.to_spark(c.datatype) for c in columns}
+        return df.select(
+            *[F.col(c).cast(registered[c]).alias(c) if c in keys & registered.keys() else c for c in df.columns]
+        )
 
 
 class CatalogSource:
@@ -141,6 +193,43 @@ class CatalogSource:
 
     def read(self, spark: SparkSession, columns: list[Column]) -> DataFrame:
         return _rename_upper(spark.table(self.identity))
+
+    def plan(self, rng: ColumnRange | None, parse: Callable[[str], Value] | None) -> ScanPlan | None:
+        return None  # the catalog prunes its own partitions from the range filter
+
+    def read_files(self, spark: SparkSession, columns: list[Column], files: Sequence[str]) -> DataFrame:
+        raise UnreadableSourceError(f"{self.describe()} is read whole, not by files")
+
+
+# Arrow types whose Spark type is the one Spark infers from the Parquet column (INT96 timestamps, unsigned,
+# dictionary and nested columns are left to Spark's inference).
+_PLAIN = (
+    pa.types.is_boolean,
+    pa.types.is_signed_integer,
+    pa.types.is_floating,
+    pa.types.is_decimal,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+    pa.types.is_date32,
+)
+
+
+def _spark_schema(path: str) -> StructType | None:
+    """The Spark schema of a Parquet file from its footer, when every column is plain (else None: Spark
+    infers it, which costs a job): given to the reader, it spares that job on every read."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    meta = pq.read_metadata(path)
+    arrow = meta.schema.to_arrow_schema()
+    physical = {meta.schema.column(i).name: meta.schema.column(i).physical_type for i in range(meta.num_columns)}
+    for f in arrow:
+        timestamp = pa.types.is_timestamp(f.type) and f.type.unit in ("ms", "us") and physical.get(f.name) == "INT64"
+        if not (timestamp or any(plain(f.type) for plain in _PLAIN)) or f.name not in physical:
+            return None
+    schema: StructType = from_arrow_schema(arrow)
+    return schema
 
 
 def _rename_upper(df: DataFrame) -> DataFrame:
