@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from precube.auth import Permission
+from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import FIRST_DAY_OF_WEEK
 from precube.metadata import Job, JobState, JobType, NotFoundError, SourceType, open_store
 from precube.metadata.job import new_job_id
@@ -265,10 +266,12 @@ def test_project_type_matches_the_store(live: LiveServer, admin: httpx.Client, p
 
 
 def test_a_project_with_a_running_job_is_not_deleted(server_home: ServerHome) -> None:
-    """On a server that runs no jobs (nothing may pick the job up): the refusal is a 409, nothing changes."""
+    """On a server that runs no jobs: the refusal is a 409, nothing changes. The job's runner is this (live) test
+    process, holding the project's lease: no server of the session takes the job over meanwhile."""
     with live_server(server_home.settings, run_jobs=False) as quiet, quiet.client() as admin:
         name = _name()
         _create(admin, name)
+        assert Lease(quiet.state.store, name).acquire()
         job = Job(uuid=new_job_id(None), job_type=JobType.TABLE_SAMPLING, target_table="SSB.DATES")
         job.state = JobState.RUNNING
         with quiet.state.store.transaction(name, "test") as tx:
