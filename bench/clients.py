@@ -44,7 +44,7 @@ import precube.dbapi as db
 from precube.query.session import Session
 from precube.settings import load_settings
 from precube.ssb.queries import SSB_QUERIES
-from ssb import PROJECT, _prepare
+from ssb import PROJECT, add_recommended_arguments, prepare_recommended
 
 BIG = (
     "select lo_orderkey, lo_linenumber, lo_custkey, lo_partkey, lo_suppkey, lo_orderdate, lo_revenue "
@@ -93,19 +93,12 @@ def _measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", type=float, default=0.1)
-    parser.add_argument(
-        "--home", type=Path, default=None, help="work directory (default /tmp/precube-bench-sfN-recommended)"
-    )
-    parser.add_argument("--data", type=Path, default=None, help="SSB data directory (default HOME/data)")
-    parser.add_argument("--master", default="local[*]")
+    add_recommended_arguments(parser, scale=0.1)
     parser.add_argument("--repeat", type=int, default=20, help="rounds of the 13 queries per client")
     parser.add_argument("--big-repeat", type=int, default=10, help="runs of the 100,000-row query per client")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
-    home = args.home or Path(f"/tmp/precube-bench-sf{args.scale:g}-recommended")
-    data = args.data or home / "data"
-    store, settings, build_s = _prepare(home, data, args.scale, args.master, "recommended")
+    home, store, settings, build_s = prepare_recommended(args)
     settings = load_settings(home=home, spark={"master": args.master}, cache={"enabled": False})
     queries = list(SSB_QUERIES.values())
     report: dict[str, Any] = {"scale": args.scale, "build_s": round(build_s, 1), "cores": os.cpu_count(), "clients": {}}

@@ -34,7 +34,7 @@ from serve import ADMIN, Server, _free_port, _timed_ms
 
 from precube.query.session import Session
 from precube.ssb.queries import SSB_QUERIES
-from ssb import PROJECT, _prepare
+from ssb import PROJECT, add_recommended_arguments, prepare_recommended
 
 DETAIL = "select lo_orderkey, lo_linenumber, lo_custkey, lo_orderdate, lo_revenue, lo_shipmode from ssb.lineorder"
 
@@ -52,17 +52,13 @@ def _median(run: Any, repeat: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--home", type=Path, default=None, help="work directory (default as bench/ssb.py's)")
-    parser.add_argument("--data", type=Path, default=None, help="SSB data directory (default HOME/data)")
-    parser.add_argument("--master", default="local[*]")
+    add_recommended_arguments(parser, scale=1.0)
     parser.add_argument("--repeat", type=int, default=30, help="timed runs per SSB query")
     parser.add_argument("--rows", type=int, default=100_000, help="rows of the large answer")
     parser.add_argument("--large-repeat", type=int, default=7, help="timed runs of the large answer")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
-    home = args.home or Path(f"/tmp/precube-bench-sf{args.scale:g}-recommended")
-    store, settings, build_s = _prepare(home, args.data or home / "data", args.scale, args.master, "recommended")
+    home, store, settings, build_s = prepare_recommended(args)
     port = _free_port()
     server = Server(home, args=("--pg-port", str(port)), env={"PRECUBE__CACHE__ENABLED": "false"})
     server.wait_loaded()

@@ -47,7 +47,7 @@ from precube.query.session import Session
 from precube.sources.tables import load_file_table
 from precube.ssb.generate import TABLES
 from precube.ssb.queries import SSB_QUERIES
-from ssb import PROJECT, _prepare
+from ssb import PROJECT, add_recommended_arguments, prepare_recommended
 
 ADMIN = ("ADMIN", "bench-Adm1n!")
 NO_CACHE = {"DEBUG_TOGGLE_DISABLE_QUERY_CACHE": "true"}
@@ -293,21 +293,14 @@ def _second_project(home: Path, data: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument(
-        "--home", type=Path, default=None, help="work directory (default /tmp/precube-bench-sfN-recommended)"
-    )
-    parser.add_argument("--data", type=Path, default=None, help="SSB data directory (default HOME/data)")
-    parser.add_argument("--master", default="local[*]")
+    add_recommended_arguments(parser, scale=1.0)
     parser.add_argument("--repeat", type=int, default=50, help="timed runs per query for the overhead")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each load run")
     parser.add_argument("--no-build", action="store_true", help="skip (c), the queries during a build")
     parser.add_argument("--workers", type=int, default=1, help="server processes (precube serve --workers)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
-    home = args.home or Path(f"/tmp/precube-bench-sf{args.scale:g}-recommended")
-    data = args.data or home / "data"
-    store, settings, build_s = _prepare(home, data, args.scale, args.master, "recommended")
+    home, store, settings, build_s = prepare_recommended(args)
     queries = list(SSB_QUERIES.values())
     names = list(SSB_QUERIES)
     console = Console()
@@ -362,7 +355,7 @@ def main() -> None:
         }
         if not args.no_build:
             idle = asyncio.run(_load(server.url, queries, False, 1, args.seconds))
-            _second_project(home, data)
+            _second_project(home, args.data or home / "data")
             log = (home / "build-during-bench.log").open("wb")
             build = subprocess.Popen(
                 [

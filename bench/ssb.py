@@ -109,6 +109,25 @@ def _median_ms(run: Any, repeat: int, warm_s: float = 0.0) -> float:
     return statistics.median(times)
 
 
+def add_recommended_arguments(parser: argparse.ArgumentParser, scale: float) -> None:
+    """The set-up options of a benchmark over this module's project with the recommended plan
+    (`prepare_recommended`): --scale, --home, --data, --master."""
+    parser.add_argument("--scale", type=float, default=scale)
+    parser.add_argument(
+        "--home", type=Path, default=None, help="work directory (default /tmp/precube-bench-sfN-recommended)"
+    )
+    parser.add_argument("--data", type=Path, default=None, help="SSB data directory (default HOME/data)")
+    parser.add_argument("--master", default="local[*]")
+
+
+def prepare_recommended(args: argparse.Namespace) -> tuple[Path, Any, Any, float]:
+    """The home, store, settings and build seconds of the recommended plan's project for `args`
+    (`add_recommended_arguments`): made once, reused by every benchmark that names the same home."""
+    home: Path = args.home or Path(f"/tmp/precube-bench-sf{args.scale:g}-recommended")
+    store, settings, build_s = _prepare(home, args.data or home / "data", args.scale, args.master, "recommended")
+    return home, store, settings, build_s
+
+
 def _rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return [tuple(float(v) if isinstance(v, (int, float)) or hasattr(v, "as_tuple") else v for v in r) for r in rows]
 
