@@ -13,6 +13,11 @@ function unitSelect(value, name) {
   return h("select", { name }, UNITS.map((u) => h("option", { value: u, selected: u === value }, u.toLowerCase() + "s")));
 }
 
+// A setting's heading, with where its value comes from: this model's own, or the project's.
+function heading(title, setOnModel) {
+  return h("h3", {}, title, setOnModel ? badge("MODEL", "set on this model") : h("span", { class: "inherited" }, "from project"));
+}
+
 function toggleSwitch(checked, name, label) {
   return h("label", { class: "switch" }, h("input", { type: "checkbox", name, checked }), h("span", { class: "switch-track" }), h("span", {}, label));
 }
@@ -49,7 +54,7 @@ export async function settingsCard(host, view) {
     h(
       "div",
       { class: "settings-block" },
-      h("h3", {}, "Auto-merge", own.auto_merge_enabled !== undefined || own.auto_merge_time_ranges || own.auto_merge_thresholds_ms ? badge("MODEL", "set on this model") : h("span", { class: "inherited" }, "from project")),
+      heading("Auto-merge", own.auto_merge_enabled !== undefined || own.auto_merge_time_ranges || own.auto_merge_thresholds_ms),
       merge,
       h("div", { class: "radio-row" }, h("label", {}, modeLevels, " Calendar levels (Kylin 5)"), h("label", {}, modeDurations, " Duration thresholds (days)")),
       levels,
@@ -58,7 +63,7 @@ export async function settingsCard(host, view) {
     h(
       "div",
       { class: "settings-block" },
-      h("h3", {}, "Volatile range", own.volatile_range ? badge("MODEL", "set on this model") : h("span", { class: "inherited" }, "from project")),
+      heading("Volatile range", own.volatile_range),
       volatile,
       h("div", { class: "form-row" }, field("Last", volatileN), field("Unit", volatileUnit)),
       h("p", { class: "muted" }, "Segments this close to the latest end are not merged yet: late data still refreshes them."),
@@ -66,7 +71,7 @@ export async function settingsCard(host, view) {
     h(
       "div",
       { class: "settings-block" },
-      h("h3", {}, "Retention", own.retention_range ? badge("MODEL", "set on this model") : h("span", { class: "inherited" }, "from project")),
+      heading("Retention", own.retention_range),
       retention,
       h("div", { class: "form-row" }, field("Keep", retentionN), field("Unit", retentionUnit)),
       h("p", { class: "muted" }, "A segment ending further back than this from the latest segment's end is deleted after each build."),
