@@ -160,7 +160,17 @@ class SqlBackend:
         """The id of the newest audit record: it moves on every committed change. Asked before every query,
         so it runs on a DBAPI connection of the calling thread's own in autocommit mode (each statement sees
         the latest commit), without a pool checkout or statement compilation: microseconds, not a
-        millisecond."""
+        millisecond. A kept connection that fails (the database restarted since its last use) is replaced and
+        the question asked once more, as the pool's pre-ping does for its own connections."""
+        kept = getattr(self._local, "conn", None) is not None
+        try:
+            return self._ask_last_change()
+        except StoreUnavailableError:
+            if not kept:
+                raise
+            return self._ask_last_change()
+
+    def _ask_last_change(self) -> int:
         conn = getattr(self._local, "conn", None)
         try:
             if conn is None:
@@ -177,10 +187,7 @@ class SqlBackend:
                 row = cursor.fetchone()
             finally:
                 cursor.close()
-        except DBAPIError as err:
-            self._drop_probe(conn)
-            raise StoreUnavailableError(f"metadata store {self.display_url} failed: {_reason(err)}") from err
-        except Exception as err:  # a driver error outside SQLAlchemy's wrapping (the raw connection)
+        except Exception as err:  # SQLAlchemy's DBAPIError, or a driver error of the raw connection
             self._drop_probe(conn)
             raise StoreUnavailableError(f"metadata store {self.display_url} failed: {_reason(err)}") from err
         return int(row[0] or 0) if row else 0
