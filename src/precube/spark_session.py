@@ -38,6 +38,9 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         "spark.ui.enabled": str(s.ui_enabled).lower(),
         "spark.ui.showConsoleProgress": "false",  # Rich draws progress; Spark's bar would interleave
         "spark.sql.shuffle.partitions": str(s.shuffle_partitions),
+        # Adaptive execution would merge a large shuffle into about as many tasks as cores (3 on 2 cores for
+        # SF 1's base layout: the third ran alone); keeping the configured count balances the cores.
+        "spark.sql.adaptive.coalescePartitions.minPartitionNum": str(s.shuffle_partitions),
         "spark.driver.memory": s.driver_memory,
         # Loopback by default: the machine may have no resolvable hostname or outside network.
         "spark.driver.host": s.bind_address,

@@ -153,3 +153,18 @@ def test_file_source_sees_and_plans_hive_partitions(tmp_path: Path) -> None:
     assert source.schema(_no_spark) == [("V", "bigint"), ("X", "bigint"), ("D", "varchar(4096)")]
     plan = source.plan(ColumnRange("D", "2024-01-08", "2024-01-09"), str)
     assert plan is not None and [Path(f).parent.name for f in plan.files] == ["d=2024-01-08"]
+
+
+def test_integer_ranges_come_from_row_group_statistics(tmp_path: Path) -> None:
+    """Each integer column's min and max over the files' row groups; a column some row group has no statistics
+    for, or that is not an integer, is left out; row groups holding only NULLs do not count."""
+    from precube.sources.scan_plan import integer_ranges
+
+    one = pa.table({"K": [5, 9, -2, 7], "N": pa.array([None, None, 3, 4], pa.int64()), "S": ["a", "b", "c", "d"]})
+    pq.write_table(one, tmp_path / "one.parquet", row_group_size=2)
+    two = pa.table({"K": [100, 1], "N": pa.array([1, 2], pa.int64()), "S": ["e", "f"], "D": DAYS[:2]})
+    pq.write_table(two, tmp_path / "two.parquet")
+    paths = [str(tmp_path / "one.parquet"), str(tmp_path / "two.parquet")]
+    assert integer_ranges(paths, ["K", "n", "S", "D", "MISSING"]) == {"K": (-2, 100), "N": (1, 4)}
+    pq.write_table(two, tmp_path / "bare.parquet", write_statistics=["S"])  # no statistics for K or N
+    assert integer_ranges([*paths, str(tmp_path / "bare.parquet")], ["K", "N"]) == {}

@@ -1,64 +1,93 @@
 """Integer codes of lookup string columns, as Kylin encodes dimensions (`flat_table`'s `encode`): a column's
-code table maps each distinct value of the lookup column to its dense rank, so codes sort like the values;
-the join, shuffle, group-by and sort of root layouts then move integers, and the (much smaller) output is
-decoded before it is written.
+code table maps each distinct value of the lookup column to its position in Spark's order of the values
+(NULL first, codes from 1), so codes sort like the values; the join, shuffle, group-by and sort of root
+layouts then move integers, and the rows are decoded, already sorted, just before they are written.
 
-A code table depends on its lookup alone, not on the segment: `CodeTables` keeps each one (cached in Spark)
-while its source's fingerprint (`storage.snapshots.source_fingerprint`: the files' paths, sizes and modification
-times, the registered columns) is unchanged, so the segments built by one process compute it once. A source
-without a fingerprint (a catalog table) gets a code table per build, released with it.
+Decoding is a projection, `element_at(values, code)` over the column's values as one literal array that Spark
+folds into the plan: it keeps the rows' order (a join would not, and Spark drops a sort below a join), so a
+layout is sorted on its codes. That literal travels with every task, so a column with more than
+`CODE_MAX_VALUES` distinct values is not coded.
+
+A code table depends on its lookup alone, not on the segment: `CodeTables` keeps each one while its source's
+fingerprint (`storage.snapshots.source_fingerprint`: the files' paths, sizes and modification times, the
+registered columns) is unchanged, so the segments built by one process compute it once. A source without a
+fingerprint (a catalog table) gets a code table per build.
 """
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from precube.engine.sort_keys import IntRange, Packing, packing
 from precube.metadata import Table
 from precube.storage.snapshots import source_fingerprint
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+CODE_MAX_VALUES = 65_536  # more distinct values than this: the column keeps its values in the flat table
+
+
+@dataclass(frozen=True)
+class CodeTable:
+    """One lookup column's codes: `values` in Spark's order, NULL first; a value's code is its position + 1."""
+
+    values: list[str | None]
+    mapping: DataFrame  # (code int, value): what codes the lookup's rows, a local relation Spark can size
+    literal: Column  # `values` as one array literal
+
+    def decoded(self, code: Column) -> Column:
+        """The value of `code` (NULL for a NULL code: a fact row no lookup row matched)."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        return F.element_at(self.literal, code)
 
 
 @dataclass
 class Codes:
-    """The code tables one build uses: flat column name → DataFrame(code int, value)."""
+    """What one build knows of its flat table's integer columns: the code tables of its coded columns, and
+    the ranges of its integer columns (codes included) that pack into a sort key (`sort_keys`); by flat
+    column name."""
 
-    tables: dict[str, DataFrame] = field(default_factory=dict)
-    owned: list[DataFrame] = field(default_factory=list)  # made for this build only: released with it
+    tables: dict[str, CodeTable] = field(default_factory=dict)
+    ranges: dict[str, IntRange] = field(default_factory=dict)
+
+    def add(self, column: str, table: CodeTable) -> None:
+        self.tables[column] = table
+        self.ranges[column] = IntRange(1, max(1, len(table.values)), "int")
+
+    def packing(self, dims: Sequence[str]) -> Packing | None:
+        """How the leading `dims` of a layout computed from the flat table pack into a sort key."""
+        return packing(dims, self.ranges)
 
     def decode(self, df: DataFrame) -> DataFrame:
-        """`df` with every coded column replaced by its values, columns unchanged. Rows come out in any order
-        (a join keeps none, whatever its strategy): sort after decoding."""
+        """`df` with every coded column replaced by its values; the columns and the rows' order are kept."""
         from pyspark.sql import functions as F  # noqa: N812
 
-        coded = [c for c in df.columns if c in self.tables]
-        if not coded:
+        if not any(c in self.tables for c in df.columns):
             return df
-        out, order = df, list(df.columns)
-        for name in coded:
-            code, value = f"__code_{name}", f"__value_{name}"
-            mapping = self.tables[name].select(F.col("code").alias(code), F.col("value").alias(value))
-            out = out.join(F.broadcast(mapping), F.col(name) == F.col(code), "left")
-        return out.select(*[F.col(f"__value_{c}").alias(c) if c in self.tables else F.col(c) for c in order])
-
-    def release(self) -> None:
-        for mapping in self.owned:
-            mapping.unpersist()
-        self.owned.clear()
+        tables = self.tables
+        return df.select(*[tables[c].decoded(F.col(c)).alias(c) if c in tables else F.col(c) for c in df.columns])
 
 
-def code_table(lookup: DataFrame, column: str) -> DataFrame:
-    """The code table of one column of a lookup: its distinct values (NULL included) and their dense ranks,
-    cached (the flat table and every root layout's decoding read it)."""
-    from pyspark.sql import Window
+def code_table(spark: SparkSession, lookup: DataFrame, column: str) -> CodeTable | None:
+    """The code table of one column of a lookup (one Spark job), None when it has more than `CODE_MAX_VALUES`
+    distinct values."""
+    import pyarrow as pa
     from pyspark.sql import functions as F  # noqa: N812
 
-    order = Window.orderBy(F.col("value").asc_nulls_first())
-    mapping = lookup.select(F.col(column).alias("value")).distinct()
-    return mapping.withColumn("code", F.dense_rank().over(order).cast("int")).persist()
+    distinct = lookup.select(F.col(column).cast("string").alias("value")).distinct()
+    found = distinct.orderBy(F.col("value").asc_nulls_first()).limit(CODE_MAX_VALUES + 1).toArrow()
+    if found.num_rows > CODE_MAX_VALUES:
+        return None
+    values: list[str | None] = found.column("value").to_pylist()
+    rows = pa.table({"code": pa.array(range(1, len(values) + 1), pa.int32()), "value": pa.array(values, pa.string())})
+    literal = F.from_json(F.lit(json.dumps(values)), "array<string>")  # constant-folded into one literal
+    return CodeTable(values, spark.createDataFrame(rows), literal)
 
 
 class CodeTables:
@@ -66,36 +95,26 @@ class CodeTables:
     process (`BuildContext.code_tables`)."""
 
     def __init__(self) -> None:
-        self._held: dict[tuple[str, str], tuple[str, DataFrame]] = {}  # (table, column) → (fingerprint, codes)
+        # (table, column) → (fingerprint, codes; None: too many values to code)
+        self._held: dict[tuple[str, str], tuple[str, CodeTable | None]] = {}
         self._lock = threading.Lock()
 
-    def get(self, table: Table, column: str, lookup: DataFrame, codes: Codes) -> DataFrame:
-        """The code table of `table.column` (`lookup`: its rows as this build reads them); one made for
-        this build only is added to `codes.owned`."""
+    def get(self, spark: SparkSession, table: Table, column: str, lookup: DataFrame) -> CodeTable | None:
+        """The code table of `table.column` (`lookup`: its rows as this build reads them), None when the
+        column is not worth coding."""
         fingerprint = source_fingerprint(table)
         if fingerprint is None:
-            mapping = code_table(lookup, column)
-            codes.owned.append(mapping)
-            return mapping
+            return code_table(spark, lookup, column)
         key = (table.identity, column)
         with self._lock:
             held = self._held.get(key)
             if held is not None and held[0] == fingerprint:
                 return held[1]
-            mapping = code_table(lookup, column)
-            if held is not None:  # the lookup changed: its old codes are no use to anyone
-                held[1].unpersist()
-            self._held[key] = (fingerprint, mapping)
-            return mapping
+            codes = code_table(spark, lookup, column)
+            self._held[key] = (fingerprint, codes)
+            return codes
 
     def fingerprints(self) -> dict[tuple[str, str], str]:
         """(table, column) → the fingerprint of the lookup files each held code table was made from."""
         with self._lock:
             return {key: fingerprint for key, (fingerprint, _) in self._held.items()}
-
-    def clear(self) -> None:
-        """Release every code table held (e.g. when the Spark session goes)."""
-        with self._lock:
-            for _, mapping in self._held.values():
-                mapping.unpersist()
-            self._held.clear()

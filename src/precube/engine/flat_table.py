@@ -152,13 +152,14 @@ def flat_table(
         if not own or not _broadcastable(df):  # a big lookup's code tables might be too: keep its values
             return df.alias(alias)
         for column, cid in own:
-            mapping = holder.get(table, column, df, codes)
-            codes.tables[names.column(cid)] = mapping
-            pairs = mapping.select(F.col("value").alias("__v"), F.col("code").alias("__c"))
+            table_codes = holder.get(reads.spark, table, column, df)
+            if table_codes is None:  # too many values: kept as they are
+                continue
+            codes.add(names.column(cid), table_codes)
+            pairs = table_codes.mapping.select(F.col("value").alias("__v"), F.col("code").alias("__c"))
             df = df.join(F.broadcast(pairs), F.col(column).eqNullSafe(F.col("__v")), "left")
             df = df.drop(column, "__v").withColumnRenamed("__c", column)
-        # Spark cannot size a lookup joined to cached code tables, and would plan a shuffle of the fact
-        # rows for a sort-merge join; it is known to be small enough to broadcast.
+        # the lookup was found small enough to broadcast before its code tables were joined
         return F.broadcast(df.alias(alias))
 
     df = read(model.root_alias)

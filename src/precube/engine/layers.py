@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from precube.engine.code_tables import Codes
 from precube.engine.context import BuildContext, record_layouts
 from precube.engine.layout_build import (
     GROUPING_ID,
@@ -46,9 +47,9 @@ from precube.storage.paths import is_local, layout_path
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-# The segment's flat table and the decoder of its coded columns, given how many layouts will read it
-# (so it is cached only when worth it).
-FlatSource = Callable[[int], tuple["DataFrame", Callable[["DataFrame"], "DataFrame"]]]
+# The segment's flat table and its codes (`Codes`: how to decode and pack its coded columns), given how many
+# layouts will read it (so it is cached only when worth it).
+FlatSource = Callable[[int], tuple["DataFrame", Codes]]
 
 SMALL_PARENT_ROWS = 1_000_000  # a parent this small feeds all its pending descendants in one job
 BATCH_MAX_ROWS = 20_000_000  # parent rows x grouping sets per batch job (its Expand size)
@@ -106,8 +107,8 @@ class _Segment:
         for layout in run:
             parent = self.parent_of(layout)
             if parent is None:
-                source, decode = self.flat(roots)
-                df = compute_layout(source, layout, self.model, True, self.flat_rows, decode=decode)
+                source, codes = self.flat(roots)
+                df = compute_layout(source, layout, self.model, True, self.flat_rows, codes=codes)
             else:
                 source = self.ctx.spark.read.parquet(self.path(parent.id))
                 same_grain = _shape(parent) == _shape(layout)
@@ -118,14 +119,14 @@ class _Segment:
         """Agg layouts computed together in one Spark job from a built `parent` or (None) the flat table
         (`readers`: how many work items read it); `input_rows`: the input's rows when known."""
         if parent is None:
-            source, decode = self.flat(readers)
+            source, codes = self.flat(readers)
         else:
-            source, decode = self.ctx.spark.read.parquet(self.path(parent.id)), _same
+            source, codes = self.ctx.spark.read.parquet(self.path(parent.id)), Codes()
         df, all_dims = compute_batch(source, batch, self.model, from_flat=parent is None)
         if is_local(self.ctx.warehouse_root) and input_rows is not None and input_rows <= SMALL_PARENT_ROWS:
-            self._write_collected(decode(df).toArrow(), batch, all_dims)
+            self._write_collected(codes.decode(df).toArrow(), batch, all_dims)
         else:
-            self._write_each(df, decode, batch, all_dims)
+            self._write_each(df, codes, batch, all_dims)
 
     def _write_collected(self, table: pa.Table, batch: list[Layout], all_dims: list[int]) -> None:
         """Each layout's rows of a collected batch, sorted and written from the driver, then recorded together:
@@ -140,9 +141,7 @@ class _Segment:
             done.append((layout, _instance(self.ctx, self.path(layout.id), layout.id, self.source_rows)))
         self.all_finished(done)
 
-    def _write_each(
-        self, df: DataFrame, decode: Callable[[DataFrame], DataFrame], batch: list[Layout], all_dims: list[int]
-    ) -> None:
+    def _write_each(self, df: DataFrame, codes: Codes, batch: list[Layout], all_dims: list[int]) -> None:
         """Each layout of a batch written by Spark from the batch's rows, computed once and cached."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F  # noqa: N812
@@ -153,16 +152,12 @@ class _Segment:
             for layout in batch:
                 gid = grouping_id(layout, all_dims)
                 dims, cells = LayoutShape.of(layout, self.model).columns()
-                one = decode(cached.where(F.col(GROUPING_ID) == gid).select(*dims, *cells))
-                out = finish_layout(one, layout, self.model, counts.get(gid, 0))
+                one = cached.where(F.col(GROUPING_ID) == gid).select(*dims, *cells)
+                out = codes.decode(finish_layout(one, layout, self.model, counts.get(gid, 0), codes.packing(dims)))
                 instance = write_layout(self.ctx, self.model, self.segment_id, layout.id, out, self.source_rows)
                 self.finished(layout, instance)
         finally:
             cached.unpersist()
-
-
-def _same(df: DataFrame) -> DataFrame:
-    return df
 
 
 def _runs(layouts: Sequence[Layout]) -> dict[tuple[bool, frozenset[int]], list[Layout]]:

@@ -3,17 +3,20 @@ the flat table for a root, else the smallest built parent layout — then sort b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from precube.engine.measures import kind_of
+from precube.engine.sort_keys import KEY, Packing
 from precube.metadata import Layout, Measure, Model, ParameterType
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.storage import columns as names
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+
+    from precube.engine.code_tables import Codes
 
 ROWS_PER_FILE = 2_000_000  # up to this many input rows a layout is written as one file
 
@@ -80,10 +83,11 @@ def compute_layout(
     from_flat: bool,
     input_rows: int | None,
     same_grain: bool = False,
-    decode: Callable[[DataFrame], DataFrame] | None = None,
+    codes: Codes | None = None,
 ) -> DataFrame:
-    """The layout's rows from `source` (flat rows when `from_flat`, else a parent layout's cells), coded
-    columns replaced by their values with `decode` before the rows are sorted (a join keeps no order).
+    """The layout's rows from `source` (flat rows when `from_flat`, else a parent layout's cells), sorted, and
+    with `codes` (the flat table's) grouped and sorted on a packed key where its dimensions pack, coded columns
+    replaced by their values at the end (codes sort like their values; decoding keeps the order).
 
     `same_grain`: the source already has one row per value of the layout's dimensions (a parent layout
     with the same dimensions in another order), so the rows are only projected and sorted again.
@@ -91,7 +95,8 @@ def compute_layout(
     Spark's post-shuffle partitions (adaptive execution sizes them), a file each.
     """
     shape = LayoutShape.of(layout, model)
-    dims, cells = shape.columns()
+    dims, _ = shape.columns()
+    packed = codes.packing(dims) if codes is not None else None
     if layout.is_table_index or same_grain:
         df = source
     elif not shape.measures:
@@ -101,26 +106,39 @@ def compute_layout(
         for m in shape.measures:
             kind = kind_of(m)
             aggs += kind.build(m, _args(model, m)) if from_flat else kind.merge(m)
-        df = source.groupBy(*dims).agg(*aggs) if dims else source.agg(*aggs)
+        if packed is not None and packed.complete:  # one long to hash, the dimensions unpacked from it
+            df = source.groupBy(packed.key().alias(KEY)).agg(*aggs)
+        else:
+            df = source.groupBy(*dims).agg(*aggs) if dims else source.agg(*aggs)
         for m in shape.measures:
             df = kind_of(m).finish(df, m)
-    if decode is not None:
-        df = decode(df.select(*dims, *cells))
-    return finish_layout(df, layout, model, input_rows)
+    df = finish_layout(df, layout, model, input_rows, packed)
+    return codes.decode(df) if codes is not None else df
 
 
-def finish_layout(df: DataFrame, layout: Layout, model: Model, rows: int | None) -> DataFrame:
+def finish_layout(
+    df: DataFrame, layout: Layout, model: Model, rows: int | None, packed: Packing | None = None
+) -> DataFrame:
     """A layout's computed rows as written: its columns in order, one file when `rows` (an upper bound;
-    None: unknown) is small, each file sorted by the column order."""
+    None: unknown) is small, each file sorted by the column order — on the `packed` key of its leading
+    dimensions when given (the column `KEY` when the rows were grouped on it, else computed here)."""
     from pyspark.sql import functions as F  # noqa: N812
 
     dims, cells = LayoutShape.of(layout, model).columns()
-    df = df.select(*dims, *cells)
+    if packed is None:
+        df = df.select(*dims, *cells)
+        order = [F.col(d).asc_nulls_first() for d in dims]
+    else:
+        if KEY not in df.columns:
+            df = df.withColumn(KEY, packed.key())
+        df = df.select(KEY, *packed.rest, *cells)
+        order = packed.order()
     if not dims or (rows is not None and rows <= ROWS_PER_FILE):
         df = df.coalesce(1)
     # Each file sorted by the layout's column order, so Parquet row-group statistics prune well (DESIGN §4).
     # Kylin sorts within partitions too: a global range sort would cost a sampling pass and a shuffle more.
-    return df.sortWithinPartitions(*[F.col(d).asc_nulls_first() for d in dims]) if dims else df
+    df = df.sortWithinPartitions(*order) if dims else df
+    return df if packed is None else df.select(*packed.unpacked(), *packed.rest, *cells)
 
 
 GROUPING_ID = "__grouping_id"

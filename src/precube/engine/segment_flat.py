@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from precube.engine.code_tables import Codes
@@ -32,6 +32,7 @@ from precube.engine.dictionary import (
 from precube.engine.flat_table import FlatMetrics, encodable, flat_table
 from precube.engine.layout_build import dictionary_key, measure_inputs, needs_dictionary
 from precube.engine.measures import tuple_key
+from precube.engine.sort_keys import IntRange
 from precube.engine.source_reads import SourceReads
 from precube.metadata import Layout, Segment
 from precube.metadata.model import MEASURE_ID_BASE
@@ -71,13 +72,13 @@ class SegmentFlat:
         self.metrics = FlatMetrics(self.inputs)  # counted by the first pass over the flat table
         self._lock = threading.Lock()
 
-    def read(self, readers: int) -> tuple[DataFrame, Callable[[DataFrame], DataFrame]]:
-        """The flat rows, some columns coded, and how to decode a layout computed from them;
-        `readers`: how many layouts will read them (known at the first call)."""
+    def read(self, readers: int) -> tuple[DataFrame, Codes]:
+        """The flat rows, some columns coded, and their codes (how to decode and pack a layout computed from
+        them); `readers`: how many layouts will read them (known at the first call)."""
         with self._lock:  # root layouts of one layer ask from several threads
             if self._df is None:
-                self._df = self._compute(cache=readers > 1 or bool(self.bitmap_inputs))
-            return self._df, self.codes.decode
+                self._df = self._compute(cache=readers > 1 or bool(self.bitmap_inputs), pack=True)
+            return self._df, self.codes
 
     def small_rows(self) -> int | None:
         """The flat rows if the segment is small (`BuildContext.small_segment_rows`): estimated from the source
@@ -88,11 +89,12 @@ class SegmentFlat:
         with self._lock:
             if self._df is None:
                 self.encoded = set()
-                self._df = self._compute(cache=True)
+                self._df = self._compute(cache=True, pack=False)
         self.rows = self._df.count()
         return self.rows if self.rows <= limit else None
 
-    def _compute(self, cache: bool) -> DataFrame:
+    def _compute(self, cache: bool, pack: bool) -> DataFrame:
+        """The flat table (`cache`d when read more than once); `pack`: learn its integer ranges (`sort_keys`)."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F  # noqa: N812
 
@@ -100,6 +102,8 @@ class SegmentFlat:
         df, self.codes = flat_table(
             self.reads, model, self.columns, self.segment.range, self.encoded, ctx.code_tables, self.metrics
         )
+        if pack:
+            self.codes.ranges.update(self._integer_ranges(df))
         if cache:
             df = self._cached = df.persist(StorageLevel.MEMORY_AND_DISK)
         inputs = sorted(self.bitmap_inputs.items())
@@ -118,6 +122,29 @@ class SegmentFlat:
         if inputs:
             ctx.progress("dictionary done", len(inputs), len(inputs))
         return df
+
+    def _integer_ranges(self, df: DataFrame) -> dict[str, IntRange]:
+        """The ranges of the flat table's plain integer columns that their source files' statistics bound."""
+        from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
+
+        model = self.state.model
+        by_id = {c.id: c for c in model.all_named_columns}
+        computed = {f"{cc.table_alias}.{cc.column_name}".upper() for cc in model.computed_columns}
+        types = {f.name: f.dataType for f in df.schema.fields}
+        wanted: dict[str, dict[str, str]] = {}  # alias → source column → flat column
+        for cid in self.columns:
+            name, column = names.column(cid), by_id.get(cid)
+            if column is None or name in self.codes.ranges or column.column.upper() in computed:
+                continue
+            if isinstance(types.get(name), ByteType | ShortType | IntegerType | LongType):
+                alias, source_column = column.column.split(".", 1)
+                wanted.setdefault(alias, {})[source_column.upper()] = name
+        ranges = {}
+        for alias, columns in wanted.items():
+            for source_column, (low, high) in self.reads.integer_ranges(alias, list(columns)).items():
+                flat = columns[source_column]
+                ranges[flat] = IntRange(low, high, types[flat].simpleString())
+        return ranges
 
     def _dictionary(self, cid: int, values: DataFrame) -> DictionaryVersion:
         """The dictionary of input `cid` holding every value of `values`: from the lookup column it reads, once
@@ -192,4 +219,3 @@ class SegmentFlat:
     def close(self) -> None:
         if self._cached is not None:
             self._cached.unpersist()
-        self.codes.release()

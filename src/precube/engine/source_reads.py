@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from precube.errors import PrecubeError
@@ -56,6 +56,16 @@ class SourceReads:
             return self.table(self.model.fact_table)
         join = next(j for j in self.model.join_tables if j.alias.upper() == alias.upper())
         return self.table(join.table)
+
+    def integer_ranges(self, alias: str, columns: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """(min, max) of the integer `columns` of the table behind `alias` that its files' statistics bound
+        (the fact table's planned files only)."""
+        table = self.fact if alias.upper() == self.model.root_alias.upper() else None
+        if table is None:
+            join = next(j for j in self.model.join_tables if j.alias.upper() == alias.upper())
+            table = self.tables[join.table.upper()]
+        files = self.plan.files if table is self.fact and self.plan is not None else None
+        return source_for(table).integer_ranges(columns, files)
 
     @property
     def estimated_rows(self) -> int | None:

@@ -20,7 +20,15 @@ from precube.metadata import Column, SourceType, Table
 from precube.metadata.csv_options import ENCODINGS, CsvOptions
 from precube.sources import csv_files, types
 from precube.sources.errors import UnreadableSourceError
-from precube.sources.scan_plan import ColumnRange, DataFile, ScanPlan, Value, hive_values, plan_scan
+from precube.sources.scan_plan import (
+    ColumnRange,
+    DataFile,
+    ScanPlan,
+    Value,
+    hive_values,
+    integer_ranges,
+    plan_scan,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,6 +59,11 @@ class TableSource(Protocol):
 
     def read_files(self, spark: SparkSession, columns: list[Column], files: Sequence[str]) -> DataFrame:
         """`read`, of a plan's files only (the source's schema even when there are none)."""
+        ...
+
+    def integer_ranges(self, columns: Sequence[str], files: Sequence[str] | None) -> dict[str, tuple[int, int]]:
+        """(min, max) of the integer `columns` (upper case) that the source's own metadata bounds, over `files`
+        (None: all), from the files alone; the others are left out."""
         ...
 
 
@@ -144,6 +157,11 @@ class FileSource:
             return None
         return plan_scan(self.describe(), self.data_files(), rng, parse)
 
+    def integer_ranges(self, columns: Sequence[str], files: Sequence[str] | None) -> dict[str, tuple[int, int]]:
+        if self.source_type is not SourceType.PARQUET:
+            return {}
+        return integer_ranges(files if files is not None else [f.path for f in self.data_files()], columns)
+
     def read_files(self, spark: SparkSession, columns: list[Column], files: Sequence[str]) -> DataFrame:
         from pyspark.sql import functions as F  # noqa: N812
 
@@ -199,6 +217,9 @@ class CatalogSource:
 
     def read_files(self, spark: SparkSession, columns: list[Column], files: Sequence[str]) -> DataFrame:
         raise UnreadableSourceError(f"{self.describe()} is read whole, not by files")
+
+    def integer_ranges(self, columns: Sequence[str], files: Sequence[str] | None) -> dict[str, tuple[int, int]]:
+        return {}  # only a query would tell
 
 
 # Arrow types whose Spark type is the one Spark infers from the Parquet column (INT96 timestamps, unsigned,
