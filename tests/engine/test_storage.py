@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from precube.engine.storage import footer_ranges, local_files
+from precube.engine.storage import local_files
+from precube.storage.footers import footer_ranges
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

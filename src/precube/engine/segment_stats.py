@@ -21,12 +21,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from precube.engine.measures import kind_of
-from precube.engine.storage import footer_ranges, local_files
+from precube.engine.storage import local_files
 from precube.metadata import Layout, LayoutInstance, Measure, Model, ParameterType
 from precube.metadata.dataflow import DimensionRange
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.sources.sampling import to_text
 from precube.storage import columns as names
+from precube.storage.footers import footer_ranges
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

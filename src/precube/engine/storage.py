@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import shutil
 import uuid
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -55,30 +53,3 @@ def local_files(path: str) -> list[Path] | None:
     """The Parquet files of a local layout directory, None for a remote path."""
     local = local_path(path)
     return None if local is None else sorted(p for p in local.glob("*.parquet") if p.is_file())
-
-
-def footer_ranges(files: Collection[Path], columns: Collection[str]) -> dict[str, tuple[Any, Any]]:
-    """Min and max of each of some (top-level, primitive) columns, from the files' row-group statistics:
-    no data is read. A column that has a row group without usable statistics (very long strings,
-    INT96 timestamps, NaN) is left out; one with only nulls gets (None, None)."""
-    found: dict[str, tuple[Any, Any]] = {name: (None, None) for name in columns}
-    for f in files:
-        meta = pq.read_metadata(f)
-        index = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
-        for g in range(meta.num_row_groups):
-            group = meta.row_group(g)
-            for name in list(found):
-                stats = group.column(index[name]).statistics
-                if stats is not None and stats.has_null_count and stats.null_count == group.num_rows:
-                    continue  # only nulls here: nothing to widen
-                if stats is None or not stats.has_min_max or _nan(stats.min) or _nan(stats.max):
-                    del found[name]
-                    continue
-                lo, hi = found[name]
-                lo = stats.min if lo is None else min(lo, stats.min)
-                found[name] = (lo, stats.max if hi is None else max(hi, stats.max))
-    return found
-
-
-def _nan(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)

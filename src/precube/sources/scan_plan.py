@@ -20,6 +20,8 @@ from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
+from precube.storage.footers import footer_ranges
+
 # A value of the range's column as the range and the file metadata give it (int, str, date, datetime).
 Value = Any
 
@@ -237,41 +239,10 @@ def _group_share(stats: Any, num_rows: int, rng: ColumnRange) -> float | None:
 
 def integer_ranges(paths: Sequence[str], columns: Collection[str]) -> dict[str, tuple[int, int]]:
     """The smallest and largest value of each integer column of `columns` (upper case) over the Parquet files
-    `paths`, from their row-group statistics; a column some row group has no integer statistics for (and holds
-    a value in) is left out."""
-    low: dict[str, int] = {}
-    high: dict[str, int] = {}
-    unknown: set[str] = set()
-    for path in paths:
-        meta = pq.read_metadata(path)
-        index = {meta.schema.column(i).path.upper(): i for i in range(meta.num_columns)}
-        for column in {c.upper() for c in columns} - unknown:
-            bounds = _integer_bounds(meta, index.get(column))
-            if bounds is None:
-                unknown.add(column)
-            elif bounds:
-                low[column] = min(low.get(column, bounds[0]), bounds[0])
-                high[column] = max(high.get(column, bounds[1]), bounds[1])
-    return {c: (low[c], high[c]) for c in low if c not in unknown}
+    `paths`, from their row-group statistics; a column without integer statistics everywhere is left out."""
+    found = footer_ranges(paths, [c.upper() for c in columns])
+    return {c: (lo, hi) for c, (lo, hi) in found.items() if _is_int(lo) and _is_int(hi)}
 
 
-def _integer_bounds(meta: Any, index: int | None) -> list[int] | None:
-    """A file's [min, max] of column `index`; [] when it holds no value; None when unknown or not integers."""
-    if index is None:
-        return None
-    found: list[int] = []
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        stats = group.column(index).statistics
-        if group.num_rows == 0 or (stats is not None and stats.has_null_count and stats.null_count == group.num_rows):
-            continue  # no value here
-        if stats is None or not stats.has_min_max:
-            return None
-        try:
-            lo, hi = stats.min, stats.max
-        except (ValueError, TypeError, OverflowError):
-            return None
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi)):
-            return None
-        found += [lo, hi]
-    return [min(found), max(found)] if found else []
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
