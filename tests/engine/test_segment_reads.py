@@ -22,7 +22,7 @@ import pytest
 from precube.engine import operations
 from precube.engine.context import BuildContext, BuildReport, built_layouts
 from precube.engine.dictionary import dictionary_path, latest_version
-from precube.engine.join_stats import join_stats
+from precube.engine.join_stats import duplicate_keys, join_stats
 from precube.engine.operations import build_segment
 from precube.engine.source_reads import SourceReads
 from precube.metadata import IndexPlan, MetadataStore, Project, SourceType, Table, TimeRange, open_store
@@ -311,12 +311,18 @@ def test_join_stats_counted_on_the_way_equal_the_join_stats_job(
     data = tmp_path / "ssb"
     generate(0.01, data, seed=3, orphans=30)  # fact rows whose customer, supplier or part is missing
     told: list[tuple[Any, Any]] = []
+    counted_beside: list[list[str]] = []
 
     def spy(reads: SourceReads, model: Any, rng: Any, orphans: Any = None, duplicates: Any = None) -> Any:
         told.append((orphans, duplicates))
         return join_stats(reads, model, rng, orphans, duplicates)
 
+    def spy_duplicates(reads: SourceReads, model: Any, aliases: Any) -> dict[str, int]:
+        counted_beside.append(sorted(aliases))
+        return duplicate_keys(reads, model, aliases)
+
     monkeypatch.setattr(operations, "join_stats", spy)
+    monkeypatch.setattr(operations, "duplicate_keys", spy_duplicates)
     with open_store(f"sqlite:///{tmp_path / 'meta.db'}") as store:
         store.create_project(Project(name="ssb", default_database="SSB"))
         for name in TABLES:
@@ -336,7 +342,9 @@ def test_join_stats_counted_on_the_way_equal_the_join_stats_job(
                 assert any(s.orphans for s in counted.values())
                 orphans, duplicates = told[-1]
                 assert orphans is not None  # counted on the flat table's pass
-                assert bool(duplicates) is (start != "1992-01-01")  # known after the first segment
+                assert set(duplicates) == {j["alias"] for j in JOINS}
+                # counted beside the layouts for the first segment, known from it afterwards
+                assert bool(counted_beside[-1]) is (start == "1992-01-01")
             nulls = {str(c): 0 for c in segment.column_null_counts}
             assert segment.column_null_counts == nulls  # SSB has no NULL measure inputs
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 CODE_MAX_VALUES = 65_536  # more distinct values than this: the column keeps its values in the flat table
+CODE_TABLE_JOBS = 4  # code tables made at once
 
 
 @dataclass(frozen=True)
@@ -108,11 +110,20 @@ class CodeTables:
         key = (table.identity, column)
         with self._lock:
             held = self._held.get(key)
-            if held is not None and held[0] == fingerprint:
-                return held[1]
-            codes = code_table(spark, lookup, column)
+        if held is not None and held[0] == fingerprint:
+            return held[1]
+        codes = code_table(spark, lookup, column)  # two builds may both make it: the same codes
+        with self._lock:
             self._held[key] = (fingerprint, codes)
-            return codes
+        return codes
+
+    def get_all(self, spark: SparkSession, wanted: Sequence[tuple[Table, str, DataFrame]]) -> list[CodeTable | None]:
+        """`get` of each (table, column, lookup); those not held are made side by side (a small Spark job each,
+        which waits mostly on scheduling)."""
+        if len(wanted) <= 1:
+            return [self.get(spark, *item) for item in wanted]
+        with ThreadPoolExecutor(min(len(wanted), CODE_TABLE_JOBS), thread_name_prefix="precube-codes") as pool:
+            return list(pool.map(lambda item: self.get(spark, *item), wanted))
 
     def fingerprints(self) -> dict[tuple[str, str], str]:
         """(table, column) → the fingerprint of the lookup files each held code table was made from."""

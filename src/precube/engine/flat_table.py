@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from precube.engine.code_tables import Codes, CodeTables
+from precube.engine.code_tables import Codes, CodeTable, CodeTables
 from precube.engine.source_reads import SourceReads
-from precube.metadata import JoinType, Model, TimeRange
+from precube.metadata import JoinType, Model, Table, TimeRange
 from precube.metadata import datatypes as dt
 from precube.modeling.expressions import parse
 from precube.modeling.partition_format import range_predicate
@@ -143,18 +143,31 @@ def flat_table(
         metrics.orphans = [j.alias for j in model.join_tables]
     marked = set(metrics.orphans if metrics is not None else [])
 
-    def read(alias: str) -> DataFrame:
+    def lookup(alias: str) -> tuple[Table, DataFrame]:
         table = reads.tables[alias_table[alias].upper()]
-        df = reads.table(table.identity)
+        return table, reads.table(table.identity)
+
+    # the coded columns of each lookup small enough to broadcast (its code tables might be big too otherwise),
+    # their code tables made side by side on a first build
+    wanted: list[tuple[str, str, int]] = []  # (alias, column, column id)
+    for alias in aliases:
+        own = [(ref.split(".", 1)[1], cid) for ref, cid in coded.items() if ref.split(".", 1)[0] == alias]
+        if own and _broadcastable(lookup(alias)[1]):
+            wanted += [(alias, column, cid) for column, cid in own]
+    sources = {alias: lookup(alias) for alias, _, _ in wanted}
+    made = holder.get_all(reads.spark, [(sources[a][0], column, sources[a][1]) for a, column, _ in wanted])
+    code_joins: dict[str, list[tuple[str, int, CodeTable]]] = {}
+    for (alias, column, cid), table_codes in zip(wanted, made, strict=True):
+        if table_codes is not None:  # None: too many values, kept as they are
+            code_joins.setdefault(alias, []).append((column, cid, table_codes))
+
+    def read(alias: str) -> DataFrame:
+        _, df = lookup(alias)
         if alias in marked:
             df = df.withColumn(joined_marker(alias), F.lit(True))
-        own = [(ref.split(".", 1)[1], cid) for ref, cid in coded.items() if ref.split(".", 1)[0] == alias]
-        if not own or not _broadcastable(df):  # a big lookup's code tables might be too: keep its values
+        if alias not in code_joins:
             return df.alias(alias)
-        for column, cid in own:
-            table_codes = holder.get(reads.spark, table, column, df)
-            if table_codes is None:  # too many values: kept as they are
-                continue
+        for column, cid, table_codes in code_joins[alias]:
             codes.add(names.column(cid), table_codes)
             pairs = table_codes.mapping.select(F.col("value").alias("__v"), F.col("code").alias("__c"))
             df = df.join(F.broadcast(pairs), F.col(column).eqNullSafe(F.col("__v")), "left")

@@ -14,13 +14,13 @@ group-by of its key columns; all the counts come back in one row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING
 
 from precube.engine.flat_table import filter_refs_of, joined_marker, orphan_count
 from precube.engine.source_reads import SourceReads
-from precube.metadata import Model, Segment, SegmentStatus, Table, TimeRange
+from precube.metadata import JoinTable, Model, Segment, SegmentStatus, Table, TimeRange
 from precube.metadata.dataflow import JoinStat
 from precube.modeling.partition_format import range_predicate
 from precube.storage.snapshots import source_fingerprint
@@ -84,16 +84,9 @@ def join_stats(
         if predicate:
             df = df.where(F.expr(predicate))
 
-    parts = []
+    parts = [_duplicates(reads, jt) for jt in model.join_tables if jt.alias not in duplicate_counts]
     if not all(a in known_orphans for a in aliases_all):
-        parts.append(df.agg(*[orphan_count(model, a) for a in aliases_all]))
-    for jt in model.join_tables:
-        if jt.alias in duplicate_counts:
-            continue
-        keys = [F.col(pk.split(".", 1)[1]) for pk in jt.join.primary_key]
-        not_null = reduce(lambda a, b: a & b, [k.isNotNull() for k in keys])
-        grouped = read(jt.alias).where(not_null).groupBy(*keys).count().where(F.col("count") > 1)
-        parts.append(grouped.agg(F.count(F.lit(1)).alias(f"duplicates_{jt.alias}")))
+        parts.insert(0, df.agg(*[orphan_count(model, a) for a in aliases_all]))
     row = reduce(lambda a, b: a.crossJoin(b), parts).first()
     assert row is not None
     found = row.asDict()
@@ -104,6 +97,27 @@ def join_stats(
         )
         for a in aliases_all
     }
+
+
+def duplicate_keys(reads: SourceReads, model: Model, aliases: Collection[str]) -> dict[str, int]:
+    """Key values held more than once by each lookup of `aliases` (as the model spells them), in one job (none
+    for no alias): they depend on the lookup alone, so a build counts them beside its layouts."""
+    joins = [jt for jt in model.join_tables if jt.alias in aliases]
+    if not joins:
+        return {}
+    row = reduce(lambda a, b: a.crossJoin(b), [_duplicates(reads, jt) for jt in joins]).first()
+    assert row is not None  # global aggregates have one row
+    return {jt.alias: int(row[f"duplicates_{jt.alias}"]) for jt in joins}
+
+
+def _duplicates(reads: SourceReads, jt: JoinTable) -> DataFrame:
+    """One row: how many key values lookup `jt` holds more than once (`duplicates_{alias}`)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    keys = [F.col(pk.split(".", 1)[1]) for pk in jt.join.primary_key]
+    not_null = reduce(lambda a, b: a & b, [k.isNotNull() for k in keys])
+    grouped = reads.alias(jt.alias).where(not_null).groupBy(*keys).count().where(F.col("count") > 1)
+    return grouped.agg(F.count(F.lit(1)).alias(f"duplicates_{jt.alias}"))
 
 
 def known_duplicates(model: Model, tables: Mapping[str, Table], segments: Iterable[Segment]) -> dict[str, int]:

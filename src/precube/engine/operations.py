@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from precube.engine.context import BuildContext, ModelState, add_segment, built_layouts, load_state, record_layout
 from precube.engine.errors import BuildConflictError
-from precube.engine.join_stats import join_stats, known_duplicates, merged_join_stats
+from precube.engine.join_stats import duplicate_keys, join_stats, known_duplicates, merged_join_stats
 from precube.engine.layers import build_into_segment, write_layout
 from precube.engine.layout_build import compute_layout
 from precube.engine.lookup_snapshot import newest_snapshots, take_snapshots
@@ -85,34 +86,41 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
     if reads.plan is not None:
         report.scans.append(reads.plan)
     flat = SegmentFlat(ctx, state, segment, layouts, reads)
-    try:
-        built = _built(ctx, state, segment.id)
-        with report.step("flat table"):  # a small segment's, counted; a larger one's is read by the layouts
-            flat_rows = flat.small_rows() if any(lay.id not in built for lay in layouts) else None
-        with report.step("layouts"):
-            build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None, flat_rows)
-        info = {**segment.additional_info, **flat.dictionaries}
-        path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
-        with report.step("segment stats"):
-            stats = segment_stats(ctx.spark, state.model, built, path, flat.count, flat.null_counts)
-        with report.step("join stats"):
-            built_from_source = [s for s in state.dataflow.segments if s.additional_info.get(OPERATION) != "merge"]
-            duplicates = known_duplicates(state.model, state.tables, built_from_source)
-            joins = join_stats(reads, state.model, segment.range, flat.orphans(), duplicates)
-        with report.step("snapshots"):
-            snapshots = take_snapshots(ctx, state, reads)
-        record = SegmentRecord(
-            source_count=stats.source_rows,
-            ranges=stats.ranges,
-            info=info,
-            snapshots=snapshots,
-            null_counts=stats.null_counts,
-            joins=joins,
-        )
-        with report.step("commit"):
-            return _commit(ctx, state, segment.id, record)
-    finally:
-        flat.close()
+    # What depends on the lookups alone (their snapshots, their duplicate keys) is small Spark jobs that wait
+    # mostly on scheduling and file commits: they run beside the layouts, in the gaps of the layouts' jobs.
+    with ThreadPoolExecutor(2, thread_name_prefix="precube-lookups") as beside:
+        snapshotting = beside.submit(take_snapshots, ctx, state, reads)
+        built_from_source = [s for s in state.dataflow.segments if s.additional_info.get(OPERATION) != "merge"]
+        known = known_duplicates(state.model, state.tables, built_from_source)
+        unknown = [j.alias for j in state.model.join_tables if j.alias not in known]
+        counting = beside.submit(duplicate_keys, reads, state.model, unknown)
+        try:
+            built = _built(ctx, state, segment.id)
+            with report.step("flat table"):  # a small segment's, counted; a larger one's is read by the layouts
+                flat_rows = flat.small_rows() if any(lay.id not in built for lay in layouts) else None
+            with report.step("layouts"):
+                build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None, flat_rows)
+            info = {**segment.additional_info, **flat.dictionaries}
+            path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
+            with report.step("segment stats"):
+                stats = segment_stats(ctx.spark, state.model, built, path, flat.count, flat.null_counts)
+            with report.step("join stats"):
+                duplicates = {**known, **counting.result()}
+                joins = join_stats(reads, state.model, segment.range, flat.orphans(), duplicates)
+            with report.step("snapshots"):
+                snapshots = snapshotting.result()
+        finally:
+            flat.close()
+    record = SegmentRecord(
+        source_count=stats.source_rows,
+        ranges=stats.ranges,
+        info=info,
+        snapshots=snapshots,
+        null_counts=stats.null_counts,
+        joins=joins,
+    )
+    with report.step("commit"):
+        return _commit(ctx, state, segment.id, record)
 
 
 def build_segment(
