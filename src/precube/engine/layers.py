@@ -76,7 +76,7 @@ class _Segment:
     ) -> None:
         self.ctx, self.model, self.segment_id, self.built = ctx, model, segment_id, built
         self.flat, self.source_rows, self.total = flat, source_rows, total
-        self.flat_rows: int | None = None  # the flat table's rows, when counted (a small segment's)
+        self.flat_rows: int | None = None  # at most how many rows the flat table has (a small segment's)
         self.lock = threading.Lock()  # guards `built`, the metadata record and the progress count
         self.done = 0
         self.stage = ""
@@ -193,7 +193,7 @@ def build_into_segment(
 ) -> None:
     """Build `to_build` into the segment; `built` are its layouts already there (updated in place).
     `source_rows`: the segment's, when known before the build (else the commit records them); `flat_rows`:
-    the flat table's rows of a small segment (all its aggregate layouts come from it in one job)."""
+    at most how many rows a small segment's flat table has (all its aggregate layouts come from it in one job)."""
     pending = [lay for lay in to_build if lay.id not in built]
     seg = _Segment(ctx, model, segment_id, built, flat, source_rows, len(pending))
     if flat_rows is not None:

@@ -1,8 +1,8 @@
 """The flat table of a segment built from source (seed 003 steps 1 and 2): computed on first use, cached only
 when read more than once, with the global dictionaries of its precise COUNT DISTINCT inputs appended to.
 
-Whether the segment is small is decided here (`small_rows`): the source plan's estimate of its rows, then a
-count of the cached flat table. A small segment's flat table is not coded (codes pay off on many rows only)
+Whether the segment is small is decided here (`small_rows`): the source plan's estimate of its rows, then the
+rows of the row groups the plan reads (an upper bound), or else a count of the cached flat table. A small segment's flat table is not coded (codes pay off on many rows only)
 and all its aggregate layouts come from it in one job (`layers.build_into_segment`).
 
 A dictionary whose input is a plain lookup column is built from the whole lookup column, once per state of
@@ -81,8 +81,9 @@ class SegmentFlat:
             return self._df, self.codes
 
     def small_rows(self) -> int | None:
-        """The flat rows if the segment is small (`BuildContext.small_segment_rows`): estimated from the source
-        plan, then counted on the flat table, computed uncoded and cached; None for a larger or unknown one."""
+        """At most how many flat rows the segment has if it is small (`BuildContext.small_segment_rows`),
+        estimated from the source plan, then (its flat table computed uncoded and cached) bounded by the rows of
+        the row groups the plan reads, or else counted; None for a larger or unknown one."""
         limit, estimate = self.ctx.small_segment_rows, self.reads.estimated_rows
         if estimate is None or estimate > limit:
             return None
@@ -90,6 +91,9 @@ class SegmentFlat:
             if self._df is None:
                 self.encoded = set()
                 self._df = self._compute(cache=True, pack=False)
+        bound = self.reads.most_rows
+        if bound is not None and bound <= limit:  # no count job (a one-day segment's cost nearly as much)
+            return bound
         self.rows = self._df.count()
         return self.rows if self.rows <= limit else None
 

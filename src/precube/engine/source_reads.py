@@ -72,6 +72,12 @@ class SourceReads:
         """The fact rows the segment is expected to hold, from the plan (None: unknown)."""
         return self.plan.estimated_rows if self.plan is not None else None
 
+    @property
+    def most_rows(self) -> int | None:
+        """The rows of the fact table's row groups the plan reads: at most that many are the segment's (None:
+        unknown); a lookup joined many-to-one adds none."""
+        return self.plan.rows_read if self.plan is not None else None
+
 
 def _plan(model: Model, fact: Table, time_range: TimeRange | None) -> ScanPlan | None:
     partition = model.partition_desc
