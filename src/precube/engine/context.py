@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from precube.engine.code_tables import CodeTables
 from precube.engine.errors import BuildConflictError
+from precube.engine.kept_lookups import KeptLookups
 from precube.metadata import (
     Dataflow,
     DataflowStatus,
@@ -85,6 +86,7 @@ class BuildContext:
     small_segment_rows: int = SMALL_SEGMENT_ROWS
     # kept by the process across its builds (`dataclasses.replace` shares it), while their lookups are unchanged
     code_tables: CodeTables = field(default_factory=CodeTables)
+    lookups: KeptLookups = field(default_factory=KeptLookups)
     report: BuildReport = field(default_factory=BuildReport)  # give each operation a new one to read it after
 
 

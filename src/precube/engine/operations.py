@@ -82,7 +82,7 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
     """Build the layouts into the NEW segment from source, then commit it; each step timed in `ctx.report`."""
     report = ctx.report
     with report.step("source plan"):
-        reads = SourceReads(ctx.spark, state.model, state.tables, segment.range)
+        reads = SourceReads(ctx.spark, state.model, state.tables, segment.range, ctx.lookups)
     if reads.plan is not None:
         report.scans.append(reads.plan)
     flat = SegmentFlat(ctx, state, segment, layouts, reads)
@@ -216,7 +216,7 @@ def build_layouts(
         if not missing:
             continue
         flat = SegmentFlat(
-            ctx, state, segment, missing, SourceReads(ctx.spark, state.model, state.tables, segment.range)
+            ctx, state, segment, missing, SourceReads(ctx.spark, state.model, state.tables, segment.range, ctx.lookups)
         )
         try:
             # the segment's source rows are known: the flat table is read only for rootless layouts

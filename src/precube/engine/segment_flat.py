@@ -2,8 +2,9 @@
 when read more than once, with the global dictionaries of its precise COUNT DISTINCT inputs appended to.
 
 Whether the segment is small is decided here (`small_rows`): the source plan's estimate of its rows, then the
-rows of the row groups the plan reads (an upper bound), or else a count of the cached flat table. A small segment's flat table is not coded (codes pay off on many rows only)
-and all its aggregate layouts come from it in one job (`layers.build_into_segment`).
+rows of the row groups the plan reads (an upper bound), or else a count of the cached flat table. A small
+segment's flat table is not coded (codes pay off on many rows only) and all its aggregate layouts come from it
+in one job (`layers.build_into_segment`).
 
 A dictionary whose input is a plain lookup column is built from the whole lookup column, once per state of
 its source (the fingerprint of its files): while the lookup is unchanged, later segments skip the

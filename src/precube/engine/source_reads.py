@@ -16,6 +16,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from precube.engine.kept_lookups import KeptLookups
 from precube.errors import PrecubeError
 from precube.metadata import Model, Table, TimeRange
 from precube.modeling.partition_format import range_bounds, to_epoch_ms
@@ -30,9 +31,14 @@ class SourceReads:
     """The reads of one build of `time_range` (None or full: every row) of `model`."""
 
     def __init__(
-        self, spark: SparkSession, model: Model, tables: Mapping[str, Table], time_range: TimeRange | None
+        self,
+        spark: SparkSession,
+        model: Model,
+        tables: Mapping[str, Table],
+        time_range: TimeRange | None,
+        kept: KeptLookups | None = None,
     ) -> None:
-        self.spark, self.model, self.tables = spark, model, tables
+        self.spark, self.model, self.tables, self.kept = spark, model, tables, kept
         self._frames: dict[str, DataFrame] = {}
         self.fact = tables[model.fact_table.upper()]
         self.plan: ScanPlan | None = _plan(model, self.fact, time_range)
@@ -46,6 +52,8 @@ class SourceReads:
             source = source_for(table)
             if key == self.fact.identity and self.plan is not None:
                 self._frames[key] = source.read_files(self.spark, table.columns, self.plan.files)
+            elif key != self.fact.identity and self.kept is not None:  # a lookup: kept while its files are unchanged
+                self._frames[key] = self.kept.get(table, lambda: source.read(self.spark, table.columns))
             else:
                 self._frames[key] = source.read(self.spark, table.columns)
         return self._frames[key]
