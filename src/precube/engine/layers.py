@@ -199,10 +199,11 @@ def build_into_segment(
     if flat_rows is not None:
         seg.stage, seg.flat_rows = "layer 1/1", flat_rows
         aggs = [lay for lay in pending if not lay.is_table_index]
-        size = max(1, BATCH_MAX_ROWS // max(1, flat_rows))
-        work = [functools.partial(seg.build_batch, chunk, None, flat_rows) for chunk in _chunks(aggs, size)]
-        tables = _runs([lay for lay in pending if lay.is_table_index])
-        work += [functools.partial(seg.build_run, run, 1) for run in tables.values()]
+        chunks = _chunks(aggs, max(1, BATCH_MAX_ROWS // max(1, flat_rows)))
+        tables = list(_runs([lay for lay in pending if lay.is_table_index]).values())
+        readers = len(chunks) + len(tables)  # of the flat table: cached when more than one
+        work = [functools.partial(seg.build_batch, chunk, None, flat_rows, readers) for chunk in chunks]
+        work += [functools.partial(seg.build_run, run, readers) for run in tables]
         _run_all(work, ctx.parallel_layouts)
         return
     layers = build_layers(pending, {i: (lay, li.rows) for i, (lay, li) in built.items()})

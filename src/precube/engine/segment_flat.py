@@ -78,23 +78,24 @@ class SegmentFlat:
         them); `readers`: how many layouts will read them (known at the first call)."""
         with self._lock:  # root layouts of one layer ask from several threads
             if self._df is None:
-                self._df = self._compute(cache=readers > 1 or bool(self.bitmap_inputs), pack=True)
+                self._df = self._compute(cache=readers > 1 or bool(self.bitmap_inputs), pack=bool(self.encoded))
             return self._df, self.codes
 
     def small_rows(self) -> int | None:
-        """At most how many flat rows the segment has if it is small (`BuildContext.small_segment_rows`),
-        estimated from the source plan, then (its flat table computed uncoded and cached) bounded by the rows of
-        the row groups the plan reads, or else counted; None for a larger or unknown one."""
+        """At most how many flat rows the segment has if it is small (`BuildContext.small_segment_rows`):
+        estimated from the source plan, then bounded by the rows of the row groups the plan reads, or else
+        counted (its flat table computed and cached); None for a larger or unknown one. A small segment's flat
+        table is not coded."""
         limit, estimate = self.ctx.small_segment_rows, self.reads.estimated_rows
         if estimate is None or estimate > limit:
             return None
+        self.encoded = set()
+        bound = self.reads.most_rows
+        if bound is not None and bound <= limit:  # no count job (it cost a one-day segment ~0.15 s)
+            return bound
         with self._lock:
             if self._df is None:
-                self.encoded = set()
                 self._df = self._compute(cache=True, pack=False)
-        bound = self.reads.most_rows
-        if bound is not None and bound <= limit:  # no count job (a one-day segment's cost nearly as much)
-            return bound
         self.rows = self._df.count()
         return self.rows if self.rows <= limit else None
 
