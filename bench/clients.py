@@ -98,7 +98,7 @@ def main() -> None:
     parser.add_argument("--big-repeat", type=int, default=10, help="runs of the 100,000-row query per client")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
-    home, store, settings, build_s = prepare_recommended(args)
+    home, _, store, settings, build_s = prepare_recommended(args)
     settings = load_settings(home=home, spark={"master": args.master}, cache={"enabled": False})
     queries = list(SSB_QUERIES.values())
     report: dict[str, Any] = {"scale": args.scale, "build_s": round(build_s, 1), "cores": os.cpu_count(), "clients": {}}

@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--large-repeat", type=int, default=7, help="timed runs of the large answer")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
-    home, store, settings, build_s = prepare_recommended(args)
+    home, _, store, settings, build_s = prepare_recommended(args)
     port = _free_port()
     server = Server(home, args=("--pg-port", str(port)), env={"PRECUBE__CACHE__ENABLED": "false"})
     server.wait_loaded()

@@ -300,7 +300,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="server processes (precube serve --workers)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
-    home, store, settings, build_s = prepare_recommended(args)
+    home, data, store, settings, build_s = prepare_recommended(args)
     queries = list(SSB_QUERIES.values())
     names = list(SSB_QUERIES)
     console = Console()
@@ -355,7 +355,7 @@ def main() -> None:
         }
         if not args.no_build:
             idle = asyncio.run(_load(server.url, queries, False, 1, args.seconds))
-            _second_project(home, args.data or home / "data")
+            _second_project(home, data)
             log = (home / "build-during-bench.log").open("wb")
             build = subprocess.Popen(
                 [

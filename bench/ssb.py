@@ -120,12 +120,13 @@ def add_recommended_arguments(parser: argparse.ArgumentParser, scale: float) -> 
     parser.add_argument("--master", default="local[*]")
 
 
-def prepare_recommended(args: argparse.Namespace) -> tuple[Path, Any, Any, float]:
-    """The home, store, settings and build seconds of the recommended plan's project for `args`
-    (`add_recommended_arguments`): made once, reused by every benchmark that names the same home."""
+def prepare_recommended(args: argparse.Namespace) -> tuple[Path, Path, Any, Any, float]:
+    """The home, SSB data directory, store, settings and build seconds of the recommended plan's project for
+    `args` (`add_recommended_arguments`): made once, reused by every benchmark that names the same home."""
     home: Path = args.home or Path(f"/tmp/precube-bench-sf{args.scale:g}-recommended")
-    store, settings, build_s = _prepare(home, args.data or home / "data", args.scale, args.master, "recommended")
-    return home, store, settings, build_s
+    data: Path = args.data or home / "data"
+    store, settings, build_s = _prepare(home, data, args.scale, args.master, "recommended")
+    return home, data, store, settings, build_s
 
 
 def _rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

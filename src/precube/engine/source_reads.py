@@ -60,20 +60,20 @@ class SourceReads:
 
     def alias(self, alias: str) -> DataFrame:
         """The rows of the table behind a model alias (the fact table's or a lookup's)."""
-        if alias.upper() == self.model.root_alias.upper():
-            return self.table(self.model.fact_table)
-        join = next(j for j in self.model.join_tables if j.alias.upper() == alias.upper())
-        return self.table(join.table)
+        return self.table(self._table_of(alias).identity)
 
     def integer_ranges(self, alias: str, columns: Sequence[str]) -> dict[str, tuple[int, int]]:
         """(min, max) of the integer `columns` of the table behind `alias` that its files' statistics bound
         (the fact table's planned files only)."""
-        table = self.fact if alias.upper() == self.model.root_alias.upper() else None
-        if table is None:
-            join = next(j for j in self.model.join_tables if j.alias.upper() == alias.upper())
-            table = self.tables[join.table.upper()]
+        table = self._table_of(alias)
         files = self.plan.files if table is self.fact and self.plan is not None else None
         return source_for(table).integer_ranges(columns, files)
+
+    def _table_of(self, alias: str) -> Table:
+        if alias.upper() == self.model.root_alias.upper():
+            return self.fact
+        join = next(j for j in self.model.join_tables if j.alias.upper() == alias.upper())
+        return self.tables[join.table.upper()]
 
     @property
     def estimated_rows(self) -> int | None:
