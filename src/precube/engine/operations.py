@@ -6,9 +6,12 @@ commit, which promotes the segment and removes the ones it replaces in one trans
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from precube.engine.context import BuildContext, ModelState, add_segment, built_layouts, load_state, record_layout
 from precube.engine.errors import BuildConflictError
@@ -36,6 +39,10 @@ from precube.metadata.lookup_snapshot import LookupSnapshot
 from precube.modeling.segments import new_segment, promote, validate_build, validate_merge, validate_refresh
 from precube.storage.paths import layout_path
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+T = TypeVar("T")
 OPERATION = "operation"  # Segment.additional_info key: which operation created a NEW segment
 
 
@@ -87,19 +94,25 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
         report.scans.append(reads.plan)
     flat = SegmentFlat(ctx, state, segment, layouts, reads)
     # What depends on the lookups alone (their snapshots, their duplicate keys) is small Spark jobs that wait
-    # mostly on scheduling and file commits: they run beside the layouts, in the gaps of the layouts' jobs.
+    # mostly on scheduling and file commits: they run beside the layouts, in the gaps of the layouts' jobs, once
+    # the first long one runs: planned while side tasks held both cores of SF 1's machine, the base layout's
+    # py4j calls took 1 ms each instead of 0.2, and its job started 1.5 s later.
+    started = _FirstJob(ctx.spark)
     with ThreadPoolExecutor(2, thread_name_prefix="precube-lookups") as beside:
-        snapshotting = beside.submit(take_snapshots, ctx, state, reads)
+        snapshotting = beside.submit(started.then, take_snapshots, ctx, state, reads)
         built_from_source = [s for s in state.dataflow.segments if s.additional_info.get(OPERATION) != "merge"]
         known = known_duplicates(state.model, state.tables, built_from_source)
         unknown = [j.alias for j in state.model.join_tables if j.alias not in known]
-        counting = beside.submit(duplicate_keys, reads, state.model, unknown)
+        counting = beside.submit(started.then, duplicate_keys, reads, state.model, unknown)
         try:
             built = _built(ctx, state, segment.id)
             with report.step("flat table"):  # a small segment's, counted; a larger one's is read by the layouts
                 flat_rows = flat.small_rows() if any(lay.id not in built for lay in layouts) else None
             with report.step("layouts"):
-                build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None, flat_rows)
+                try:
+                    build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None, flat_rows)
+                finally:
+                    started.ended.set()
             info = {**segment.additional_info, **flat.dictionaries}
             path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
             with report.step("segment stats"):
@@ -121,6 +134,28 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
     )
     with report.step("commit"):
         return _commit(ctx, state, segment.id, record)
+
+
+class _FirstJob:
+    """Whether a long Spark job (the layouts' first, once its lookups are broadcast) runs, or the layouts ended."""
+
+    POLL_S = 0.05
+    LONG_S = 0.25  # a broadcast of a lookup takes less; the first pass over the flat rows, seconds
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+        self.ended = threading.Event()
+
+    def then(self, work: Callable[..., T], *args: Any) -> T:
+        """`work(*args)` once a job has run for `LONG_S` or the layouts ended."""
+        seen: dict[int, float] = {}  # active job → when first seen
+        while not self.ended.is_set():
+            now = time.monotonic()
+            seen = {job: seen.get(job, now) for job in self.tracker.getActiveJobsIds()}
+            if any(now - since >= self.LONG_S for since in seen.values()):
+                break
+            self.ended.wait(self.POLL_S)
+        return work(*args)
 
 
 def build_segment(
