@@ -173,7 +173,8 @@ def compute_batch(
         for m in measures.values()
         for agg in (kind_of(m).build(m, _args(model, m)) if from_flat else kind_of(m).merge(m))
     ]
-    grouped = source.groupingSets([[names.column(d) for d in s] for s in sets], *[names.column(d) for d in all_dims])
+    cols = {d: F.col(names.column(d)) for d in all_dims}  # made once: each name given would cost a py4j call
+    grouped = source.groupingSets([[cols[d] for d in s] for s in sets], *cols.values())
     df = grouped.agg(*aggs, F.grouping_id().alias(GROUPING_ID))
     for m in measures.values():
         df = kind_of(m).finish(df, m)

@@ -140,21 +140,25 @@ class _FirstJob:
     """Whether a long Spark job (the layouts' first, once its lookups are broadcast) runs, or the layouts ended."""
 
     POLL_S = 0.05
-    LONG_S = 0.25  # a broadcast of a lookup takes less; the first pass over the flat rows, seconds
+    LONG_S = 0.25  # broadcasting a lookup takes less; the first pass over the flat rows, seconds
 
     def __init__(self, spark: SparkSession) -> None:
-        self.tracker = spark.sparkContext.statusTracker()
+        self._jobs = spark.sparkContext._jsc.statusTracker()
         self.ended = threading.Event()
+        self._started = threading.Event()
+        self._polling = threading.Lock()  # one waiter polls, the others wait for what it finds
 
     def then(self, work: Callable[..., T], *args: Any) -> T:
-        """`work(*args)` once a job has run for `LONG_S` or the layouts ended."""
-        seen: dict[int, float] = {}  # active job → when first seen
-        while not self.ended.is_set():
-            now = time.monotonic()
-            seen = {job: seen.get(job, now) for job in self.tracker.getActiveJobsIds()}
-            if any(now - since >= self.LONG_S for since in seen.values()):
-                break
-            self.ended.wait(self.POLL_S)
+        """`work(*args)` once Spark has run jobs for `LONG_S` without a pause, or the layouts ended."""
+        with self._polling:
+            busy_since: float | None = None
+            while not (self._started.is_set() or self.ended.is_set()):
+                now = time.monotonic()
+                busy_since = (busy_since or now) if len(self._jobs.getActiveJobIds()) else None
+                if busy_since is not None and now - busy_since >= self.LONG_S:
+                    self._started.set()
+                else:
+                    self.ended.wait(self.POLL_S)
         return work(*args)
 
 
