@@ -6,12 +6,9 @@ commit, which promotes the segment and removes the ones it replaces in one trans
 from __future__ import annotations
 
 import functools
-import threading
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from precube.engine.context import BuildContext, ModelState, add_segment, built_layouts, load_state, record_layout
 from precube.engine.errors import BuildConflictError
@@ -39,10 +36,6 @@ from precube.metadata.lookup_snapshot import LookupSnapshot
 from precube.modeling.segments import new_segment, promote, validate_build, validate_merge, validate_refresh
 from precube.storage.paths import layout_path
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-T = TypeVar("T")
 OPERATION = "operation"  # Segment.additional_info key: which operation created a NEW segment
 
 
@@ -94,25 +87,19 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
         report.scans.append(reads.plan)
     flat = SegmentFlat(ctx, state, segment, layouts, reads)
     # What depends on the lookups alone (their snapshots, their duplicate keys) is small Spark jobs that wait
-    # mostly on scheduling and file commits: they run beside the layouts, in the gaps of the layouts' jobs, once
-    # the first long one runs: planned while side tasks held both cores of SF 1's machine, the base layout's
-    # py4j calls took 1 ms each instead of 0.2, and its job started 1.5 s later.
-    started = _FirstJob(ctx.spark)
+    # mostly on scheduling and file commits: they run beside the layouts, in the gaps of the layouts' jobs.
     with ThreadPoolExecutor(2, thread_name_prefix="precube-lookups") as beside:
-        snapshotting = beside.submit(started.then, take_snapshots, ctx, state, reads)
+        snapshotting = beside.submit(take_snapshots, ctx, state, reads)
         built_from_source = [s for s in state.dataflow.segments if s.additional_info.get(OPERATION) != "merge"]
         known = known_duplicates(state.model, state.tables, built_from_source)
         unknown = [j.alias for j in state.model.join_tables if j.alias not in known]
-        counting = beside.submit(started.then, duplicate_keys, reads, state.model, unknown)
+        counting = beside.submit(duplicate_keys, reads, state.model, unknown)
         try:
             built = _built(ctx, state, segment.id)
             with report.step("flat table"):  # a small segment's, counted; a larger one's is read by the layouts
                 flat_rows = flat.small_rows() if any(lay.id not in built for lay in layouts) else None
             with report.step("layouts"):
-                try:
-                    build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None, flat_rows)
-                finally:
-                    started.ended.set()
+                build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None, flat_rows)
             info = {**segment.additional_info, **flat.dictionaries}
             path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
             with report.step("segment stats"):
@@ -134,32 +121,6 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
     )
     with report.step("commit"):
         return _commit(ctx, state, segment.id, record)
-
-
-class _FirstJob:
-    """Whether a long Spark job (the layouts' first, once its lookups are broadcast) runs, or the layouts ended."""
-
-    POLL_S = 0.05
-    LONG_S = 0.25  # broadcasting a lookup takes less; the first pass over the flat rows, seconds
-
-    def __init__(self, spark: SparkSession) -> None:
-        self._jobs = spark.sparkContext._jsc.statusTracker()
-        self.ended = threading.Event()
-        self._started = threading.Event()
-        self._polling = threading.Lock()  # one waiter polls, the others wait for what it finds
-
-    def then(self, work: Callable[..., T], *args: Any) -> T:
-        """`work(*args)` once Spark has run jobs for `LONG_S` without a pause, or the layouts ended."""
-        with self._polling:
-            busy_since: float | None = None
-            while not (self._started.is_set() or self.ended.is_set()):
-                now = time.monotonic()
-                busy_since = (busy_since or now) if len(self._jobs.getActiveJobIds()) else None
-                if busy_since is not None and now - busy_since >= self.LONG_S:
-                    self._started.set()
-                else:
-                    self.ended.wait(self.POLL_S)
-        return work(*args)
 
 
 def build_segment(
