@@ -42,6 +42,10 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         # SF 1's base layout: the third ran alone); keeping the configured count balances the cores.
         "spark.sql.adaptive.coalescePartitions.minPartitionNum": str(s.shuffle_partitions),
         "spark.driver.memory": s.driver_memory,
+        # PySpark 4 sends the Python call site of every Column function and method to the JVM for its error
+        # messages (4 to 10 py4j round trips each: F.col cost 13 calls, ==, 37): a one-day build made ~2,100
+        # calls, most of them that. precube's errors name what is wrong themselves.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
         # Loopback by default: the machine may have no resolvable hostname or outside network.
         "spark.driver.host": s.bind_address,
         "spark.driver.bindAddress": s.bind_address,
