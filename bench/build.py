@@ -7,14 +7,14 @@ and writes only the base cuboid), in one run, on SSB data.
 
 Each (scale, precube) is measured in a process of its own (its own Spark JVM), one after the other: it runs
 the floor, a precube build of a year and three one-day segments once untimed (a job's first run in a JVM is
-about twice as slow; a service that builds a segment a day has both paths warm), then `--repeat` turns of:
-the floor, a full build of the model (43 layouts) over all dates but the last eight days, a one-day segment
-after it, a seven-day segment of the last week and its REFRESH (seed 001 §4.6). Reported per scale and precube: medians of the turns' seconds and ratios (precube / floor, a day
-/ the full build, a week's refresh / the full build), each step's seconds of the full build, the one-day segment
-and the refresh (`BuildReport`), what their source scans read and skipped, and the executor CPU seconds and Spark
-jobs of each phase (from Spark's event log; CPU is much less sensitive to other load on a shared machine than
-wall time). SF 1 is always measured (first, when not asked for): every other scale's full build is given as
-a ratio to it (`full_to_sf1`).
+about twice as slow; a service that builds a segment a day has both paths warm), then `--repeat` turns of: the
+floor, a full build of the model (43 layouts) over all dates but the last eight days, a one-day segment after
+it, a seven-day segment of the last week and its REFRESH (seed 001 §4.6). Reported per scale and precube:
+medians of the turns' seconds and ratios (precube / floor, a day / the full build, a week's refresh / the full
+build), each step's seconds of the full build, the one-day segment and the refresh (`BuildReport`), what their
+source scans read and skipped, and the executor CPU seconds and Spark jobs of each phase (from Spark's event
+log; CPU is much less sensitive to other load on a shared machine than wall time). SF 1 is always measured
+(first, when not asked for): every other scale's full build is given as a ratio to it (`full_to_sf1`).
 
 The source: `--source sorted` (default) reads LINEORDER sorted by its partition column (LO_ORDERDATE), as
 a day-partitioned or date-clustered fact table is in practice, so a segment's range maps to few row groups;
