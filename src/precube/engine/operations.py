@@ -78,11 +78,16 @@ def _built(ctx: BuildContext, state: ModelState, segment_id: str) -> dict[int, t
     return result
 
 
+def _reads(ctx: BuildContext, state: ModelState, rng: TimeRange) -> SourceReads:
+    """The source reads of one build of `rng`, with the lookups the process keeps."""
+    return SourceReads(ctx.spark, state.model, state.tables, rng, ctx.lookups)
+
+
 def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, layouts: list[Layout]) -> Segment:
     """Build the layouts into the NEW segment from source, then commit it; each step timed in `ctx.report`."""
     report = ctx.report
     with report.step("source plan"):
-        reads = SourceReads(ctx.spark, state.model, state.tables, segment.range, ctx.lookups)
+        reads = _reads(ctx, state, segment.range)
     if reads.plan is not None:
         report.scans.append(reads.plan)
     flat = SegmentFlat(ctx, state, segment, layouts, reads)
@@ -215,9 +220,7 @@ def build_layouts(
         missing = [lay for lay in wanted if lay.id not in built]
         if not missing:
             continue
-        flat = SegmentFlat(
-            ctx, state, segment, missing, SourceReads(ctx.spark, state.model, state.tables, segment.range, ctx.lookups)
-        )
+        flat = SegmentFlat(ctx, state, segment, missing, _reads(ctx, state, segment.range))
         try:
             # the segment's source rows are known: the flat table is read only for rootless layouts
             build_into_segment(ctx, state.model, segment.id, missing, built, flat.read, segment.source_count)
