@@ -29,6 +29,7 @@ from precube.metadata import IndexPlan, MetadataStore, Project, SourceType, Tabl
 from precube.modeling.index_plan import add_agg_index
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model, model_dims, model_measures, require_model
+from precube.modeling.spanning_tree import fully_derives
 from precube.sources.source import FileSource
 from precube.sources.tables import load_file_table
 from precube.ssb.generate import TABLES, generate
@@ -185,19 +186,31 @@ def _null_first(value: Any) -> tuple[bool, Any]:
     return value is not None, value
 
 
-def test_a_small_segment_writes_what_the_layered_build_writes(ctx: BuildContext) -> None:
+# The measures whose merge Arrow computes exactly (`arrow_merge`): a model of only these merges on the driver.
+ARROW_MEASURES = ["ROWS", "REVENUE", "MIN_DISCOUNT", "MAX_DATE", "TAXED"]
+
+
+@pytest.mark.parametrize("measures", [None, ARROW_MEASURES], ids=["spark-merges", "arrow-merges"])
+def test_a_small_segment_writes_what_the_layered_build_writes(ctx: BuildContext, measures: list[str] | None) -> None:
     """Every layout of a small segment (all from its flat table in one job) holds what the layered build
     writes: the same columns and types, the same rows, each file sorted by the layout's column order (NULLs
-    first), every measure kind's cells counting the same."""
-    create_model(ctx.store, "ssb", parse_spec({**SPEC, "alias": "layered"}))
+    first), every measure kind's cells counting the same. With measures Arrow merges, the layered build's
+    layouts that have a built parent are merged from it on the driver; with the others (COUNT DISTINCT,
+    TOP_N, percentiles), by Spark."""
+    spec = dict(SPEC)
+    if measures is not None:
+        spec["simplified_measures"] = [m for m in SPEC["simplified_measures"] if m["name"] in measures]
+    create_model(ctx.store, "ssb", parse_spec({**spec, "alias": "small"}))
+    create_model(ctx.store, "ssb", parse_spec({**spec, "alias": "layered"}))
     rng = TimeRange.of(day("1996-05-01"), day("1996-05-08"))
-    small = build_segment(ctx, "sales", rng)
-    layered = build_segment(dataclasses.replace(ctx, small_segment_rows=0), "layered", rng)
+    small = build_segment(ctx, "small", rng)
+    report = BuildReport()
+    layered = build_segment(dataclasses.replace(ctx, small_segment_rows=0, report=report), "layered", rng)
     assert small.source_count == layered.source_count
     with ctx.store.read("ssb") as tx:
-        model = require_model(tx, "sales")
+        model = require_model(tx, "small")
         plan = tx.require(IndexPlan, model.uuid)
-    ours, theirs = _layout_files(ctx, "sales", small.id), _layout_files(ctx, "layered", layered.id)
+    ours, theirs = _layout_files(ctx, "small", small.id), _layout_files(ctx, "layered", layered.id)
     assert ours.keys() == theirs.keys() and len(ours) >= 8
     comparable = _comparable(model)
     for layout_id, files in ours.items():
@@ -216,7 +229,12 @@ def test_a_small_segment_writes_what_the_layered_build_writes(ctx: BuildContext)
     tables = [i for i in ours if (lay := plan.layout(i)) is not None and lay.is_table_index]
     assert tables and all(len(ours[i]) == 1 for i in tables)  # a small segment's table index: one file
     assert small.join_stats == layered.join_stats and small.column_null_counts == layered.column_null_counts
-    check_segment(ctx, "sales", small.id, "1996-05-01", "1996-05-08")
+    check_segment(ctx, "small", small.id, "1996-05-01", "1996-05-08")
+    check_segment(ctx, "layered", layered.id, "1996-05-01", "1996-05-08")
+    layouts = [lay for i in theirs if (lay := plan.layout(i)) is not None and not lay.is_table_index]
+    derived = [lay.id for lay in layouts if any(fully_derives(o, lay) for o in layouts)]  # all but the base
+    assert len(derived) == len(layouts) - 1
+    assert sorted(report.merged_on_driver) == (sorted(derived) if measures else [])
 
 
 def test_roots_of_a_large_segment_come_from_one_pass(ctx: BuildContext) -> None:

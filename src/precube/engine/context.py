@@ -48,11 +48,13 @@ def _unfenced(tx: Transaction) -> None:
 
 @dataclass
 class BuildReport:
-    """What a build operation tells of itself: the source scans it planned (what it read and skipped) and the
-    seconds of each of its steps, in order."""
+    """What a build operation tells of itself: the source scans it planned (what it read and skipped), the
+    seconds of each of its steps, in order, and the layouts merged from a built parent on the driver
+    (`arrow_merge`) rather than by Spark."""
 
     scans: list[ScanPlan] = field(default_factory=list)
     steps: dict[str, float] = field(default_factory=dict)
+    merged_on_driver: list[int] = field(default_factory=list)
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:

@@ -2,10 +2,13 @@
 reads its smallest already-built parent (fewest rows, then fewest columns), the flat table only when
 no built layout derives it. Each finished layout is recorded at once, so a rerun skips it.
 
-Layouts are computed together in one Spark job (GROUPING SETS, `layout_build.compute_batch`) wherever a
-job each would mostly pay for scheduling or for reading the same input again:
+On a local warehouse, a layout whose measures Arrow merges exactly (`arrow_merge`: COUNT, SUM, MIN, MAX) is
+merged from its built parent on the driver when the parent fits in memory: no Spark job at all. Elsewhere,
+layouts are computed together in one Spark job (GROUPING SETS, `layout_build.compute_batch`) wherever a job
+each would mostly pay for scheduling or for reading the same input again:
 - A small segment (its flat rows counted, `BuildContext.small_segment_rows`): every aggregate layout from
-  the flat table at once, whatever the spanning tree says (its layers would each cost a job).
+  the flat table at once, whatever the spanning tree says (its layers would each cost a job); or, when the
+  rest merge on the driver, only the roots, the rest merged from them.
 - The roots (aggregate layouts no other layout derives) from the flat table at once: one pass over the
   source rows, however many aggregation groups the plan has.
 - When the chosen parent is small (`SMALL_PARENT_ROWS`), that parent's pending descendants, in this
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from precube.engine.arrow_merge import merge_locally, mergeable
 from precube.engine.code_tables import Codes
 from precube.engine.context import BuildContext, record_layouts
 from precube.engine.layout_build import (
@@ -111,6 +115,8 @@ class _Segment:
             if parent is None:
                 source, codes = self.flat(roots)
                 df = compute_layout(source, layout, self.model, True, self.flat_rows, codes=codes)
+            elif self.merged_locally([layout], parent):
+                continue
             else:
                 source = self.ctx.spark.read.parquet(self.path(parent.id))
                 same_grain = _shape(parent) == _shape(layout)
@@ -122,6 +128,8 @@ class _Segment:
         (`readers`: how many work items read it); `input_rows`: the input's rows when known."""
         if parent is None:
             source, codes = self.flat(readers)
+        elif self.merged_locally(batch, parent):
+            return
         else:
             source, codes = self.ctx.spark.read.parquet(self.path(parent.id)), Codes()
         df, all_dims = compute_batch(source, batch, self.model, from_flat=parent is None)
@@ -129,6 +137,22 @@ class _Segment:
             self._write_collected(codes.decode(df).toArrow(), batch, all_dims)
         else:
             self._write_each(df, codes, batch, all_dims)
+
+    def merged_locally(self, layouts: list[Layout], parent: Layout) -> bool:
+        """Merge agg `layouts` from a built `parent` on the driver with Arrow (`arrow_merge`), write and record
+        them together; False (nothing done) where Spark must merge them."""
+        if not is_local(self.ctx.warehouse_root) or any(lay.is_table_index for lay in (parent, *layouts)):
+            return False
+        tables = merge_locally(self.path(parent.id), self.rows(parent.id), layouts, self.model)
+        if tables is None:
+            return False
+        done = []
+        for layout, table in zip(layouts, tables, strict=True):
+            write_arrow(self.path(layout.id), table)
+            done.append((layout, _instance(self.ctx, self.path(layout.id), layout.id, self.source_rows)))
+        self.all_finished(done)
+        self.ctx.report.merged_on_driver.extend(layout.id for layout in layouts)
+        return True
 
     def _write_collected(self, table: pa.Table, batch: list[Layout], all_dims: list[int]) -> None:
         """Each layout's rows of a collected batch, sorted and written from the driver, then recorded together:
@@ -197,14 +221,7 @@ def build_into_segment(
     pending = [lay for lay in to_build if lay.id not in built]
     seg = _Segment(ctx, model, segment_id, built, flat, source_rows, len(pending))
     if flat_rows is not None:
-        seg.stage, seg.flat_rows = "layer 1/1", flat_rows
-        aggs = [lay for lay in pending if not lay.is_table_index]
-        chunks = _chunks(aggs, max(1, BATCH_MAX_ROWS // max(1, flat_rows)))
-        tables = list(_runs([lay for lay in pending if lay.is_table_index]).values())
-        readers = len(chunks) + len(tables)  # of the flat table: cached when more than one
-        work = [functools.partial(seg.build_batch, chunk, None, flat_rows, readers) for chunk in chunks]
-        work += [functools.partial(seg.build_run, run, readers) for run in tables]
-        _run_all(work, ctx.parallel_layouts)
+        _build_small(seg, pending, flat_rows)
         return
     layers = build_layers(pending, {i: (lay, li.rows) for i, (lay, li) in built.items()})
     taken: set[int] = set()  # layouts given to a batch
@@ -240,6 +257,32 @@ def build_into_segment(
             for chunk in _chunks(members, max(1, BATCH_MAX_ROWS // max(1, rows))):
                 work.append(functools.partial(seg.build_batch, chunk, built[parent_id][0], rows))
         _run_all(work, ctx.parallel_layouts)
+
+
+def _build_small(seg: _Segment, pending: list[Layout], flat_rows: int) -> None:
+    """A small segment's layouts: the aggregate ones from the flat table in one job, or, where Arrow merges
+    their measures on the driver, only those no other layout derives (its roots), the rest merged from them
+    (a job computing every layout spent most of its time expanding each row once per layout)."""
+    seg.stage, seg.flat_rows = "layer 1/1", flat_rows
+    aggs = [lay for lay in pending if not lay.is_table_index]
+    local = is_local(seg.ctx.warehouse_root) and mergeable(aggs, seg.model)
+    firsts = _rootless(aggs, seg.built) if local else aggs
+    chunks = _chunks(firsts, max(1, BATCH_MAX_ROWS // max(1, flat_rows)))
+    tables = list(_runs([lay for lay in pending if lay.is_table_index]).values())
+    readers = len(chunks) + len(tables)  # of the flat table: cached when more than one
+    work = [functools.partial(seg.build_batch, chunk, None, flat_rows, readers) for chunk in chunks]
+    work += [functools.partial(seg.build_run, run, readers) for run in tables]
+    _run_all(work, seg.ctx.parallel_layouts)
+    by_parent: dict[int, list[Layout]] = {}
+    for layout in aggs:
+        parent = seg.parent_of(layout) if layout.id not in seg.built else None
+        if parent is not None:
+            by_parent.setdefault(parent.id, []).append(layout)
+    work = [
+        functools.partial(seg.build_batch, members, seg.built[parent_id][0], seg.rows(parent_id))
+        for parent_id, members in by_parent.items()
+    ]
+    _run_all(work, seg.ctx.parallel_layouts)
 
 
 def _chunks(items: list[Layout], size: int) -> list[list[Layout]]:

@@ -1,0 +1,127 @@
+"""Merging a built layout into layouts it derives on the driver, with Arrow (local warehouses only): for a
+parent that fits in memory, a Spark job's fixed costs (planning, scheduling, a shuffle, a commit) and its
+reading of the parent's strings are most of the work. SF 1's base layout (5.95M rows) fed its two children
+in about 0.5 s this way, against 3.5 s as two Spark jobs on two cores.
+
+Only what Arrow computes as Spark does is merged here (`merge_locally` answers None, and Spark merges, for
+anything else): COUNT, SUM of integer, decimal or double cells, MIN and MAX of anything but floating point
+(Spark orders NaN above every number). A sum is merged only when no group's sum can leave the cell's type
+(Arrow's integer sum wraps around where Spark's fails). INT96 timestamps (Spark's default encoding) are read
+as the UTC instants they are, so they are written back as timestamps with a time zone, not as local ones.
+Rows come out as `layout_build.finish_layout` orders them: by the layout's dimensions, NULL first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from precube.engine.layout_build import LayoutShape
+from precube.engine.measures import CountKind, MinMaxKind, SumKind, kind_of
+from precube.engine.storage import local_files
+from precube.metadata import Layout, Model
+from precube.storage import columns as names
+
+# At most this many values (a parent's rows x the columns read) are held in the driver's memory per merge:
+# about half a GiB at 8 bytes a value (string dimensions are read as dictionary indices, 4 bytes).
+MERGE_MAX_VALUES = 64_000_000
+THREADED_ROWS = 100_000  # a smaller parent is grouped on one thread (42 groupings of 2,400 rows: 31 ms, not 42)
+
+
+def _aggregates(layout: Layout, model: Model, schema: pa.Schema) -> list[tuple[str, str]] | None:
+    """(cell column, Arrow hash aggregate) of each measure of the layout, None if one has no exact one. A
+    COUNT's aggregate is "count_sum": a sum whose NULL (no cells) is 0, as Spark's `coalesce(sum, 0)`."""
+    found = []
+    for m in LayoutShape.of(layout, model).measures:
+        kind, cell = kind_of(m), names.measure_column(m.id)
+        if cell not in schema.names:
+            return None
+        datatype = schema.field(cell).type
+        if isinstance(kind, CountKind) and pa.types.is_integer(datatype):
+            found.append((cell, "count_sum"))
+        elif isinstance(kind, SumKind) and _summable(datatype):
+            found.append((cell, "sum"))
+        elif isinstance(kind, MinMaxKind) and not pa.types.is_floating(datatype):
+            found.append((cell, "min" if kind.smallest else "max"))
+        else:
+            return None
+    return found
+
+
+def _summable(datatype: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(datatype) or pa.types.is_float64(datatype) or pa.types.is_decimal128(datatype))
+
+
+def _may_overflow(table: pa.Table, column: str) -> bool:
+    """Whether some group's sum of an integer or decimal column could leave the column's type: its largest
+    magnitude times its rows bounds every sum (exact Python integers; a decimal's unscaled)."""
+    datatype = table.schema.field(column).type
+    if pa.types.is_integer(datatype):
+        most = 2 ** (datatype.bit_width - 1) - 1
+    elif pa.types.is_decimal(datatype):
+        most = 10**datatype.precision - 1
+    else:
+        return False
+    bounds = pc.min_max(table[column])
+    ends = [bound.as_py() for bound in (bounds["min"], bounds["max"]) if bound.is_valid]
+    if pa.types.is_decimal(datatype):
+        ends = [int(v.scaleb(datatype.scale)) for v in ends]
+    return bool(max((abs(v) for v in ends), default=0) * table.num_rows > most)
+
+
+def mergeable(layouts: Sequence[Layout], model: Model) -> bool:
+    """Whether the measures of `layouts` are of kinds Arrow merges (their types are checked when merged)."""
+    return all(
+        isinstance(kind_of(m), CountKind | SumKind | MinMaxKind)
+        for layout in layouts
+        for m in LayoutShape.of(layout, model).measures
+    )
+
+
+def merge_locally(path: str, rows: int, layouts: Sequence[Layout], model: Model) -> list[pa.Table] | None:
+    """The rows of each of `layouts` merged from the built layout at `path` (`rows` rows), sorted as written;
+    None when Spark must merge them (a remote or too large parent, a measure or column Arrow cannot merge
+    exactly)."""
+    files = local_files(path)
+    if not files:
+        return None
+    shapes = [LayoutShape.of(layout, model).columns() for layout in layouts]
+    wanted = list(dict.fromkeys(c for dims, cells in shapes for c in (*dims, *cells)))
+    if rows * max(1, len(wanted)) > MERGE_MAX_VALUES:
+        return None
+    footer = pq.ParquetFile(files[0])
+    int96 = {
+        footer.schema.column(i).name
+        for i in range(len(footer.schema))
+        if footer.schema.column(i).physical_type == "INT96"
+    }
+    schema = footer.schema_arrow
+    for name in int96 & set(schema.names):  # Spark's INT96 holds UTC instants
+        schema = schema.set(schema.get_field_index(name), schema.field(name).with_type(pa.timestamp("us", tz="UTC")))
+    plans = [_aggregates(layout, model, schema) for layout in layouts]
+    if any(plan is None for plan in plans) or any(c not in schema.names for c in wanted):
+        return None
+    dims = {d for ds, _ in shapes for d in ds}
+    # string dimensions as dictionary indices: half the memory, and hashed as integers
+    strings = [c for c in wanted if c in dims and pa.types.is_string(schema.field(c).type)]
+    table = pq.read_table(
+        [str(f) for f in files], columns=wanted, read_dictionary=strings, coerce_int96_timestamp_unit="us"
+    )
+    if any(_may_overflow(table, cell) for plan in plans for cell, how in plan or [] if how.endswith("sum")):
+        return None
+    threads = table.num_rows >= THREADED_ROWS
+    merged = []
+    for (layout_dims, cells), plan in zip(shapes, plans, strict=True):
+        assert plan is not None
+        aggregates = [(cell, how.removeprefix("count_")) for cell, how in plan]
+        grouped = table.group_by(layout_dims, use_threads=threads).aggregate(aggregates)
+        columns = {d: grouped[d] for d in layout_dims}
+        for cell, how in plan:
+            values = grouped[f"{cell}_{how.removeprefix('count_')}"]
+            columns[cell] = values.fill_null(0) if how == "count_sum" else values
+        out = pa.table({c: columns[c].cast(schema.field(c).type) for c in (*layout_dims, *cells)})
+        merged.append(out.sort_by([(d, "ascending", "at_start") for d in layout_dims]) if layout_dims else out)
+    return merged
