@@ -198,6 +198,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         if report is not None:
             told = {"steps": {k: round(v, 2) for k, v in report.steps.items()}}
             told["scans"] = [scan.describe() for scan in report.scans]
+            told["merged_on_driver"] = len(getattr(report, "merged_on_driver", []))  # absent before Arrow merges
         return seconds, result, told
 
     def floor() -> None:
@@ -313,6 +314,8 @@ def _show(results: list[dict[str, Any]]) -> None:
         steps = list(dict.fromkeys(step for r in results for step in r[name].get("steps", {})))
         for step in steps:
             view.add_row(f"{name[:-7]}: {step} s", *[str(r[name].get("steps", {}).get(step, "")) for r in results])
+        merged = [str(r[name].get("merged_on_driver", "")) for r in results]
+        view.add_row(f"{name[:-7]}: layouts merged on the driver", *merged)
     Console(width=220).print(view)
     for r in results:
         for scan in r["day_report"].get("scans", []):
