@@ -109,7 +109,7 @@ def merge_locally(path: str, rows: int, layouts: Sequence[Layout], model: Model)
     strings = [c for c in wanted if c in dims and pa.types.is_string(schema.field(c).type)]
     table = pq.read_table(
         [str(f) for f in files], columns=wanted, read_dictionary=strings, coerce_int96_timestamp_unit="us"
-    )
+    ).unify_dictionaries()  # each file (row group) has its own: grouping needs one per column
     if any(_may_overflow(table, cell) for plan in plans for cell, how in plan or [] if how.endswith("sum")):
         return None
     threads = table.num_rows >= THREADED_ROWS
@@ -117,7 +117,10 @@ def merge_locally(path: str, rows: int, layouts: Sequence[Layout], model: Model)
     for (layout_dims, cells), plan in zip(shapes, plans, strict=True):
         assert plan is not None
         aggregates = [(cell, how.removeprefix("count_")) for cell, how in plan]
-        grouped = table.group_by(layout_dims, use_threads=threads).aggregate(aggregates)
+        try:
+            grouped = table.group_by(layout_dims, use_threads=threads).aggregate(aggregates)
+        except pa.ArrowNotImplementedError:  # a column type Arrow has no hash kernel for: Spark has
+            return None
         columns = {d: grouped[d] for d in layout_dims}
         for cell, how in plan:
             values = grouped[f"{cell}_{how.removeprefix('count_')}"]

@@ -45,7 +45,7 @@ from precube.engine.layout_build import (
     finish_layout,
     grouping_id,
 )
-from precube.engine.storage import write_arrow, written
+from precube.engine.storage import WrittenFiles, write_arrow, written
 from precube.metadata import Layout, LayoutInstance, Model
 from precube.modeling.spanning_tree import build_layers, choose_parent, fully_derives
 from precube.storage.paths import is_local, layout_path
@@ -146,11 +146,7 @@ class _Segment:
         tables = merge_locally(self.path(parent.id), self.rows(parent.id), layouts, self.model)
         if tables is None:
             return False
-        done = []
-        for layout, table in zip(layouts, tables, strict=True):
-            write_arrow(self.path(layout.id), table)
-            done.append((layout, _instance(self.ctx, self.path(layout.id), layout.id, self.source_rows)))
-        self.all_finished(done)
+        self.all_finished([self._written(layout, table) for layout, table in zip(layouts, tables, strict=True)])
         self.ctx.report.merged_on_driver.extend(layout.id for layout in layouts)
         return True
 
@@ -163,9 +159,13 @@ class _Segment:
             one = table.filter(pc.equal(table[GROUPING_ID], grouping_id(layout, all_dims))).select(dims + cells)
             if dims:
                 one = one.sort_by([(d, "ascending", "at_start") for d in dims])
-            write_arrow(self.path(layout.id), one)
-            done.append((layout, _instance(self.ctx, self.path(layout.id), layout.id, self.source_rows)))
+            done.append(self._written(layout, one))
         self.all_finished(done)
+
+    def _written(self, layout: Layout, table: pa.Table) -> tuple[Layout, LayoutInstance]:
+        """Write a layout's rows from the driver; the layout and its instance, to record."""
+        files = write_arrow(self.path(layout.id), table)
+        return layout, _instance(self.ctx, self.path(layout.id), layout.id, self.source_rows, files)
 
     def _write_each(self, df: DataFrame, codes: Codes, batch: list[Layout], all_dims: list[int]) -> None:
         """Each layout of a batch written by Spark from the batch's rows, computed once and cached."""
@@ -306,8 +306,11 @@ def _run_all(work: Sequence[Callable[[], None]], parallel: int) -> None:
             raise failed[0].exception()  # type: ignore[misc]
 
 
-def _instance(ctx: BuildContext, path: str, layout_id: int, source_rows: int | None) -> LayoutInstance:
-    files = written(ctx.spark, path)
+def _instance(
+    ctx: BuildContext, path: str, layout_id: int, source_rows: int | None, files: WrittenFiles | None = None
+) -> LayoutInstance:
+    """The instance of a written layout (`files`: what the write knows it wrote; else read from the footers)."""
+    files = files or written(ctx.spark, path)
     return LayoutInstance(
         layout_id=layout_id,
         build_job_id=ctx.job_id,

@@ -24,16 +24,18 @@ class WrittenFiles:
     files: int
 
 
-def write_arrow(path: str, table: pa.Table) -> None:
+def write_arrow(path: str, table: pa.Table) -> WrittenFiles:
     """Write a small layout from the driver (local warehouses only): replaces whatever a killed earlier
-    attempt left in the directory, then one Parquet file."""
+    attempt left in the directory, then one Parquet file; what was written (no footer read back)."""
     local = local_path(path)
     if local is None:
         raise ValueError(f"{path} is not on the local file system")
     if local.exists():
         shutil.rmtree(local)
     local.mkdir(parents=True)
-    pq.write_table(table, local / f"part-00000-{uuid.uuid4()}.parquet")
+    file = local / f"part-00000-{uuid.uuid4()}.parquet"
+    pq.write_table(table, file)
+    return WrittenFiles(table.num_rows, file.stat().st_size, 1)
 
 
 def written(spark: SparkSession, path: str) -> WrittenFiles:
