@@ -192,8 +192,8 @@ ARROW_MEASURES = ["ROWS", "REVENUE", "MIN_DISCOUNT", "MAX_DATE", "TAXED"]
 
 @pytest.mark.parametrize("measures", [None, ARROW_MEASURES], ids=["spark-merges", "arrow-merges"])
 def test_a_small_segment_writes_what_the_layered_build_writes(ctx: BuildContext, measures: list[str] | None) -> None:
-    """Every layout of a small segment (all from its flat table in one job) holds what the layered build
-    writes: the same columns and types, the same rows, each file sorted by the layout's column order (NULLs
+    """Every layout of a small segment (all from its flat table in one job, or its roots and the rest merged
+    from them on the driver) holds what the layered build writes: the same columns and types, the same rows, each file sorted by the layout's column order (NULLs
     first), every measure kind's cells counting the same. With measures Arrow merges, the layered build's
     layouts that have a built parent are merged from it on the driver; with the others (COUNT DISTINCT,
     TOP_N, percentiles), by Spark."""
