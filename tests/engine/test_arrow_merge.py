@@ -8,19 +8,23 @@ import datetime as dt
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from precube.engine.arrow_merge import MERGE_MAX_VALUES, merge_locally
+from precube.engine.layout_build import compute_layout
 from precube.metadata import IndexPlan, Layout, MetadataStore, Model
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model, require_model
 from precube.modeling.spanning_tree import fully_derives
 from precube.storage import columns as names
 from tests.engine.conftest import SPEC
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 MEASURES = ["ROWS", "REVENUE", "MIN_DISCOUNT", "MAX_DATE"]
 
@@ -102,7 +106,11 @@ def test_children_merged_on_the_driver_equal_the_sums_by_hand(plan: tuple[Model,
         )
 
 
-def test_a_grand_total_of_no_cells_counts_zero(plan: tuple[Model, list[Layout]], tmp_path: Path) -> None:
+def test_a_grand_total_of_no_cells_counts_zero(
+    plan: tuple[Model, list[Layout]], tmp_path: Path, spark: SparkSession
+) -> None:
+    """As Spark's own merge of the same empty parent (`compute_layout`) answers: one row, COUNT 0, the rest
+    NULL."""
     model, layouts = plan
     base = layouts[0]
     apex = base.model_copy(update={"id": 999_999, "col_order": [c for c in base.col_order if c >= 100_000]})
@@ -115,6 +123,8 @@ def test_a_grand_total_of_no_cells_counts_zero(plan: tuple[Model, list[Layout]],
         {_cell(model, "ROWS"): 0, _cell(model, "REVENUE"): None, _cell(model, "MIN_DISCOUNT"): None,
          _cell(model, "MAX_DATE"): None}
     ]  # fmt: skip
+    by_spark = compute_layout(spark.read.parquet(str(empty)), apex, model, from_flat=False, input_rows=0)
+    assert total.to_pylist() == by_spark.toArrow().to_pylist()
 
 
 def test_what_arrow_would_not_merge_as_spark_does_is_left_to_spark(

@@ -31,9 +31,9 @@ MERGE_MAX_VALUES = 64_000_000
 THREADED_ROWS = 100_000  # a smaller parent is grouped on one thread (42 groupings of 2,400 rows: 31 ms, not 42)
 
 
-def _aggregates(layout: Layout, model: Model, schema: pa.Schema) -> list[tuple[str, str]] | None:
-    """(cell column, Arrow hash aggregate) of each measure of the layout, None if one has no exact one. A
-    COUNT's aggregate is "count_sum": a sum whose NULL (no cells) is 0, as Spark's `coalesce(sum, 0)`."""
+def _aggregates(layout: Layout, model: Model, schema: pa.Schema) -> list[tuple[str, str, bool]] | None:
+    """(cell column, Arrow hash aggregate, NULL is 0) of each measure of the layout, None if one has no exact
+    one. A COUNT's sum over no cells is 0, as Spark's `coalesce(sum, 0)`."""
     found = []
     for m in LayoutShape.of(layout, model).measures:
         kind, cell = kind_of(m), names.measure_column(m.id)
@@ -41,11 +41,11 @@ def _aggregates(layout: Layout, model: Model, schema: pa.Schema) -> list[tuple[s
             return None
         datatype = schema.field(cell).type
         if isinstance(kind, CountKind) and pa.types.is_integer(datatype):
-            found.append((cell, "count_sum"))
+            found.append((cell, "sum", True))
         elif isinstance(kind, SumKind) and _summable(datatype):
-            found.append((cell, "sum"))
+            found.append((cell, "sum", False))
         elif isinstance(kind, MinMaxKind) and not pa.types.is_floating(datatype):
-            found.append((cell, "min" if kind.smallest else "max"))
+            found.append((cell, "min" if kind.smallest else "max", False))
         else:
             return None
     return found
@@ -110,21 +110,24 @@ def merge_locally(path: str, rows: int, layouts: Sequence[Layout], model: Model)
     table = pq.read_table(
         [str(f) for f in files], columns=wanted, read_dictionary=strings, coerce_int96_timestamp_unit="us"
     ).unify_dictionaries()  # each file (row group) has its own: grouping needs one per column
-    if any(_may_overflow(table, cell) for plan in plans for cell, how in plan or [] if how.endswith("sum")):
+    if any(_may_overflow(table, cell) for plan in plans for cell, how, _ in plan or [] if how == "sum"):
         return None
     threads = table.num_rows >= THREADED_ROWS
     merged = []
     for (layout_dims, cells), plan in zip(shapes, plans, strict=True):
         assert plan is not None
-        aggregates = [(cell, how.removeprefix("count_")) for cell, how in plan]
         try:
-            grouped = table.group_by(layout_dims, use_threads=threads).aggregate(aggregates)
+            grouped = table.group_by(layout_dims, use_threads=threads).aggregate([(c, how) for c, how, _ in plan])
         except pa.ArrowNotImplementedError:  # a column type Arrow has no hash kernel for: Spark has
             return None
         columns = {d: grouped[d] for d in layout_dims}
-        for cell, how in plan:
-            values = grouped[f"{cell}_{how.removeprefix('count_')}"]
-            columns[cell] = values.fill_null(0) if how == "count_sum" else values
+        for cell, how, zero in plan:
+            columns[cell] = grouped[f"{cell}_{how}"].fill_null(0) if zero else grouped[f"{cell}_{how}"]
         out = pa.table({c: columns[c].cast(schema.field(c).type) for c in (*layout_dims, *cells)})
-        merged.append(out.sort_by([(d, "ascending", "at_start") for d in layout_dims]) if layout_dims else out)
+        merged.append(in_layout_order(out, layout_dims))
     return merged
+
+
+def in_layout_order(table: pa.Table, dims: Sequence[str]) -> pa.Table:
+    """A layout's rows sorted as Spark writes them (`layout_build.finish_layout`): by its dimensions, NULL first."""
+    return table.sort_by([(d, "ascending", "at_start") for d in dims]) if dims else table

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from precube.engine.arrow_merge import merge_locally, mergeable
+from precube.engine.arrow_merge import in_layout_order, merge_locally, mergeable
 from precube.engine.code_tables import Codes
 from precube.engine.context import BuildContext, record_layouts
 from precube.engine.layout_build import (
@@ -157,9 +157,7 @@ class _Segment:
         for layout in batch:
             dims, cells = LayoutShape.of(layout, self.model).columns()
             one = table.filter(pc.equal(table[GROUPING_ID], grouping_id(layout, all_dims))).select(dims + cells)
-            if dims:
-                one = one.sort_by([(d, "ascending", "at_start") for d in dims])
-            done.append(self._written(layout, one))
+            done.append(self._written(layout, in_layout_order(one, dims)))
         self.all_finished(done)
 
     def _written(self, layout: Layout, table: pa.Table) -> tuple[Layout, LayoutInstance]:
