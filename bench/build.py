@@ -199,6 +199,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             told = {"steps": {k: round(v, 2) for k, v in report.steps.items()}}
             told["scans"] = [scan.describe() for scan in report.scans]
             told["merged_on_driver"] = len(getattr(report, "merged_on_driver", []))  # absent before Arrow merges
+            told["read_on_driver"] = list(getattr(report, "read_on_driver", []))  # absent before local rows
         return seconds, result, told
 
     def floor() -> None:
@@ -320,6 +321,8 @@ def _show(results: list[dict[str, Any]]) -> None:
     for r in results:
         for scan in r["day_report"].get("scans", []):
             Console().print(f"{r['side']} SF {r['scale']:g} one-day segment read {scan}", markup=False)
+        for rows in r["day_report"].get("read_on_driver", []):
+            Console().print(f"{r['side']} SF {r['scale']:g} one-day segment read on the driver: {rows}", markup=False)
 
 
 def main() -> None:

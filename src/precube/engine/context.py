@@ -49,12 +49,13 @@ def _unfenced(tx: Transaction) -> None:
 @dataclass
 class BuildReport:
     """What a build operation tells of itself: the source scans it planned (what it read and skipped), the
-    seconds of each of its steps, in order, and the layouts merged from a built parent on the driver
-    (`arrow_merge`) rather than by Spark."""
+    seconds of each of its steps, in order, the layouts merged from a built parent on the driver
+    (`arrow_merge`) rather than by Spark, and the source rows read on the driver (`local_rows`)."""
 
     scans: list[ScanPlan] = field(default_factory=list)
     steps: dict[str, float] = field(default_factory=dict)
     merged_on_driver: list[int] = field(default_factory=list)
+    read_on_driver: list[str] = field(default_factory=list)  # the source rows of tiny segments (`local_rows`)
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:

@@ -9,7 +9,7 @@ table from the files that can hold the segment's range only.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -122,10 +122,12 @@ def flat_table(
     encode: Collection[int] = (),
     code_tables: CodeTables | None = None,
     metrics: FlatMetrics | None = None,
+    local: Callable[[list[str]], Mapping[str, DataFrame]] | None = None,
 ) -> tuple[DataFrame, Codes]:
     """The flat rows of `time_range` (None or the full range: everything) with the given columns;
     those in `encode` (see `encodable`) as codes, from `code_tables` (a new holder when None); `metrics`
-    are counted on the way."""
+    are counted on the way; `local`: the rows of some of the aliases to join, by alias, given the aliases
+    (`local_rows`), the others read through `reads`."""
     from pyspark.sql import functions as F  # noqa: N812
 
     by_id = {c.id: c for c in model.all_named_columns}
@@ -136,6 +138,7 @@ def flat_table(
     aliases = _needed_aliases(model, (refs - cc_inputs) | filter_refs)
     alias_table = {model.root_alias: model.fact_table, **{j.alias: j.table for j in model.join_tables}}
     holder = code_tables or CodeTables()
+    frames = local(aliases) if local is not None else {}
 
     codes = Codes()
     coded = {by_id[i].column: i for i in encode if by_id[i].column in refs}
@@ -145,7 +148,7 @@ def flat_table(
 
     def lookup(alias: str) -> tuple[Table, DataFrame]:
         table = reads.tables[alias_table[alias].upper()]
-        return table, reads.table(table.identity)
+        return table, frames[alias] if alias in frames else reads.table(table.identity)
 
     # the coded columns of each lookup small enough to broadcast (its code tables might be big too otherwise),
     # their code tables made side by side on a first build

@@ -32,6 +32,7 @@ from precube.engine.dictionary import (
 )
 from precube.engine.flat_table import FlatMetrics, encodable, flat_table
 from precube.engine.layout_build import dictionary_key, measure_inputs, needs_dictionary
+from precube.engine.local_rows import local_rows
 from precube.engine.measures import tuple_key
 from precube.engine.sort_keys import IntRange
 from precube.engine.source_reads import SourceReads
@@ -70,6 +71,7 @@ class SegmentFlat:
         self.codes = Codes()
         self.dictionaries: dict[str, str] = {}
         self.rows: int | None = None  # counted when the segment was found small
+        self.tiny = False  # found small from the plan alone: its rows may be read on the driver (`local_rows`)
         self.metrics = FlatMetrics(self.inputs)  # counted by the first pass over the flat table
         self._lock = threading.Lock()
 
@@ -92,6 +94,7 @@ class SegmentFlat:
         self.encoded = set()
         bound = self.reads.most_rows
         if bound is not None and bound <= limit:  # no count job (it cost a one-day segment ~0.15 s)
+            self.tiny = True
             return bound
         with self._lock:
             if self._df is None:
@@ -106,7 +109,14 @@ class SegmentFlat:
 
         ctx, model = self.ctx, self.state.model
         df, self.codes = flat_table(
-            self.reads, model, self.columns, self.segment.range, self.encoded, ctx.code_tables, self.metrics
+            self.reads,
+            model,
+            self.columns,
+            self.segment.range,
+            self.encoded,
+            ctx.code_tables,
+            self.metrics,
+            self._local if self.tiny else None,
         )
         if pack:
             self.codes.ranges.update(self._integer_ranges(df))
@@ -128,6 +138,13 @@ class SegmentFlat:
         if inputs:
             ctx.progress("dictionary done", len(inputs), len(inputs))
         return df
+
+    def _local(self, aliases: list[str]) -> dict[str, DataFrame]:
+        """The rows of the fact table and of `aliases` read on the driver (`local_rows`), told in the report."""
+        local = local_rows(self.reads, self.state.model, aliases)
+        if local.rows:
+            self.ctx.report.read_on_driver.append(local.describe())
+        return local.frames
 
     def _integer_ranges(self, df: DataFrame) -> dict[str, IntRange]:
         """The ranges of the flat table's plain integer columns that their source files' statistics bound."""

@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from precube.engine.kept_lookups import KeptLookups
+from precube.engine.kept_lookups import ArrowRows, KeptLookups
 from precube.errors import PrecubeError
 from precube.metadata import Model, Table, TimeRange
 from precube.modeling.partition_format import range_bounds, to_epoch_ms
@@ -41,7 +41,10 @@ class SourceReads:
         self.spark, self.model, self.tables, self.kept = spark, model, tables, kept
         self._frames: dict[str, DataFrame] = {}
         self.fact = tables[model.fact_table.upper()]
-        self.plan: ScanPlan | None = _plan(model, self.fact, time_range)
+        found = _range(model, time_range)
+        self.range = found[0] if found is not None else None
+        ranged = model.partition_desc is not None and time_range is not None and not time_range.is_full
+        self.plan: ScanPlan | None = _plan(self.fact, ranged, found)
 
     def table(self, identity: str) -> DataFrame:
         """The rows of table `identity` (DB.TABLE) with the registered names and types; the fact table's
@@ -75,6 +78,21 @@ class SourceReads:
         join = next(j for j in self.model.join_tables if j.alias.upper() == alias.upper())
         return self.tables[join.table.upper()]
 
+    def fact_arrow(self) -> ArrowRows | None:
+        """The fact rows the plan reads that may fall in the range, read on the driver
+        (`TableSource.read_arrow`); None when Spark must read them."""
+        if self.plan is None:
+            return None
+        return source_for(self.fact).read_arrow(self.plan.files, self.range)
+
+    def lookup_arrow(self, identity: str) -> ArrowRows | None:
+        """The rows of lookup `identity` on the driver, kept across builds (`KeptLookups.arrow`); None when
+        Spark must read them."""
+        table = self.tables[identity.upper()]
+        if self.kept is None:
+            return None
+        return self.kept.arrow(table, lambda: source_for(table).read_arrow(None, None))
+
     @property
     def estimated_rows(self) -> int | None:
         """The fact rows the segment is expected to hold, from the plan (None: unknown)."""
@@ -87,23 +105,30 @@ class SourceReads:
         return self.plan.rows_read if self.plan is not None else None
 
 
-def _plan(model: Model, fact: Table, time_range: TimeRange | None) -> ScanPlan | None:
+def _range(model: Model, time_range: TimeRange | None) -> tuple[ColumnRange, Callable[[str], Value]] | None:
+    """The fact column's range of `time_range` and how its partition directories read, when the partition
+    column is a column of the fact table's files."""
     partition = model.partition_desc
-    rng: ColumnRange | None = None
-    parse: Callable[[str], Value] | None = None
-    if partition is not None and time_range is not None and not time_range.is_full:
-        ref = partition.partition_date_column
-        alias, column = ref.split(".", 1)
-        computed = {f"{cc.table_alias}.{cc.column_name}".upper() for cc in model.computed_columns}
-        if alias.upper() != model.root_alias.upper() or ref.upper() in computed:
-            return None  # not a column of the fact table's files: nothing to prune by
-        fmt, datatype = partition.partition_date_format, model.column_by_ref(ref).datatype
-        bounds = range_bounds(time_range, fmt, datatype)
-        if bounds is None:
-            return None
-        low, high = bounds
-        rng = ColumnRange(column, low, high, _position(fmt))
-        parse = _parser(low)
+    if partition is None or time_range is None or time_range.is_full:
+        return None
+    ref = partition.partition_date_column
+    alias, column = ref.split(".", 1)
+    computed = {f"{cc.table_alias}.{cc.column_name}".upper() for cc in model.computed_columns}
+    if alias.upper() != model.root_alias.upper() or ref.upper() in computed:
+        return None  # not a column of the fact table's files: nothing to prune by
+    fmt, datatype = partition.partition_date_format, model.column_by_ref(ref).datatype
+    bounds = range_bounds(time_range, fmt, datatype)
+    if bounds is None:
+        return None
+    low, high = bounds
+    return ColumnRange(column, low, high, _position(fmt)), _parser(low)
+
+
+def _plan(fact: Table, ranged: bool, found: tuple[ColumnRange, Callable[[str], Value]] | None) -> ScanPlan | None:
+    """The plan of the fact table's files for a range (`ranged`: not every row) found by `_range`."""
+    if ranged and found is None:
+        return None  # nothing to prune by
+    rng, parse = found if found is not None else (None, None)
     plan = source_for(fact).plan(rng, parse)
     return dataclasses.replace(plan, table=fact.identity) if plan is not None else None
 

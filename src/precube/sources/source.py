@@ -2,16 +2,19 @@
 
 Each kind implements `TableSource`; `source_for(table)` picks the implementation from the table's
 `source_type` (`SOURCES` is the registry). File schemas are read with pyarrow, so registering a file
-table needs no JVM; reading rows always goes through Spark.
+table needs no JVM. Rows are read through Spark, except the few rows of a tiny segment: a Parquet table whose
+columns Spark and pyarrow read alike can also be read on the driver (`FileSource.read_arrow`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
@@ -64,6 +67,11 @@ class TableSource(Protocol):
     def integer_ranges(self, columns: Sequence[str], files: Sequence[str] | None) -> dict[str, tuple[int, int]]:
         """(min, max) of the integer `columns` (upper case) that the source's own metadata bounds, over `files`
         (None: all), from the files alone; the others are left out."""
+        ...
+
+    def read_arrow(self, files: Sequence[str] | None, rng: ColumnRange | None) -> tuple[pa.Table, StructType] | None:
+        """The rows of `files` (None: all) that may fall in `rng`, read on the driver as Spark would read them,
+        and their Spark schema; None when that cannot be promised (Spark must read them)."""
         ...
 
 
@@ -172,6 +180,34 @@ class FileSource:
             return self._parquet(spark, columns, every[:1]).where(F.lit(False))
         return self._parquet(spark, columns, chosen, keys={k for f in every for k in f.partition})
 
+    def read_arrow(self, files: Sequence[str] | None, rng: ColumnRange | None) -> tuple[pa.Table, StructType] | None:
+        """The rows of `files` (None: all) that may fall in `rng` (None: all rows), read with pyarrow, and the
+        Spark schema Spark's reader gives them (column names upper case, every column nullable); None when
+        pyarrow could read them otherwise than Spark: CSV, partition directories, a column type Spark infers
+        differently (`_spark_schema`), or a range it cannot compare the column with. The range is applied with the
+        bounds the plan prunes row groups with: a superset of its rows, which Spark's own predicate narrows."""
+        from pyspark.sql.types import StructField, StructType
+
+        if self.source_type is not SourceType.PARQUET:
+            return None
+        every = self.data_files()
+        if any(f.partition for f in every):
+            return None
+        paths = [f.path for f in every] if files is None else [str(Path(f).resolve()) for f in files]
+        schema = _spark_schema(paths[0]) if paths else None
+        if schema is None:
+            return None
+        dataset = pads.dataset(paths, format="parquet")
+        where = _arrow_range(dataset.schema, rng) if rng is not None else pc.scalar(True)
+        if where is None:
+            return None
+        try:
+            table = dataset.to_table(filter=where)
+        except pa.ArrowException:  # files of differing schemas, say: Spark copes or says why
+            return None
+        table = table.rename_columns([c.upper() for c in table.column_names])
+        return table, StructType([StructField(f.name.upper(), f.dataType, True) for f in schema.fields])
+
     def _parquet(
         self, spark: SparkSession, columns: list[Column], files: Sequence[DataFile], keys: set[str] | None = None
     ) -> DataFrame:
@@ -221,6 +257,9 @@ class CatalogSource:
     def integer_ranges(self, columns: Sequence[str], files: Sequence[str] | None) -> dict[str, tuple[int, int]]:
         return {}  # only a query would tell
 
+    def read_arrow(self, files: Sequence[str] | None, rng: ColumnRange | None) -> tuple[pa.Table, StructType] | None:
+        return None  # only Spark reads the catalog
+
 
 # Arrow types whose Spark type is the one Spark infers from the Parquet column (INT96 timestamps, unsigned,
 # dictionary and nested columns are left to Spark's inference).
@@ -251,6 +290,20 @@ def _spark_schema(path: str) -> StructType | None:
             return None
     schema: StructType = from_arrow_schema(arrow)
     return schema
+
+
+def _arrow_range(schema: pa.Schema, rng: ColumnRange) -> pc.Expression | None:
+    """`low <= column < high` for pyarrow, when the column's type compares with the bounds as Spark's does
+    (an integer with an int, a string with a str, a date with a date); None otherwise."""
+    field = next((f for f in schema if f.name.upper() == rng.column.upper()), None)
+    if field is None:
+        return None
+    checks = {int: pa.types.is_integer, str: pa.types.is_string, dt.date: pa.types.is_date32}
+    bounds = [b for b in (rng.low, rng.high) if b is not None]
+    if not all(type(b) in checks and checks[type(b)](field.type) for b in bounds):
+        return None
+    where = pc.field(field.name) >= rng.low
+    return where if rng.high is None else where & (pc.field(field.name) < rng.high)
 
 
 def _rename_upper(df: DataFrame) -> DataFrame:
