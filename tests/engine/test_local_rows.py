@@ -21,7 +21,7 @@ from precube.engine import local_rows
 from precube.engine.context import BuildContext, BuildReport
 from precube.engine.local_rows import _joined_rows
 from precube.engine.operations import build_segment
-from precube.metadata import MetadataStore, Project, SourceType, TimeRange, open_store
+from precube.metadata import MetadataStore, Project, SourceType, Table, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model
 from precube.sources.scan_plan import ColumnRange
@@ -226,3 +226,30 @@ def test_a_tiny_segment_read_on_the_driver_writes_what_spark_reads(
                 WHERE l.LO_QUANTITY > 10 AND l.LO_ORDERDATE >= DATE '1996-05-01' AND l.LO_ORDERDATE < DATE '1996-05-08'"""
         ).collect()
         assert local.source_count == count > 0
+
+
+def test_a_lookup_kept_on_the_driver_is_read_again_when_its_files_change(
+    spark: SparkSession, ssb_dir: Path, tmp_path: Path
+) -> None:
+    """Two tiny segments share the kept REGIONS rows; once its file changes, the next segment joins the new
+    rows."""
+    with _snowflake_store(tmp_path, ssb_dir) as store:
+        ctx = BuildContext(spark, store, "p", str(tmp_path / "wh"))
+
+        def names_in(start: str, end: str) -> set[str]:
+            segment = build_segment(ctx, "snow", TimeRange.of(day(start), day(end)))
+            found = set()
+            for tables in _layout_files(ctx, "snow", segment.id).values():
+                for t in tables:
+                    found |= {v for c in t.column_names if t[c].type == pa.string() for v in t[c].to_pylist()}
+            return found
+
+        assert {"am", "as", "eu"} <= names_in("1996-05-01", "1996-05-08")
+        with store.read("p") as tx:
+            regions = tx.require(Table, "SSB.REGIONS")
+        kept = ctx.lookups.arrow(regions, lambda: None)
+        assert kept is not None and kept[0].num_rows == 4  # kept by the first build, not read again here
+        renamed = pa.table({"R_REGION": ["AMERICA", "ASIA", "EUROPE"], "R_NAME": ["americas", "asia", "europe"]})
+        pq.write_table(renamed, tmp_path / "REGIONS" / "r.parquet")
+        found = names_in("1996-05-08", "1996-05-15")
+        assert {"americas", "asia", "europe"} <= found and not {"am", "as", "eu"} & found
