@@ -110,6 +110,8 @@ def test_what_pyarrow_might_read_otherwise_is_left_to_spark(tmp_path: Path) -> N
     pq.write_table(table, plain / "a.parquet")
     source = FileSource(SourceType.PARQUET, str(plain), {})
     assert source.read_arrow(None, ColumnRange("K", 1, 3)) is not None
+    assert source.read_arrow(None, None, max_values=50 * 10) is not None  # 50 rows of 10 columns
+    assert source.read_arrow(None, None, max_values=50 * 10 - 1) is None  # too many: not read at all
     assert source.read_arrow(None, ColumnRange("TS", dt.datetime(1900, 1, 1), None)) is None
     assert source.read_arrow(None, ColumnRange("K", "1", "3")) is None
     assert source.read_arrow(None, ColumnRange("MISSING", 1, 3)) is None

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-# A lookup is kept on the driver only up to this many values (rows times columns), about 100 MB.
+# A lookup is read and kept on the driver only up to this many values (rows times columns), about 100 MB.
 ARROW_MAX_VALUES = 16_000_000
 
 ArrowRows = tuple["pa.Table", "StructType"]  # the rows and their Spark schema
@@ -48,13 +48,8 @@ class KeptLookups:
 
     def arrow(self, table: Table, read: Callable[[], ArrowRows | None]) -> ArrowRows | None:
         """The rows of lookup `table` on the driver, kept while its files are unchanged; None when `read()`
-        cannot read them there or they hold more than `ARROW_MAX_VALUES`."""
-
-        def small() -> ArrowRows | None:
-            rows = read()
-            return rows if rows is not None and rows[0].num_rows * rows[0].num_columns <= ARROW_MAX_VALUES else None
-
-        kept: ArrowRows | None = self._keep(table, "arrow", small, lambda rows: None)
+        cannot read them there."""
+        kept: ArrowRows | None = self._keep(table, "arrow", read, lambda rows: None)
         return kept
 
     def _keep(self, table: Table, kind: str, read: Callable[[], Any], release: Callable[[Any], None]) -> Any:

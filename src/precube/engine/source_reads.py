@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from precube.engine.kept_lookups import ArrowRows, KeptLookups
+from precube.engine.kept_lookups import ARROW_MAX_VALUES, ArrowRows, KeptLookups
 from precube.errors import PrecubeError
 from precube.metadata import Model, Table, TimeRange
 from precube.modeling.partition_format import range_bounds, to_epoch_ms
@@ -87,11 +87,11 @@ class SourceReads:
 
     def lookup_arrow(self, identity: str) -> ArrowRows | None:
         """The rows of lookup `identity` on the driver, kept across builds (`KeptLookups.arrow`); None when
-        Spark must read them."""
+        Spark must read them, or they are more than `ARROW_MAX_VALUES`."""
         table = self.tables[identity.upper()]
         if self.kept is None:
             return None
-        return self.kept.arrow(table, lambda: source_for(table).read_arrow(None, None))
+        return self.kept.arrow(table, lambda: source_for(table).read_arrow(None, None, ARROW_MAX_VALUES))
 
     @property
     def estimated_rows(self) -> int | None:

@@ -69,9 +69,12 @@ class TableSource(Protocol):
         (None: all), from the files alone; the others are left out."""
         ...
 
-    def read_arrow(self, files: Sequence[str] | None, rng: ColumnRange | None) -> tuple[pa.Table, StructType] | None:
+    def read_arrow(
+        self, files: Sequence[str] | None, rng: ColumnRange | None, max_values: int | None = None
+    ) -> tuple[pa.Table, StructType] | None:
         """The rows of `files` (None: all) that may fall in `rng`, read on the driver as Spark would read them,
-        and their Spark schema; None when that cannot be promised (Spark must read them)."""
+        and their Spark schema; None when that cannot be promised (Spark must read them) or the files hold more
+        than `max_values` values (rows times columns, before the range: none are read then)."""
         ...
 
 
@@ -180,7 +183,9 @@ class FileSource:
             return self._parquet(spark, columns, every[:1]).where(F.lit(False))
         return self._parquet(spark, columns, chosen, keys={k for f in every for k in f.partition})
 
-    def read_arrow(self, files: Sequence[str] | None, rng: ColumnRange | None) -> tuple[pa.Table, StructType] | None:
+    def read_arrow(
+        self, files: Sequence[str] | None, rng: ColumnRange | None, max_values: int | None = None
+    ) -> tuple[pa.Table, StructType] | None:
         """The rows of `files` (None: all) that may fall in `rng` (None: all rows), read with pyarrow, and the
         Spark schema Spark's reader gives them (column names upper case, every column nullable); None when
         pyarrow could read them otherwise than Spark: CSV, partition directories, a column type Spark infers
@@ -196,6 +201,8 @@ class FileSource:
         paths = [f.path for f in every] if files is None else [str(Path(f).resolve()) for f in files]
         schema = _spark_schema(paths[0]) if paths else None
         if schema is None:
+            return None
+        if max_values is not None and sum(pq.read_metadata(p).num_rows for p in paths) * len(schema) > max_values:
             return None
         dataset = pads.dataset(paths, format="parquet")
         where = _arrow_range(dataset.schema, rng) if rng is not None else pc.scalar(True)
@@ -257,7 +264,9 @@ class CatalogSource:
     def integer_ranges(self, columns: Sequence[str], files: Sequence[str] | None) -> dict[str, tuple[int, int]]:
         return {}  # only a query would tell
 
-    def read_arrow(self, files: Sequence[str] | None, rng: ColumnRange | None) -> tuple[pa.Table, StructType] | None:
+    def read_arrow(
+        self, files: Sequence[str] | None, rng: ColumnRange | None, max_values: int | None = None
+    ) -> tuple[pa.Table, StructType] | None:
         return None  # only Spark reads the catalog
 
 
