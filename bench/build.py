@@ -196,7 +196,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         report = getattr(ctx, "report", None)
         told: dict[str, Any] = {}
         if report is not None:
-            told = {"steps": {k: round(v, 2) for k, v in report.steps.items()}}
+            told = {"steps": {k: round(v, 3) for k, v in report.steps.items()}}
             told["scans"] = [scan.describe() for scan in report.scans]
             told["merged_on_driver"] = len(getattr(report, "merged_on_driver", []))  # absent before Arrow merges
             told["read_on_driver"] = list(getattr(report, "read_on_driver", []))  # absent before local rows
@@ -279,6 +279,7 @@ def summarize(side: str, scale: float, measured: dict[str, Any]) -> dict[str, An
         "full_to_floor": round(statistics.median(t["full"] / t["floor"] for t in turns), 2),
         "full_to_floor_per_turn": ", ".join(f"{t['full'] / t['floor']:.2f}" for t in turns),
         "day_to_full": round(statistics.median(t["day"] / t["full"] for t in turns), 3),
+        "day_to_full_per_turn": ", ".join(f"{t['day'] / t['full']:.3f}" for t in turns),
         "week_refresh_to_full": round(statistics.median(t["week_refresh"] / t["full"] for t in turns), 3),
         "rows_per_second": round(last["source_rows"] / median("full")),
         "day_rows": last["day_rows"],

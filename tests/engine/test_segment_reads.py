@@ -156,6 +156,7 @@ def test_a_segment_reads_only_the_row_groups_of_its_range(
             assert "of 3 files" in scan.describe() and "skipped by" in scan.describe()
             # read on the driver, but for a timestamp range, which pyarrow does not compare as Spark does
             assert bool(ctx.report.read_on_driver) == (column != "D_TS")
+            assert "layouts / read on driver" in ctx.report.steps  # tried (timed as a part) even where Spark reads
 
 
 def test_hive_partition_directories_are_pruned(

@@ -55,6 +55,8 @@ def test_a_build_job_runs_its_steps_and_counts_in_the_days_stats(ctx: BuildConte
     assert done.params["source_scan"].startswith("SSB.LINEORDER: read 1 of 1 files, ")
     assert done.params["source_scan"] in done.steps[0].output
     assert done.params["step_seconds"].startswith("steps: source plan ") and "commit" in done.params["step_seconds"]
+    # the parts of the layouts step in parentheses after it: a small segment's layouts from its flat table
+    assert re.search(r"layouts [\d.]+ s \((.+, )?from the flat table [\d.]+ s", done.params["step_seconds"])
     assert any(done.params["source_scan"] in line for line in lines)
     assert done.state is JobState.SUCCEED and done.error is None and done.progress == 1
     assert [s.name for s in done.steps] == ["dictionaries", "layers", "commit"]

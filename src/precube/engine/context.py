@@ -58,16 +58,25 @@ class BuildReport:
     read_on_driver: list[str] = field(default_factory=list)  # the source rows of tiny segments (`local_rows`)
 
     @contextlib.contextmanager
-    def step(self, name: str) -> Iterator[None]:
-        """Time a step (a step met again adds up)."""
+    def step(self, name: str, within: str | None = None) -> Iterator[None]:
+        """Time a step (a step met again adds up); `within`: the step it is part of (its seconds are counted in
+        that step's too), kept as "within / name"."""
         started = time.perf_counter()
+        key = name if within is None else f"{within} / {name}"
         try:
             yield
         finally:
-            self.steps[name] = self.steps.get(name, 0.0) + time.perf_counter() - started
+            self.steps[key] = self.steps.get(key, 0.0) + time.perf_counter() - started
 
     def describe_steps(self) -> str:
-        return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.steps.items())
+        """The steps and their seconds; a part is told in parentheses after the step it belongs to."""
+        told: list[str] = []
+        for key, seconds in self.steps.items():  # a part ends before the step it is in, so comes first
+            if " / " not in key:
+                within = f"{key} / "
+                parts = [f"{k.removeprefix(within)} {s:.3f} s" for k, s in self.steps.items() if k.startswith(within)]
+                told.append(f"{key} {seconds:.3f} s" + (f" ({', '.join(parts)})" if parts else ""))
+        return ", ".join(told)
 
 
 # A segment estimated (then counted) to hold at most this many flat rows is small: all its aggregate layouts

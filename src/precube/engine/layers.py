@@ -270,7 +270,8 @@ def _build_small(seg: _Segment, pending: list[Layout], flat_rows: int) -> None:
     readers = len(chunks) + len(tables)  # of the flat table: cached when more than one
     work = [functools.partial(seg.build_batch, chunk, None, flat_rows, readers) for chunk in chunks]
     work += [functools.partial(seg.build_run, run, readers) for run in tables]
-    _run_all(work, seg.ctx.parallel_layouts)
+    with seg.ctx.report.step("from the flat table", within="layouts"):
+        _run_all(work, seg.ctx.parallel_layouts)
     by_parent: dict[int, list[Layout]] = {}
     for layout in aggs:
         parent = seg.parent_of(layout) if layout.id not in seg.built else None
@@ -280,7 +281,8 @@ def _build_small(seg: _Segment, pending: list[Layout], flat_rows: int) -> None:
         functools.partial(seg.build_batch, members, seg.built[parent_id][0], seg.rows(parent_id))
         for parent_id, members in by_parent.items()
     ]
-    _run_all(work, seg.ctx.parallel_layouts)
+    with seg.ctx.report.step("from built layouts", within="layouts"):
+        _run_all(work, seg.ctx.parallel_layouts)
 
 
 def _chunks(items: list[Layout], size: int) -> list[list[Layout]]:

@@ -223,7 +223,8 @@ def build_layouts(
         flat = SegmentFlat(ctx, state, segment, missing, _reads(ctx, state, segment.range))
         try:
             # the segment's source rows are known: the flat table is read only for rootless layouts
-            build_into_segment(ctx, state.model, segment.id, missing, built, flat.read, segment.source_count)
+            with ctx.report.step("layouts"):
+                build_into_segment(ctx, state.model, segment.id, missing, built, flat.read, segment.source_count)
         finally:
             flat.close()
         result[segment.id] = [lay.id for lay in missing]

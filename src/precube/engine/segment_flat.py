@@ -141,7 +141,8 @@ class SegmentFlat:
 
     def _local(self, aliases: list[str]) -> dict[str, DataFrame]:
         """The rows of the fact table and of `aliases` read on the driver (`local_rows`), told in the report."""
-        local = local_rows(self.reads, self.state.model, aliases)
+        with self.ctx.report.step("read on driver", within="layouts"):
+            local = local_rows(self.reads, self.state.model, aliases)
         if local.rows:
             self.ctx.report.read_on_driver.append(local.describe())
         return local.frames
