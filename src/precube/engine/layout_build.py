@@ -174,8 +174,13 @@ def compute_batch(
         for agg in (kind_of(m).build(m, _args(model, m)) if from_flat else kind_of(m).merge(m))
     ]
     cols = {d: F.col(names.column(d)) for d in all_dims}  # made once: each name given would cost a py4j call
-    grouped = source.groupingSets([[cols[d] for d in s] for s in sets], *cols.values())
-    df = grouped.agg(*aggs, F.grouping_id().alias(GROUPING_ID))
+    # One set of every dimension: no Expand, and a one-partition source needs no shuffle. (Not the grand total:
+    # over no rows, GROUPING SETS (()) gives none and a global aggregate one.)
+    if len(sets) == 1 and sets[0]:
+        df = source.groupBy(*cols.values()).agg(*aggs, F.lit(0).cast("long").alias(GROUPING_ID))
+    else:
+        grouped = source.groupingSets([[cols[d] for d in s] for s in sets], *cols.values())
+        df = grouped.agg(*aggs, F.grouping_id().alias(GROUPING_ID))
     for m in measures.values():
         df = kind_of(m).finish(df, m)
     return df, all_dims

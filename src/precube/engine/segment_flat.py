@@ -72,6 +72,7 @@ class SegmentFlat:
         self.dictionaries: dict[str, str] = {}
         self.rows: int | None = None  # counted when the segment was found small
         self.tiny = False  # found small from the plan alone: its rows may be read on the driver (`local_rows`)
+        self.on_driver = False  # they were
         self.metrics = FlatMetrics(self.inputs)  # counted by the first pass over the flat table
         self._lock = threading.Lock()
 
@@ -118,6 +119,8 @@ class SegmentFlat:
             self.metrics,
             self._local if self.tiny else None,
         )
+        if self.on_driver:  # one partition: a layout's aggregation needs no shuffle then, one stage not two
+            df = df.coalesce(1)
         if pack:
             self.codes.ranges.update(self._integer_ranges(df))
         if cache:
@@ -144,6 +147,7 @@ class SegmentFlat:
         with self.ctx.report.step("read on driver", within="layouts"):
             local = local_rows(self.reads, self.state.model, aliases)
         if local.rows:
+            self.on_driver = True
             self.ctx.report.read_on_driver.append(local.describe())
         return local.frames
 
