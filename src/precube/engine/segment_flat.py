@@ -72,7 +72,7 @@ class SegmentFlat:
         self.dictionaries: dict[str, str] = {}
         self.rows: int | None = None  # counted when the segment was found small
         self.tiny = False  # found small from the plan alone: its rows may be read on the driver (`local_rows`)
-        self.on_driver = False  # they were
+        self.on_driver = False  # they were read there (`_local`)
         self.metrics = FlatMetrics(self.inputs)  # counted by the first pass over the flat table
         self._lock = threading.Lock()
 
