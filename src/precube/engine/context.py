@@ -46,6 +46,9 @@ def _unfenced(tx: Transaction) -> None:
     pass
 
 
+LAYOUTS_STEP = "layouts"  # the step that builds a segment's layouts; its parts name it (`BuildReport.step`)
+
+
 @dataclass
 class BuildReport:
     """What a build operation tells of itself: the source scans it planned (what it read and skipped), the

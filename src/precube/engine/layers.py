@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from precube.engine.arrow_merge import in_layout_order, merge_locally, mergeable
 from precube.engine.code_tables import Codes
-from precube.engine.context import BuildContext, record_layouts
+from precube.engine.context import LAYOUTS_STEP, BuildContext, record_layouts
 from precube.engine.layout_build import (
     GROUPING_ID,
     LayoutShape,
@@ -270,7 +270,7 @@ def _build_small(seg: _Segment, pending: list[Layout], flat_rows: int) -> None:
     readers = len(chunks) + len(tables)  # of the flat table: cached when more than one
     work = [functools.partial(seg.build_batch, chunk, None, flat_rows, readers) for chunk in chunks]
     work += [functools.partial(seg.build_run, run, readers) for run in tables]
-    with seg.ctx.report.step("from the flat table", within="layouts"):
+    with seg.ctx.report.step("from the flat table", within=LAYOUTS_STEP):
         _run_all(work, seg.ctx.parallel_layouts)
     by_parent: dict[int, list[Layout]] = {}
     for layout in aggs:
@@ -281,7 +281,7 @@ def _build_small(seg: _Segment, pending: list[Layout], flat_rows: int) -> None:
         functools.partial(seg.build_batch, members, seg.built[parent_id][0], seg.rows(parent_id))
         for parent_id, members in by_parent.items()
     ]
-    with seg.ctx.report.step("from built layouts", within="layouts"):
+    with seg.ctx.report.step("from built layouts", within=LAYOUTS_STEP):
         _run_all(work, seg.ctx.parallel_layouts)
 
 

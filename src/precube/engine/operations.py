@@ -10,7 +10,15 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from precube.engine.context import BuildContext, ModelState, add_segment, built_layouts, load_state, record_layout
+from precube.engine.context import (
+    LAYOUTS_STEP,
+    BuildContext,
+    ModelState,
+    add_segment,
+    built_layouts,
+    load_state,
+    record_layout,
+)
 from precube.engine.errors import BuildConflictError
 from precube.engine.join_stats import duplicate_keys, join_stats, known_duplicates, merged_join_stats
 from precube.engine.layers import build_into_segment, write_layout
@@ -103,7 +111,7 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
             built = _built(ctx, state, segment.id)
             with report.step("flat table"):  # a small segment's, counted; a larger one's is read by the layouts
                 flat_rows = flat.small_rows() if any(lay.id not in built for lay in layouts) else None
-            with report.step("layouts"):
+            with report.step(LAYOUTS_STEP):
                 build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None, flat_rows)
             info = {**segment.additional_info, **flat.dictionaries}
             path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
@@ -223,7 +231,7 @@ def build_layouts(
         flat = SegmentFlat(ctx, state, segment, missing, _reads(ctx, state, segment.range))
         try:
             # the segment's source rows are known: the flat table is read only for rootless layouts
-            with ctx.report.step("layouts"):
+            with ctx.report.step(LAYOUTS_STEP):
                 build_into_segment(ctx, state.model, segment.id, missing, built, flat.read, segment.source_count)
         finally:
             flat.close()

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from precube.engine.code_tables import Codes
-from precube.engine.context import BuildContext, ModelState
+from precube.engine.context import LAYOUTS_STEP, BuildContext, ModelState
 from precube.engine.dictionary import (
     DictionaryVersion,
     build_dictionary,
@@ -144,7 +144,7 @@ class SegmentFlat:
 
     def _local(self, aliases: list[str]) -> dict[str, DataFrame]:
         """The rows of the fact table and of `aliases` read on the driver (`local_rows`), told in the report."""
-        with self.ctx.report.step("read on driver", within="layouts"):
+        with self.ctx.report.step("read on driver", within=LAYOUTS_STEP):
             local = local_rows(self.reads, self.state.model, aliases)
         if local.rows:
             self.on_driver = True
