@@ -21,7 +21,7 @@ from precube.engine import local_rows
 from precube.engine.context import BuildContext, BuildReport
 from precube.engine.local_rows import _joined_rows
 from precube.engine.operations import build_segment
-from precube.metadata import MetadataStore, Project, SourceType, Table, TimeRange, open_store
+from precube.metadata import MetadataStore, Project, Segment, SourceType, Table, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model
 from precube.sources.scan_plan import ColumnRange
@@ -143,9 +143,10 @@ def test_a_lookup_keeps_every_row_its_join_can_match() -> None:
     assert _joined_rows(lookup, [(joining["FA"], "NOPE")]) is None
 
 
-def _snowflake_store(tmp_path: Path, ssb_dir: Path) -> MetadataStore:
-    """SSB with a REGIONS lookup joined from CUSTOMER (one region missing: orphans at the snowflake edge) and
-    a SUPPLIER lookup missing a third of its rows (joined INNER: it drops fact rows)."""
+def _snowflake_store(tmp_path: Path, ssb_dir: Path, supplier_join: str = "INNER") -> MetadataStore:
+    """SSB with a REGIONS lookup joined from CUSTOMER (one region missing: orphans at the snowflake edge; one
+    twice: its rows joined twice) and a SUPPLIER lookup missing a quarter of its rows (joined INNER, it drops
+    fact rows; LEFT, every join is LEFT and the build counts each join's orphans on the way)."""
     store = open_store(f"sqlite:///{tmp_path / 'meta.db'}")
     store.create_project(Project(name="p", default_database="SSB"))
     for name in TABLES:
@@ -157,7 +158,9 @@ def _snowflake_store(tmp_path: Path, ssb_dir: Path) -> MetadataStore:
         suppliers.filter(pc.not_equal(pc.bit_wise_and(suppliers["S_SUPPKEY"], 3), 0)),
         tmp_path / "SUPPLIER" / "s.parquet",
     )
-    regions = pa.table({"R_REGION": ["AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"], "R_NAME": ["am", "as", "eu", "me"]})
+    regions = pa.table(
+        {"R_REGION": ["AMERICA", "ASIA", "EUROPE", "MIDDLE EAST", "ASIA"], "R_NAME": ["am", "as", "eu", "me", "asia"]}
+    )
     (tmp_path / "REGIONS").mkdir()
     pq.write_table(regions, tmp_path / "REGIONS" / "r.parquet")
     for name in ("SUPPLIER", "REGIONS"):
@@ -173,7 +176,7 @@ def _snowflake_store(tmp_path: Path, ssb_dir: Path) -> MetadataStore:
         "join_tables": [
             join("CUSTOMER", "LINEORDER.LO_CUSTKEY", "C_CUSTKEY"),
             join("REGIONS", "CUSTOMER.C_REGION", "R_REGION"),
-            join("SUPPLIER", "LINEORDER.LO_SUPPKEY", "S_SUPPKEY", "INNER"),
+            join("SUPPLIER", "LINEORDER.LO_SUPPKEY", "S_SUPPKEY", supplier_join),
             join("DATES", "LINEORDER.LO_ORDERDATE", "D_DATEKEY"),
         ],
         "computed_columns": [
@@ -198,33 +201,50 @@ def _snowflake_store(tmp_path: Path, ssb_dir: Path) -> MetadataStore:
     }
     create_model(store, "p", parse_spec(spec))
     create_model(store, "p", parse_spec({**spec, "alias": "spark_read"}))
+    create_model(store, "p", parse_spec({**spec, "alias": "spark_joins"}))
     return store
 
 
+@pytest.mark.parametrize("supplier_join", ["INNER", "LEFT"])
 def test_a_tiny_segment_read_on_the_driver_writes_what_spark_reads(
-    spark: SparkSession, ssb_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, ssb_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, supplier_join: str
 ) -> None:
-    with _snowflake_store(tmp_path, ssb_dir) as store:
+    """The tables read and joined on the driver, or read there and joined by Spark (past `JOINED_MAX_VALUES`):
+    the same layout files, join stats (each join's orphans when all are LEFT) and NULL counts as Spark's joins
+    of the tables it reads."""
+    with _snowflake_store(tmp_path, ssb_dir, supplier_join) as store:
         ctx = BuildContext(spark, store, "p", str(tmp_path / "wh"))
         rng = TimeRange.of(day("1996-05-01"), day("1996-05-08"))
-        report = BuildReport()
-        local = build_segment(dataclasses.replace(ctx, report=report), "snow", rng)
-        [read] = report.read_on_driver
+
+        def build(model: str) -> tuple[Segment, list[str]]:
+            report = BuildReport()
+            return build_segment(dataclasses.replace(ctx, report=report), model, rng), report.read_on_driver
+
+        local, [read] = build("snow")
         assert all(alias in read for alias in ("LINEORDER", "CUSTOMER", "REGIONS", "SUPPLIER", "DATES")), read
+        assert "joined there" in read, read
+        monkeypatch.setattr(local_rows, "JOINED_MAX_VALUES", 0)
+        spark_joins, [read] = build("spark_joins")
+        assert "LINEORDER" in read and "joined there" not in read, read
         monkeypatch.setattr(local_rows, "LOCAL_MAX_VALUES", 0)
-        report = BuildReport()
-        theirs = build_segment(dataclasses.replace(ctx, report=report), "spark_read", rng)
-        assert report.read_on_driver == []
-        ours, files = _layout_files(ctx, "snow", local.id), _layout_files(ctx, "spark_read", theirs.id)
-        assert ours.keys() == files.keys() and len(ours) >= 8
-        for layout_id, tables in ours.items():
-            assert [t.to_pylist() for t in tables] == [t.to_pylist() for t in files[layout_id]], layout_id
-            assert [t.schema for t in tables] == [t.schema for t in files[layout_id]], layout_id
-        assert local.join_stats == theirs.join_stats and local.column_null_counts == theirs.column_null_counts
+        theirs, read_there = build("spark_read")
+        assert read_there == []
+        files = _layout_files(ctx, "spark_read", theirs.id)
+        for model, segment in (("snow", local), ("spark_joins", spark_joins)):
+            ours = _layout_files(ctx, model, segment.id)
+            assert ours.keys() == files.keys() and len(ours) >= 8
+            for layout_id, tables in ours.items():
+                assert [t.to_pylist() for t in tables] == [t.to_pylist() for t in files[layout_id]], layout_id
+                assert [t.schema for t in tables] == [t.schema for t in files[layout_id]], layout_id
+            assert segment.join_stats == theirs.join_stats
+            assert segment.column_null_counts == theirs.column_null_counts
+        if supplier_join == "LEFT":
+            assert local.join_stats is not None and set(local.join_stats) >= {"SUPPLIER", "REGIONS"}, local.join_stats
         [[count]] = spark.sql(
             f"""SELECT count(*) FROM parquet.`{ssb_dir / "LINEORDER"}` l
                 LEFT JOIN parquet.`{ssb_dir / "CUSTOMER"}` c ON l.LO_CUSTKEY = c.C_CUSTKEY
-                JOIN parquet.`{tmp_path / "SUPPLIER"}` s ON l.LO_SUPPKEY = s.S_SUPPKEY
+                LEFT JOIN parquet.`{tmp_path / "REGIONS"}` r ON c.C_REGION = r.R_REGION
+                {supplier_join} JOIN parquet.`{tmp_path / "SUPPLIER"}` s ON l.LO_SUPPKEY = s.S_SUPPKEY
                 WHERE l.LO_QUANTITY > 10 AND l.LO_ORDERDATE >= DATE '1996-05-01' AND l.LO_ORDERDATE < DATE '1996-05-08'"""
         ).collect()
         assert local.source_count == count > 0
@@ -250,7 +270,7 @@ def test_a_lookup_kept_on_the_driver_is_read_again_when_its_files_change(
         with store.read("p") as tx:
             regions = tx.require(Table, "SSB.REGIONS")
         kept = ctx.lookups.arrow(regions, lambda: None)
-        assert kept is not None and kept[0].num_rows == 4  # kept by the first build, not read again here
+        assert kept is not None and kept[0].num_rows == 5  # kept by the first build, not read again here
         renamed = pa.table({"R_REGION": ["AMERICA", "ASIA", "EUROPE"], "R_NAME": ["americas", "asia", "europe"]})
         pq.write_table(renamed, tmp_path / "REGIONS" / "r.parquet")
         found = names_in("1996-05-08", "1996-05-15")

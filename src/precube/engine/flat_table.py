@@ -9,7 +9,7 @@ table from the files that can hold the segment's range only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -24,6 +24,8 @@ from precube.storage import columns as names
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+
+    from precube.engine.local_rows import LocalRows
 
 
 def _needed_aliases(model: Model, refs: Collection[str]) -> list[str]:
@@ -122,12 +124,13 @@ def flat_table(
     encode: Collection[int] = (),
     code_tables: CodeTables | None = None,
     metrics: FlatMetrics | None = None,
-    local: Callable[[list[str]], Mapping[str, DataFrame]] | None = None,
+    local: Callable[[list[str]], LocalRows] | None = None,
 ) -> tuple[DataFrame, Codes]:
     """The flat rows of `time_range` (None or the full range: everything) with the given columns;
     those in `encode` (see `encodable`) as codes, from `code_tables` (a new holder when None); `metrics`
-    are counted on the way; `local`: the rows of some of the aliases to join, by alias, given the aliases
-    (`local_rows`), the others read through `reads`."""
+    are counted on the way; `local`: the rows read on the driver given the aliases to join (`local_rows`),
+    joined there when they are all of them and nothing is coded, else the rows of the others read through
+    `reads`."""
     from pyspark.sql import functions as F  # noqa: N812
 
     by_id = {c.id: c for c in model.all_named_columns}
@@ -138,17 +141,21 @@ def flat_table(
     aliases = _needed_aliases(model, (refs - cc_inputs) | filter_refs)
     alias_table = {model.root_alias: model.fact_table, **{j.alias: j.table for j in model.join_tables}}
     holder = code_tables or CodeTables()
-    frames = local(aliases) if local is not None else {}
+    rows = local(aliases) if local is not None else None
 
     codes = Codes()
     coded = {by_id[i].column: i for i in encode if by_id[i].column in refs}
     if metrics is not None and all(j.join.type is JoinType.LEFT and j.alias in aliases for j in model.join_tables):
         metrics.orphans = [j.alias for j in model.join_tables]
     marked = set(metrics.orphans if metrics is not None else [])
+    joined = rows.joined(model, aliases, marked) if rows is not None and not coded else None
+    if joined is not None:
+        return _finish(joined, model, column_ids, time_range, metrics), codes
 
     def lookup(alias: str) -> tuple[Table, DataFrame]:
         table = reads.tables[alias_table[alias].upper()]
-        return table, frames[alias] if alias in frames else reads.table(table.identity)
+        frame = rows.frame(alias) if rows is not None else None
+        return table, frame if frame is not None else reads.table(table.identity)
 
     # the coded columns of each lookup small enough to broadcast (its code tables might be big too otherwise),
     # their code tables made side by side on a first build
@@ -185,6 +192,18 @@ def flat_table(
         cond = [F.col(fk) == F.col(pk) for fk, pk in zip(join.join.foreign_key, join.join.primary_key, strict=True)]
         how = "left" if join.join.type is JoinType.LEFT else "inner"
         df = df.join(read(join.alias), on=cond, how=how)
+    return _finish(df, model, column_ids, time_range, metrics), codes
+
+
+def _finish(
+    df: DataFrame, model: Model, column_ids: Collection[int], time_range: TimeRange | None, metrics: FlatMetrics | None
+) -> DataFrame:
+    """The joined rows `df` filtered by the model's filter and the range, counted by `metrics`, and the given
+    columns (computed ones evaluated) named by their ids."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    by_id = {c.id: c for c in model.all_named_columns}
+    computed = {f"{cc.table_alias}.{cc.column_name}": cc.inner_expression for cc in model.computed_columns}
     if model.filter_condition:
         df = df.where(F.expr(model.filter_condition))
     partition = model.partition_desc
@@ -200,7 +219,7 @@ def flat_table(
     }
     if metrics is not None:
         df = metrics.observe(df, values, model)
-    return df.select(*[values[i].alias(names.column(i)) for i in sorted(column_ids)]), codes
+    return df.select(*[values[i].alias(names.column(i)) for i in sorted(column_ids)])
 
 
 def filter_refs_of(model: Model) -> set[str]:

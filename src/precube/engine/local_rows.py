@@ -1,29 +1,35 @@
-"""A tiny segment's source rows read on the driver and handed to Spark as local relations (seed 003 step 1 for
-a day of a few thousand rows): the fact rows the plan's row groups hold within the range's bounds, and of each
-lookup only the rows whose keys those rows join.
+"""A tiny segment's source rows read on the driver and handed to Spark as one local relation (seed 003 step 1
+for a day of a few thousand rows): the fact rows the plan's row groups hold within the range's bounds, and of
+each lookup only the rows whose keys those rows join, joined there with Arrow as Spark would join them.
 
-Spark then plans the flat table as before (the same joins, computed columns, filter and range predicate, so
-the same results), but over rows it already holds: no Parquet scan, no broadcast of a whole lookup (each build
-built PART's 200,000-row hash relation again), and the range predicate folded into the local rows while
-planning, so the code Spark generates no longer holds each day's dates and is compiled once, not per day.
+Spark then applies the model's filter, the range predicate and computed columns as before, but over rows it
+already holds: no Parquet scan, no join, no broadcast (each build built PART's 200,000-row hash relation again,
+then the four narrowed lookups', and re-planned after them), and the range predicate folded into the local rows
+while planning, so the code Spark generates no longer holds each day's dates and is compiled once, not per
+day. When the joined rows would be too many (`JOINED_MAX_VALUES`), Spark joins the local relations of the
+tables instead (`flat_table`).
 
 Only rows read exactly as Spark's reader reads them are read here (`TableSource.read_arrow`), at most
 `LOCAL_MAX_VALUES` of the fact's; a lookup's rows are narrowed by key only where its keys and the joining
-columns are of one Arrow type that compares as Spark compares (integers, strings, dates), so no row a join
-would match is dropped. Anything else is read by Spark as before.
+columns are of one Arrow type that compares as Spark compares (integers, strings, dates, booleans), so no row a
+join would match is dropped, and Arrow's join then pairs the rows Spark's would. Anything else is read by Spark
+as before.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from precube.engine.flat_table import joined_marker
 from precube.engine.kept_lookups import ArrowRows
 from precube.engine.source_reads import SourceReads
-from precube.metadata import Model
+from precube.metadata import JoinType, Model
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -31,6 +37,9 @@ if TYPE_CHECKING:
 # A segment's fact rows are read on the driver only up to this many values (rows times columns): a local
 # relation travels inside Spark's plan and tasks.
 LOCAL_MAX_VALUES = 1_000_000
+# ... and joined there up to this many (rows times the joined tables' columns): each lookup adds its columns to
+# every fact row, and a key held by several lookup rows multiplies them. Beyond it, Spark joins the tables.
+JOINED_MAX_VALUES = 4 * LOCAL_MAX_VALUES
 
 
 def _keyable(t: pa.DataType) -> bool:
@@ -54,42 +63,98 @@ def _joined_rows(lookup: pa.Table, keys: list[tuple[pa.ChunkedArray, str]]) -> p
     return lookup.filter(keep) if keep is not None else None
 
 
+def _positions(n: int) -> pa.Array:
+    return pa.array(np.arange(n, dtype=np.int64))
+
+
+def _index_pairs(left: list[pa.ChunkedArray], right: list[pa.ChunkedArray], how: str) -> tuple[pa.Array, pa.Array]:
+    """Which row of `right` each row of `left` joins, as (left row, right row) index pairs in left order, by
+    the equality of each pair of key columns (of one keyable type): NULL keys match nothing, a key on several
+    right rows gives as many pairs, and a LEFT join (`how`: "left outer") pairs an unmatched row with NULL."""
+    keys = [f"k{i}" for i in range(len(left))]
+    lt = pa.table(dict(zip(keys, left, strict=True)) | {"__l": _positions(len(left[0]))})
+    rt = pa.table(dict(zip(keys, right, strict=True)) | {"__r": _positions(len(right[0]))})
+    pairs = lt.join(rt, keys, join_type=how).sort_by([("__l", "ascending"), ("__r", "ascending")])
+    return pairs["__l"].combine_chunks(), pairs["__r"].combine_chunks()
+
+
 @dataclass
 class LocalRows:
-    """Local relations by model alias, and what they hold (for the build's report)."""
+    """The rows read on the driver by model alias (Arrow, with their Spark schemas), and Spark's local
+    relations of them."""
 
-    frames: dict[str, DataFrame] = field(default_factory=dict)
-    rows: dict[str, int] = field(default_factory=dict)  # by model alias
+    reads: SourceReads
+    tables: dict[str, ArrowRows] = field(default_factory=dict)
+    joined_rows: int | None = None  # the rows of `joined`, once made
+    _frames: dict[str, DataFrame] = field(default_factory=dict)
 
-    def add(self, alias: str, reads: SourceReads, rows: ArrowRows) -> None:
-        table, schema = rows
-        self.frames[alias] = reads.spark.createDataFrame(table, schema=schema)
-        self.rows[alias] = table.num_rows
+    def frame(self, alias: str) -> DataFrame | None:
+        """A local relation of `alias`'s rows; None when Spark reads them."""
+        if alias not in self.tables:
+            return None
+        if alias not in self._frames:
+            table, schema = self.tables[alias]
+            self._frames[alias] = self.reads.spark.createDataFrame(table, schema=schema)
+        return self._frames[alias]
+
+    def joined(self, model: Model, aliases: list[str], marked: Collection[str]) -> DataFrame | None:
+        """The fact rows joined to the lookups `aliases` on the driver, as `flat_table`'s joins join them, in
+        one local relation (no join, no broadcast in Spark's plan): a struct column per alias, so that
+        "ALIAS.COLUMN" names its field as it names the column of a joined table, and the `joined_marker` of
+        each alias in `marked`. None unless every one of these tables was read on the driver, or when the
+        joined rows would hold more than `JOINED_MAX_VALUES`."""
+        from pyspark.sql.types import BooleanType, StructField, StructType
+
+        root = model.root_alias
+        if any(alias not in self.tables for alias in (root, *aliases)):
+            return None
+        rows = {alias: table for alias, (table, _) in self.tables.items()}
+        taken = {root: _positions(rows[root].num_rows)}  # each alias's row of each joined row
+        for join in model.join_tables:
+            if join.alias not in aliases:
+                continue
+            parent, left, right = join.join.foreign_key[0].split(".", 1)[0], [], []
+            for fk, pk in zip(join.join.foreign_key, join.join.primary_key, strict=True):
+                left.append(rows[parent][fk.split(".", 1)[1].upper()].take(taken[parent]))
+                right.append(rows[join.alias][pk.split(".", 1)[1].upper()])
+            how = "left outer" if join.join.type is JoinType.LEFT else "inner"
+            on_left, on_right = _index_pairs(left, right, how)
+            taken = {alias: index.take(on_left) for alias, index in taken.items()} | {join.alias: on_right}
+            if len(on_left) * sum(rows[alias].num_columns for alias in taken) > JOINED_MAX_VALUES:
+                return None
+        columns = {alias: rows[alias].take(taken[alias]).to_struct_array() for alias in taken}
+        fields = [StructField(alias, self.tables[alias][1]) for alias in taken]
+        for alias in marked:  # true where a row of the lookup joined, else NULL (as `flat_table` marks it)
+            columns[joined_marker(alias)] = pc.if_else(pc.is_valid(taken[alias]), True, None)
+            fields.append(StructField(joined_marker(alias), BooleanType()))
+        table = pa.table(columns)
+        self.joined_rows = table.num_rows
+        return self.reads.spark.createDataFrame(table, schema=StructType(fields))
 
     def describe(self) -> str:
-        return ", ".join(f"{alias} {n:,} rows" for alias, n in self.rows.items())
+        read = ", ".join(f"{alias} {table.num_rows:,} rows" for alias, (table, _) in self.tables.items())
+        return read if self.joined_rows is None else f"{read}; joined there: {self.joined_rows:,} rows"
 
 
 def local_rows(reads: SourceReads, model: Model, aliases: list[str]) -> LocalRows:
-    """Local relations for the fact table and the joined lookups (`aliases`) that can be read on the driver;
-    none when the fact's rows cannot (every table is then read by Spark)."""
+    """The fact table's rows and those of the joined lookups (`aliases`) that can be read on the driver; none
+    when the fact's rows cannot (every table is then read by Spark)."""
+    local = LocalRows(reads)
     estimate, columns = reads.estimated_rows, len(reads.fact.columns)
     if estimate is None or estimate * columns > LOCAL_MAX_VALUES:
-        return LocalRows()
+        return local
     fact = reads.fact_arrow()
     if fact is None or fact[0].num_rows * fact[0].num_columns > LOCAL_MAX_VALUES:
-        return LocalRows()
-    rows: dict[str, pa.Table] = {model.root_alias: fact[0]}
-    local = LocalRows()
-    local.add(model.root_alias, reads, fact)
+        return local
+    local.tables[model.root_alias] = fact
     for join in model.join_tables:
         parent = join.join.foreign_key[0].split(".", 1)[0]
-        if join.alias not in aliases or parent not in rows:
+        if join.alias not in aliases or parent not in local.tables:
             continue
         whole = reads.lookup_arrow(join.table)
         if whole is None:
             continue
-        joining = rows[parent]
+        joining = local.tables[parent][0]
         pairs = []
         for fk, pk in zip(join.join.foreign_key, join.join.primary_key, strict=True):
             fk_column = fk.split(".", 1)[1].upper()
@@ -99,6 +164,5 @@ def local_rows(reads: SourceReads, model: Model, aliases: list[str]) -> LocalRow
         else:
             narrowed = _joined_rows(whole[0], pairs)
             if narrowed is not None:
-                rows[join.alias] = narrowed
-                local.add(join.alias, reads, (narrowed, whole[1]))
+                local.tables[join.alias] = (narrowed, whole[1])
     return local

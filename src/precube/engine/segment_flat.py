@@ -32,7 +32,7 @@ from precube.engine.dictionary import (
 )
 from precube.engine.flat_table import FlatMetrics, encodable, flat_table
 from precube.engine.layout_build import dictionary_key, measure_inputs, needs_dictionary
-from precube.engine.local_rows import local_rows
+from precube.engine.local_rows import LocalRows, local_rows
 from precube.engine.measures import tuple_key
 from precube.engine.sort_keys import IntRange
 from precube.engine.source_reads import SourceReads
@@ -72,7 +72,7 @@ class SegmentFlat:
         self.dictionaries: dict[str, str] = {}
         self.rows: int | None = None  # counted when the segment was found small
         self.tiny = False  # found small from the plan alone: its rows may be read on the driver (`local_rows`)
-        self.on_driver = False  # they were read there (`_local`)
+        self.local: LocalRows | None = None  # the rows read there (`_local`)
         self.metrics = FlatMetrics(self.inputs)  # counted by the first pass over the flat table
         self._lock = threading.Lock()
 
@@ -119,7 +119,9 @@ class SegmentFlat:
             self.metrics,
             self._local if self.tiny else None,
         )
-        if self.on_driver:  # one partition: a layout's aggregation needs no shuffle then, one stage not two
+        if self.local is not None and self.local.tables:
+            self.ctx.report.read_on_driver.append(self.local.describe())
+            # one partition: a layout's aggregation needs no shuffle then, one stage not two
             df = df.coalesce(1)
         if pack:
             self.codes.ranges.update(self._integer_ranges(df))
@@ -142,14 +144,11 @@ class SegmentFlat:
             ctx.progress("dictionary done", len(inputs), len(inputs))
         return df
 
-    def _local(self, aliases: list[str]) -> dict[str, DataFrame]:
-        """The rows of the fact table and of `aliases` read on the driver (`local_rows`), told in the report."""
+    def _local(self, aliases: list[str]) -> LocalRows:
+        """The rows of the fact table and of `aliases` read on the driver (`local_rows`)."""
         with self.ctx.report.step("read on driver", within=LAYOUTS_STEP):
-            local = local_rows(self.reads, self.state.model, aliases)
-        if local.rows:
-            self.on_driver = True
-            self.ctx.report.read_on_driver.append(local.describe())
-        return local.frames
+            self.local = local_rows(self.reads, self.state.model, aliases)
+        return self.local
 
     def _integer_ranges(self, df: DataFrame) -> dict[str, IntRange]:
         """The ranges of the flat table's plain integer columns that their source files' statistics bound."""
