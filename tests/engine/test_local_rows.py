@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import random
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -19,7 +21,7 @@ import pytest
 
 from precube.engine import local_rows
 from precube.engine.context import BuildContext, BuildReport
-from precube.engine.local_rows import _joined_rows
+from precube.engine.local_rows import _index_pairs, _joined_rows
 from precube.engine.operations import build_segment
 from precube.metadata import MetadataStore, Project, Segment, SourceType, Table, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
@@ -141,6 +143,30 @@ def test_a_lookup_keeps_every_row_its_join_can_match() -> None:
     floats = pa.table({"A": [0.0, float("nan")]})
     assert _joined_rows(floats, [(pa.chunked_array([[-0.0]]), "A")]) is None
     assert _joined_rows(lookup, [(joining["FA"], "NOPE")]) is None
+
+
+@pytest.mark.parametrize("how", ["inner", "left outer"])
+def test_rows_joined_on_the_driver_pair_as_sql_joins_them(how: str) -> None:
+    """Arrow's join of two-column keys (NULLs on both sides, keys held by several rows, rows with no match, an
+    empty side) gives exactly the row pairs DuckDB's SQL join gives, in the left rows' order."""
+    rng = random.Random(24)
+    pick = lambda values, n: [rng.choice(values) for _ in range(n)]  # noqa: E731
+    numbers, words = [1, 2, 3, 4, None], ["a", "b", "é", None]
+    for rows, lookup_rows in ((200, 60), (50, 0), (0, 10)):
+        left = [
+            pa.chunked_array([pa.array(pick(numbers, rows), pa.int32())]),
+            pa.chunked_array([pa.array(pick(words, rows), pa.string())]),
+        ]
+        right = [pa.chunked_array([pa.array(pick(numbers[1:], lookup_rows), pa.int32())])]
+        right.append(pa.chunked_array([pa.array(pick(words, lookup_rows), pa.string())]))
+        on_left, on_right = _index_pairs(left, right, how)
+        con = duckdb.connect()
+        con.register("f", pa.table({"k0": left[0], "k1": left[1], "i": pa.array(range(rows), pa.int64())}))
+        con.register("d", pa.table({"k0": right[0], "k1": right[1], "j": pa.array(range(lookup_rows), pa.int64())}))
+        sql = f"SELECT i, j FROM f {how.split()[0]} JOIN d ON f.k0 = d.k0 AND f.k1 = d.k1"
+        expected = sorted(con.execute(sql).fetchall(), key=lambda p: (p[0], -1 if p[1] is None else p[1]))
+        assert list(zip(on_left.to_pylist(), on_right.to_pylist(), strict=True)) == expected
+        assert how == "inner" or sorted(set(on_left.to_pylist())) == list(range(rows))  # no left row lost
 
 
 def _snowflake_store(tmp_path: Path, ssb_dir: Path, supplier_join: str = "INNER") -> MetadataStore:
