@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql.types import StructField, StructType
 
 from precube.engine import local_rows
 from precube.engine.context import BuildContext, BuildReport
@@ -95,6 +96,10 @@ def test_pyarrow_reads_the_rows_spark_reads(
     assert rows.num_rows == spark_df.where(predicate).count()  # for these types, the bounds are the predicate
     every = source.read_arrow(None, None)
     assert every is not None and _spark_rows(spark.createDataFrame(every[0], schema=every[1])) == _spark_rows(spark_df)
+    # the same values as a struct column, as rows joined on the driver hold each table's (`LocalRows.joined`)
+    nested = pa.table({"T": every[0].to_struct_array()})
+    joined = spark.createDataFrame(nested, schema=StructType([StructField("T", every[1])]))
+    assert _spark_rows(joined.select("T.*")) == _spark_rows(spark_df)
 
 
 def _literal(value: object) -> str:
