@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from pyspark.sql.types import StructField, StructType
 
 from precube.engine import local_rows
 from precube.engine.context import BuildContext, BuildReport
@@ -81,6 +80,8 @@ def test_pyarrow_reads_the_rows_spark_reads(
     """Rows read on the driver hold every row of the range Spark's reader finds, with the schema Spark's reader
     gives (every value equal, NaN, -0.0, decimals, both kinds of timestamp and bytes included); Spark's own
     predicate over them then leaves exactly Spark's rows."""
+    from pyspark.sql.types import StructField, StructType
+
     table = _mixed(500)
     for n, start in enumerate((0, 250)):  # two files of small row groups
         pq.write_table(table.slice(start, 250), tmp_path / f"part-{n}.parquet", row_group_size=40)
