@@ -203,8 +203,12 @@ def test_postgres_restarted_and_the_servers_reconnect_by_themselves(cluster: Clu
 
 def test_a_killed_server_costs_no_query(cluster: Cluster, ssb_dir: Path) -> None:
     """Queries through HAProxy, one at a time, while one server is killed: the one in flight on it is sent again
-    to the other server (a query only reads), the next ones go there: every query is answered."""
+    to the other server (a query only reads), the next ones go there: every query is answered. Only if the kill
+    lands between the response's head and its body (HAProxy has passed the head on and cannot send the query
+    again; it logs the server's close in the data phase, `SD`) is that one answer cut short."""
     expected = _expected(cluster, ssb_dir)
+    log = Path(cluster.balancer.log)
+    logged_before = log.stat().st_size
     outcomes: list[int | str] = []
     stop = threading.Event()
 
@@ -230,7 +234,11 @@ def test_a_killed_server_costs_no_query(cluster: Cluster, ssb_dir: Path) -> None
         asking.join(60)
         cluster.start(1)
     assert killed_at > 0 and len(outcomes) > killed_at + 5
-    assert all(s == 200 for s in outcomes), [s for s in outcomes if s != 200]
+    failed = [s for s in outcomes if s != 200]
+    with log.open("rb") as logged:
+        logged.seek(logged_before)
+        cut = re.findall(r"queries/s2 \S+ 200 \d+ - - SD", logged.read().decode(errors="replace"))
+    assert failed == [] or (len(failed) == 1 and isinstance(failed[0], str) and len(cut) == 1), (failed, cut)
     with cluster.client(None) as balanced:
         assert rows(_arrow(balanced)[0]) == expected
     cluster.wait_balanced({"s1", "s2"})
