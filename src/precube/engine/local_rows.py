@@ -63,6 +63,11 @@ def _joined_rows(lookup: pa.Table, keys: list[tuple[pa.ChunkedArray, str]]) -> p
     return lookup.filter(keep) if keep is not None else None
 
 
+def _column(ref: str) -> str:
+    """The column of an ALIAS.COLUMN reference, as the source tables name it."""
+    return ref.split(".", 1)[1].upper()
+
+
 def _positions(n: int) -> pa.Array:
     return pa.array(np.arange(n, dtype=np.int64))
 
@@ -115,8 +120,8 @@ class LocalRows:
                 continue
             parent, left, right = join.join.foreign_key[0].split(".", 1)[0], [], []
             for fk, pk in zip(join.join.foreign_key, join.join.primary_key, strict=True):
-                left.append(rows[parent][fk.split(".", 1)[1].upper()].take(taken[parent]))
-                right.append(rows[join.alias][pk.split(".", 1)[1].upper()])
+                left.append(rows[parent][_column(fk)].take(taken[parent]))
+                right.append(rows[join.alias][_column(pk)])
             how = "left outer" if join.join.type is JoinType.LEFT else "inner"
             on_left, on_right = _index_pairs(left, right, how)
             taken = {alias: index.take(on_left) for alias, index in taken.items()} | {join.alias: on_right}
@@ -157,10 +162,9 @@ def local_rows(reads: SourceReads, model: Model, aliases: list[str]) -> LocalRow
         joining = local.tables[parent][0]
         pairs = []
         for fk, pk in zip(join.join.foreign_key, join.join.primary_key, strict=True):
-            fk_column = fk.split(".", 1)[1].upper()
-            if fk_column not in joining.column_names:
+            if _column(fk) not in joining.column_names:
                 break
-            pairs.append((joining[fk_column], pk.split(".", 1)[1].upper()))
+            pairs.append((joining[_column(fk)], _column(pk)))
         else:
             narrowed = _joined_rows(whole[0], pairs)
             if narrowed is not None:
