@@ -32,7 +32,7 @@ def _needed_aliases(model: Model, refs: Collection[str]) -> list[str]:
     """Lookups to join: those whose columns are needed, every INNER lookup (it filters rows), and the
     lookups on the path from those to the fact table (snowflakes). LEFT lookups nobody reads are
     skipped: a many-to-one LEFT join cannot change the fact rows."""
-    parent = {j.alias: j.join.foreign_key[0].split(".")[0] for j in model.join_tables}
+    parent = {j.alias: j.parent for j in model.join_tables}
     wanted = {r.split(".")[0] for r in refs} | {j.alias for j in model.join_tables if j.join.type is JoinType.INNER}
     closure: set[str] = set()
     for alias in wanted:
@@ -78,7 +78,7 @@ def orphan_count(model: Model, alias: str) -> Column:
     edge, of the rows that reached its parent lookup."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    parent = next(j for j in model.join_tables if j.alias == alias).join.foreign_key[0].split(".", 1)[0]
+    parent = next(j for j in model.join_tables if j.alias == alias).parent
     missing = F.col(joined_marker(alias)).isNull()
     if parent != model.root_alias:
         missing = missing & F.col(joined_marker(parent)).isNotNull()

@@ -32,7 +32,7 @@ from precube.engine.source_reads import SourceReads
 from precube.metadata import JoinType, Model
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 # A segment's fact rows are read on the driver only up to this many values (rows times columns): a local
 # relation travels inside Spark's plan and tasks.
@@ -88,7 +88,7 @@ class LocalRows:
     """The rows read on the driver by model alias (Arrow, with their Spark schemas), and Spark's local
     relations of them."""
 
-    reads: SourceReads
+    spark: SparkSession
     tables: dict[str, ArrowRows] = field(default_factory=dict)
     joined_rows: int | None = None  # the rows of `joined`, once made
     _frames: dict[str, DataFrame] = field(default_factory=dict)
@@ -99,7 +99,7 @@ class LocalRows:
             return None
         if alias not in self._frames:
             table, schema = self.tables[alias]
-            self._frames[alias] = self.reads.spark.createDataFrame(table, schema=schema)
+            self._frames[alias] = self.spark.createDataFrame(table, schema=schema)
         return self._frames[alias]
 
     def joined(self, model: Model, aliases: list[str], marked: Collection[str]) -> DataFrame | None:
@@ -118,9 +118,9 @@ class LocalRows:
         for join in model.join_tables:
             if join.alias not in aliases:
                 continue
-            parent, left, right = join.join.foreign_key[0].split(".", 1)[0], [], []
+            left, right = [], []
             for fk, pk in zip(join.join.foreign_key, join.join.primary_key, strict=True):
-                left.append(rows[parent][_column(fk)].take(taken[parent]))
+                left.append(rows[join.parent][_column(fk)].take(taken[join.parent]))
                 right.append(rows[join.alias][_column(pk)])
             how = "left outer" if join.join.type is JoinType.LEFT else "inner"
             on_left, on_right = _index_pairs(left, right, how)
@@ -134,7 +134,7 @@ class LocalRows:
             fields.append(StructField(joined_marker(alias), BooleanType()))
         table = pa.table(columns)
         self.joined_rows = table.num_rows
-        return self.reads.spark.createDataFrame(table, schema=StructType(fields))
+        return self.spark.createDataFrame(table, schema=StructType(fields))
 
     def describe(self) -> str:
         read = ", ".join(f"{alias} {table.num_rows:,} rows" for alias, (table, _) in self.tables.items())
@@ -144,7 +144,7 @@ class LocalRows:
 def local_rows(reads: SourceReads, model: Model, aliases: list[str]) -> LocalRows:
     """The fact table's rows and those of the joined lookups (`aliases`) that can be read on the driver; none
     when the fact's rows cannot (every table is then read by Spark)."""
-    local = LocalRows(reads)
+    local = LocalRows(reads.spark)
     estimate, columns = reads.estimated_rows, len(reads.fact.columns)
     if estimate is None or estimate * columns > LOCAL_MAX_VALUES:
         return local
@@ -153,13 +153,12 @@ def local_rows(reads: SourceReads, model: Model, aliases: list[str]) -> LocalRow
         return local
     local.tables[model.root_alias] = fact
     for join in model.join_tables:
-        parent = join.join.foreign_key[0].split(".", 1)[0]
-        if join.alias not in aliases or parent not in local.tables:
+        if join.alias not in aliases or join.parent not in local.tables:
             continue
         whole = reads.lookup_arrow(join.table)
         if whole is None:
             continue
-        joining = local.tables[parent][0]
+        joining = local.tables[join.parent][0]
         pairs = []
         for fk, pk in zip(join.join.foreign_key, join.join.primary_key, strict=True):
             if _column(fk) not in joining.column_names:

@@ -45,6 +45,11 @@ class JoinTable(BaseModel):
     flattenable: str = "flatten"
     join_relation_type: str = "MANY_TO_ONE"
 
+    @property
+    def parent(self) -> str:
+        """The alias the join's foreign key is on: the fact table's, or another lookup's in a snowflake."""
+        return self.join.foreign_key[0].split(".", 1)[0]
+
 
 class NamedColumn(BaseModel):
     id: int

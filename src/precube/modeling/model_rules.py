@@ -159,7 +159,7 @@ def _check_join(scope: _Scope, i: int, jt: JoinTable) -> JoinTable:
 
 def _check_join_graph(fact_alias: str, joins: Sequence[JoinTable]) -> None:
     """Every lookup must be reachable from the fact table through the joins, without a cycle."""
-    parent = {j.alias: j.join.foreign_key[0].split(".")[0] for j in joins}
+    parent = {j.alias: j.parent for j in joins}
     for start in parent:
         seen, node = [start], parent[start]
         while node != fact_alias:

@@ -81,7 +81,7 @@ def join_proof(model: Model, differing: dict[str, str]) -> JoinProof:
 
 
 def _parent(jt: JoinTable) -> str:
-    return jt.join.foreign_key[0].split(".", 1)[0].upper()
+    return jt.parent.upper()
 
 
 def _name(table: str, alias: str) -> str:
