@@ -1,4 +1,5 @@
-"""SQL expressions of a model (computed columns, filter condition) parsed and typed with sqlglot."""
+"""SQL expressions of a model (computed columns, filter condition) parsed with sqlglot and typed as Spark
+types them (`spark_types`)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from collections.abc import Mapping
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
-from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from precube.metadata import datatypes
+from precube.modeling import spark_types
 from precube.modeling.errors import InvalidModelError
 
 DIALECT = "spark"
@@ -37,7 +38,7 @@ def _upper_identifiers(tree: exp.Expr) -> exp.Expr:
 
 
 def typed(sql: str, schema: Schema, what: str) -> tuple[str, str, set[tuple[str, str]]]:
-    """Parse `sql`, resolve its columns against `schema`, infer its type.
+    """Parse `sql`, resolve its columns against `schema`, infer the type Spark gives it.
 
     Returns (normalized SQL with ALIAS.COLUMN references, Kylin type name, the (alias, column) pairs used).
     An unknown or ambiguous column raises `InvalidModelError` naming it.
@@ -52,9 +53,10 @@ def typed(sql: str, schema: Schema, what: str) -> tuple[str, str, set[tuple[str,
         query = query.from_(alias) if i == 0 else query.join(alias, join_type="cross")
     try:
         qualified = qualify(query, schema=spark_schema, dialect=DIALECT, quote_identifiers=False, identify=False)
-        annotated = annotate_types(qualified, schema=spark_schema, dialect=DIALECT)
+        annotated = spark_types.annotate(qualified, spark_schema)
     except SqlglotError as err:
         raise InvalidModelError(f"{what} {sql!r}: {str(err).splitlines()[0]}") from err
+    assert isinstance(annotated, exp.Select)
     node = annotated.selects[0]
     node = node.this if isinstance(node, exp.Alias) else node
     used = {(c.table.upper(), c.name.upper()) for c in node.find_all(exp.Column)}

@@ -6,8 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from sqlglot import exp
+
 from precube.metadata import Function, FunctionExpression, Parameter, ParameterType
 from precube.metadata import datatypes as dt
+from precube.modeling import spark_types
 from precube.modeling.errors import InvalidModelError
 
 F = FunctionExpression
@@ -55,17 +58,20 @@ def function_of(expression: str, params: list[Parameter], return_type: str, reso
     return Function(expression=expr, parameters=resolved, returntype=returns)
 
 
+def _spark(datatype: str) -> exp.DataType:
+    return exp.DataType.build(dt.to_spark(datatype), dialect="spark")
+
+
 def sum_type(datatype: str) -> str | None:
-    """Spark's type of SUM over a column of this type; None when the type is not numeric."""
-    fam = dt.family(datatype)
-    if fam is dt.TypeFamily.INTEGER:
-        return "bigint"
-    if fam is dt.TypeFamily.FLOAT:
-        return "double"
-    if fam is dt.TypeFamily.DECIMAL:
-        precision, scale = (int(x) for x in re.findall(r"\d+", datatype)[:2]) if "," in datatype else (38, 0)
-        return f"decimal({min(38, precision + 10)},{scale})"  # Spark's widening for sum(decimal)
-    return None
+    """Spark's type of SUM over a column of this type (`spark_types.sum_type`); None when it is not numeric."""
+    found = spark_types.sum_type(_spark(datatype)) if dt.is_numeric(datatype) else None
+    return dt.normalize(spark_types.type_name(found)) if found is not None else None
+
+
+def avg_type(datatype: str) -> str | None:
+    """Spark's type of AVG over a column of this type: DOUBLE, or DECIMAL(p+4, s+4); None when it is not numeric."""
+    found = spark_types.avg_type(_spark(datatype)) if dt.is_numeric(datatype) else None
+    return dt.normalize(spark_types.type_name(found)) if found is not None else None
 
 
 def _plain_type(expr: FunctionExpression, types: list[str], field: str) -> str:
