@@ -96,7 +96,10 @@ def test_avg_of_a_column_without_nulls_is_its_sum_over_count_star() -> None:
 def test_avg_of_a_decimal_has_sparks_decimal_type_and_prefers_its_count_measure() -> None:
     ways = _measured("avg(b)", non_null=frozenset({B}))
     assert [m for _, m, _ in ways] == [frozenset({SUM_B, COUNT_B}), frozenset({SUM_B, COUNT_STAR})]
-    assert ways[0][2] == 'CAST(CAST(SUM("100004") AS DECIMAL(38, 6)) / SUM("100003") AS DECIMAL(19, 6))'
+    # Spark's AVG: the sum as DECIMAL(p+10, s) over the count as DECIMAL(20, 0), cast to DECIMAL(p+4, s+4)
+    assert ways[0][2] == (
+        'CAST(CAST(SUM("100004") AS DECIMAL(25, 2)) / CAST(SUM("100003") AS DECIMAL(20, 0)) AS DECIMAL(19, 6))'
+    )
 
 
 def test_count_distinct_of_a_pair_uses_the_measure_of_that_pair_in_any_order_bitmap_first() -> None:

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from precube.metadata import Measure, Model
+from precube.metadata import Measure, Model, datatypes
 from precube.metadata.model import FunctionExpression, ParameterType
-from precube.modeling.measure_rules import sum_type
+from precube.modeling.measure_rules import avg_type, sum_type
+from precube.query.spark_decimals import spark_average
 
 Scan = Callable[[str], exp.Expr]  # layout file column name → column of the scan
 
@@ -223,7 +224,7 @@ def agg_call(
 
             ways.append(AggWay(frozenset(), frozenset({m.id}), f"measure {m.name}", _bitmap_count(m.id, group_dims)))
     elif isinstance(node, exp.Avg) and col is not None and sum_type(types[col]) is not None:
-        avg_type = _avg_type(types[col])
+        datatype = types[col]
         sums = index.find(FunctionExpression.SUM, col)
         counts = index.find(FunctionExpression.COUNT, col)
         counters = [(c.id, "SUM / COUNT measures") for c in counts[:1]]
@@ -235,12 +236,12 @@ def agg_call(
                     frozenset(),
                     frozenset({s_id, c_id}),
                     describe,
-                    _sum_over_count(s_id, c_id, avg_type),
+                    _sum_over_count(s_id, c_id, datatype),
                 )
             )
         weighted_way(
             "the dimension weighted by COUNT(*)",
-            lambda s, c, n: _average(_weighted(s, c, n), exp.func("sum", _present_rows(s, c, n)), avg_type),
+            lambda s, c, n: _average(_weighted(s, c, n), exp.func("sum", _present_rows(s, c, n)), datatype),
         )
     elif isinstance(node, exp.ApproxQuantile) and col is not None:
         q = node.args.get("quantile")
@@ -288,7 +289,8 @@ def _distinct_call(node: exp.AggFunc, column: exp.Expr, arg_type: str) -> exp.Ex
     if isinstance(node, exp.Sum):
         out = sum_type(arg_type)
         return _cast(call, out) if out is not None else call
-    return _cast(call, "double") if isinstance(node, exp.Avg) else call
+    averaged = avg_type(arg_type) if isinstance(node, exp.Avg) else None
+    return _cast(call, averaged) if averaged is not None else call
 
 
 def filtered(replacement: exp.Expr, condition: exp.Expr, counting: bool) -> exp.Expr:
@@ -304,8 +306,8 @@ def filtered(replacement: exp.Expr, condition: exp.Expr, counting: bool) -> exp.
     return _zero_if_null(replacement) if counting else replacement
 
 
-def _sum_over_count(sum_id: int, count_id: int, avg_type: str) -> Callable[[Scan, frozenset[int]], exp.Expr]:
-    return lambda s, d: _average(exp.func("sum", s(str(sum_id))), exp.func("sum", s(str(count_id))), avg_type)
+def _sum_over_count(sum_id: int, count_id: int, datatype: str) -> Callable[[Scan, frozenset[int]], exp.Expr]:
+    return lambda s, d: _average(exp.func("sum", s(str(sum_id))), exp.func("sum", s(str(count_id))), datatype)
 
 
 def _bitmap_count(measure_id: int, group_dims: frozenset[int] | None) -> Callable[[Scan, frozenset[int]], exp.Expr]:
@@ -322,22 +324,13 @@ def _hll_count(measure_id: int) -> Callable[[Scan, frozenset[int]], exp.Expr]:
     return lambda s, d: _fn("precube_hll_count", exp.ArrayAgg(this=s(str(measure_id))))
 
 
-def _avg_type(datatype: str) -> str:
-    """Spark's type of AVG over a numeric column: DECIMAL(p+4, s+4) for a decimal, else DOUBLE."""
-    summed = sum_type(datatype)
-    if summed is None or not summed.startswith("decimal"):
-        return "double"
-    precision, scale = (int(x) for x in summed[len("decimal(") : -1].split(","))
-    precision -= 10  # sum_type widened it by 10
-    return f"decimal({min(38, precision + 4)},{min(38, scale + 4)})"
-
-
-def _average(total: exp.Expr, rows: exp.Expr, avg_type: str) -> exp.Expr:
-    """SUM / COUNT typed as Spark's AVG: a DOUBLE division, or for decimals the quotient cast to its type."""
-    if avg_type == "double":
+def _average(total: exp.Expr, rows: exp.Expr, datatype: str) -> exp.Expr:
+    """SUM / COUNT as Spark computes AVG over values of `datatype`: a DOUBLE division, or for decimals
+    `spark_decimals.spark_average`."""
+    result = avg_type(datatype)
+    if result is None or not result.startswith("decimal"):
         return exp.Div(this=_cast(total, "double"), expression=rows)
-    scale = avg_type[avg_type.index(",") + 1 : -1]
-    return _cast(exp.Div(this=_cast(total, f"decimal(38,{scale})"), expression=rows), avg_type)
+    return spark_average(total, rows, exp.DataType.build(datatypes.to_spark(datatype), dialect="spark"))
 
 
 def _is_integer(node: exp.Expr | None) -> bool:

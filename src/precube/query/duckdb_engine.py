@@ -14,13 +14,13 @@ import re
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
-from duckdb import sqltypes
+from duckdb import func, sqltypes
 from sqlglot import exp
 
 from precube.metadata import SourceType, Table, datatypes
@@ -30,6 +30,7 @@ from precube.query.errors import PushdownError, QueryError, QueryTimeoutError
 from precube.query.literal_lists import run_lifted
 from precube.query.lookup_snapshot import SnapshotScan
 from precube.query.rewrite import LayoutScan
+from precube.query.spark_decimals import DECIMAL_OP, decimal_op, in_spark_terms, relation_types
 from precube.query.watchdog import Watchdog
 from precube.storage import cells
 from precube.storage.paths import layout_path, local_path
@@ -139,6 +140,8 @@ class DuckDBEngine:
         con.create_function("precube_bitmap_count", _bitmap_count, [blobs], sqltypes.BIGINT)
         con.create_function("precube_hll_count", _hll_count, [blobs], sqltypes.BIGINT)
         con.create_function("precube_kll_quantile", _kll_quantile, [blobs, sqltypes.DOUBLE], sqltypes.DOUBLE)
+        text, integer = sqltypes.VARCHAR, sqltypes.INTEGER
+        con.create_function(DECIMAL_OP, decimal_op, [text, text, text, integer], text, type=func.ARROW)
         return sealed(con, self.memory_limit, self._allowed_dirs, self._allowed_files)
 
     def _allow(self, table: Table) -> bool:
@@ -250,12 +253,21 @@ class DuckDBEngine:
         self.con.execute(f'CREATE OR REPLACE VIEW "{db}"."{name}" AS {definition}')
         self._sources[table.identity] = definition
 
-    def render(self, tree: exp.Query) -> str:
-        """The SQL text `execute` takes for a tree."""
-        return _duckdb_tree(tree).sql(dialect=self.dialect)
+    def render(
+        self, tree: exp.Query, scans: Sequence[LayoutScan | SnapshotScan] = (), sources: Sequence[Table] = ()
+    ) -> str:
+        """The SQL text `execute` takes for a tree over these relations (whose types make its decimal arithmetic
+        Spark's: `spark_decimals`)."""
+        return self._duckdb(tree, scans, sources).sql(dialect=self.dialect)
+
+    def _duckdb(
+        self, tree: exp.Query, scans: Sequence[LayoutScan | SnapshotScan], sources: Sequence[Table]
+    ) -> exp.Query:
+        schema = relation_types(((s.name, dict(s.types)) for s in scans), sources)
+        return _duckdb_tree(in_spark_terms(tree, schema))
 
     def run(self, tree: exp.Query, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
-        return self.execute(self.render(tree), scans, sources)
+        return self.execute(self.render(tree, scans, sources), scans, sources)
 
     def execute(self, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
         """Run `sql` over the layouts and sources it reads; past `timeout_s` it is interrupted (a
@@ -331,8 +343,10 @@ class DuckDBEngine:
             return head
         return pa.concat_tables([head, _arrow_of_cursor(cursor).cast(schema)])
 
-    def sql_of(self, tree: exp.Query) -> str:
-        return _duckdb_tree(tree).sql(dialect="duckdb", pretty=True)
+    def sql_of(
+        self, tree: exp.Query, scans: Sequence[LayoutScan | SnapshotScan] = (), sources: Sequence[Table] = ()
+    ) -> str:
+        return self._duckdb(tree, scans, sources).sql(dialect="duckdb", pretty=True)
 
 
 def sealed(

@@ -16,13 +16,12 @@ from functools import cached_property
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
-from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 from sqlglot.tokenizer_core import Token, TokenType
 
 from precube.metadata import Table, datatypes
-from precube.modeling.measure_rules import sum_type
+from precube.modeling import spark_types
 from precube.query.dialect import DIALECT, Precube
 from precube.query.errors import NestingTooDeepError, SqlSyntaxError, UnknownObjectError
 from precube.query.limits import check_token_depth, check_tree_depth
@@ -277,24 +276,17 @@ def normalise(sql: str | exp.Query, catalog: Catalog) -> exp.Query:
     return qualify_query(name_outputs(parse(sql) if isinstance(sql, str) else sql), catalog)
 
 
-_DECIMAL_LITERAL = re.compile(r"\d*\.\d*")
-
-
 def spark_sum_types(tree: exp.Query, catalog: Catalog) -> exp.Query:
-    """`tree`, changed in place, with each SUM over a typed argument cast to the type Spark gives it, so
-    that a statement run on the source tables by another engine (DuckDB sums integers into HUGEINT)
-    returns the types a layout answer and Spark do."""
-    annotate_types(tree, schema=catalog.schema, dialect=DIALECT)
+    """`tree`, changed in place, with each SUM over a typed argument cast to the type Spark gives it
+    (`spark_types`), so that a statement run on the source tables by another engine (DuckDB sums integers into
+    HUGEINT, decimals into DECIMAL(38, s)) returns the types a layout answer and Spark do."""
+    spark_types.annotate(tree, catalog.schema)
     for node in list(tree.find_all(exp.Sum)):
-        summed = node.this.expressions[0] if isinstance(node.this, exp.Distinct) else node.this
-        arg = summed.type if isinstance(summed, exp.Expr) else None
-        out = sum_type(arg.sql(dialect="spark")) if arg is not None and not arg.is_type("unknown") else None
-        if isinstance(summed, exp.Literal) and _DECIMAL_LITERAL.fullmatch(summed.name):
-            whole, fraction = summed.name.split(".")  # Spark reads `2.5` as DECIMAL(2,1), not DOUBLE
-            out = sum_type(f"decimal({max(len(whole.lstrip('0')) + len(fraction), len(fraction), 1)},{len(fraction)})")
-        if out is not None:
-            call: exp.Expr = node  # cast `SUM(x) FILTER (…) OVER (…)` whole
-            for wrapper in (exp.Filter, exp.Window):
-                call = call.parent if isinstance(call.parent, wrapper) else call
-            call.replace(exp.cast(call.copy(), exp.DataType.build(out, dialect="spark")))
+        out = node.type
+        if out is None or not out.is_type(exp.DType.BIGINT, exp.DType.DOUBLE, exp.DType.DECIMAL):
+            continue  # a SUM of no number: the engine's error
+        call: exp.Expr = node  # cast `SUM(x) FILTER (…) OVER (…)` whole
+        for wrapper in (exp.Filter, exp.Window):
+            call = call.parent if isinstance(call.parent, wrapper) else call
+        call.replace(exp.cast(call.copy(), out.copy()))
     return tree

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from precube.metadata import Segment, Table
+from precube.metadata import Segment, Table, datatypes
 from precube.metadata.lookup_snapshot import LookupSnapshot
 from precube.query.contexts import QueryContext
 from precube.query.frontend import Catalog, spark_sum_types
@@ -42,6 +42,11 @@ class SnapshotScan:
     source: Table = field(compare=False, hash=False, repr=False)
     sort_by: tuple[str, ...] = ()  # as `LayoutScan` (a snapshot's rows are in no useful order)
     pinned: bool = False
+
+    @property
+    def types(self) -> tuple[tuple[str, str], ...]:
+        """Column → Spark type, as the source's."""
+        return tuple((c.name.lower(), datatypes.to_spark(c.datatype)) for c in self.source.columns)
 
     def current(self) -> bool:
         """Whether the source is still as it was when the snapshot was taken (one directory walk)."""

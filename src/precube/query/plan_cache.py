@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -48,7 +49,7 @@ class Engine(Protocol):
     name: str
     dialect: str
 
-    def render(self, tree: exp.Query) -> str: ...
+    def render(self, tree: exp.Query, scans: Sequence[Any] = (), sources: Sequence[Any] = ()) -> str: ...
 
 
 Param = tuple[bool, str]  # (is a string, text)
@@ -202,8 +203,9 @@ class Template:
     def sql(self, engine: Engine, params: tuple[Param, ...]) -> str | None:
         """The engine's SQL for these values, or None when the template cannot print it faithfully."""
         if engine.name not in self.texts:
-            text = engine.render(self.marked)
-            same = _fill(text, self.params, engine.dialect) == engine.render(self.plan.tree)
+            plan = self.plan
+            text = engine.render(self.marked, plan.scans, plan.sources)
+            same = _fill(text, self.params, engine.dialect) == engine.render(plan.tree, plan.scans, plan.sources)
             self.texts[engine.name] = text if same else None
         marked = self.texts[engine.name]
         return None if marked is None else _fill(marked, params, engine.dialect)

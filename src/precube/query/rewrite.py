@@ -37,6 +37,7 @@ class LayoutScan:
     rows: int
     sort_by: tuple[str, ...] = ()  # the columns the layout's rows are sorted by (its dimensions in order)
     pinned: bool = False  # the filter pins the first of them to a few values: it reads a few row groups
+    types: tuple[tuple[str, str], ...] = ()  # file column → Spark type (`ModelSnapshot.layout_types`)
 
 
 def scan_of(match: Match, pinned: frozenset[int]) -> LayoutScan:
@@ -55,6 +56,7 @@ def scan_of(match: Match, pinned: frozenset[int]) -> LayoutScan:
         match.rows,
         tuple(columns.column(d) for d in dims),
         bool(dims) and dims[0] in pinned,
+        match.model.layout_types(match.layout),
     )
 
 

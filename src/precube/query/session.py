@@ -308,14 +308,14 @@ class Session:
         """The plan, the engine's SQL and whether the plan cache had it."""
         if shape is None:
             plan = self._plan(sql, snapshot, None, pushdown, force_pushdown)[0]
-            return plan, engine.render(plan.tree), False
+            return plan, engine.render(plan.tree, plan.scans, plan.sources), False
         key = (shape.key, pushdown, force_pushdown)
         found = self.plans.find(key, shape, snapshot, engine)
         if found is not None and not stale_scans(found[0].scans):  # a lookup's source changed: plan again
             return found[0], found[1], True
         plan, qualified = self._plan(sql, snapshot, shape, pushdown, force_pushdown)
         self.plans.store(key, shape, snapshot, plan, qualified)
-        return plan, engine.render(plan.tree), False
+        return plan, engine.render(plan.tree, plan.scans, plan.sources), False
 
     def _plan_context(self, ctx: QueryContext, snapshot: ProjectSnapshot, block: exp.Expr) -> ContextPlan:
         assert isinstance(block, exp.Select)
@@ -445,7 +445,7 @@ class Session:
             # and the engine's first use); it is not recorded in the history
             plan = self.plan(f"select count(*) from {model.model.fact_table}")
             if not plan.pushdown:
-                self.duckdb.execute(self.duckdb.render(plan.tree), plan.scans, plan.sources)
+                self.duckdb.execute(self.duckdb.render(plan.tree, plan.scans, plan.sources), plan.scans, plan.sources)
         return loaded
 
     def explain(
@@ -455,7 +455,8 @@ class Session:
         chosen = engine or self.engine
         plan = self.plan(sql, pushdown=pushdown, force_pushdown=force_pushdown)
         with mapped_errors(chosen):
-            return Explanation(plan, chosen, self._engine(chosen).sql_of(abbreviated(plan.tree)))
+            text = self._engine(chosen).sql_of(abbreviated(plan.tree), plan.scans, plan.sources)
+            return Explanation(plan, chosen, text)
 
     def _record(
         self,

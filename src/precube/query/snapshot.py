@@ -31,10 +31,13 @@ from precube.metadata import (
     paths,
 )
 from precube.metadata.dataflow import LayoutInstance
+from precube.metadata.model import MEASURE_ID_BASE
+from precube.modeling.model_rules import reading_columns, retyped_columns
 from precube.query.aggregates import MeasureIndex
 from precube.query.computed import Expressions, computed_expressions
 from precube.query.frontend import DIALECT, Catalog, canonical
 from precube.query.pruning import ValueRange, segment_ranges
+from precube.storage import columns as names
 
 QUERYABLE = (SegmentStatus.READY, SegmentStatus.WARNING)
 
@@ -53,6 +56,9 @@ class ModelSnapshot:
     plan: IndexPlan
     dataflow: Dataflow
     segments: list[SegmentLayouts]  # queryable ones, in range order
+    # columns and measures whose built cells may be wrong (`model_rules.retyped_columns`), and why
+    retyped: frozenset[int] = frozenset()
+    retyped_reason: str = ""
 
     @property
     def online(self) -> bool:
@@ -84,6 +90,32 @@ class ModelSnapshot:
         """Live column id → its type (a computed column's inferred one)."""
         computed = {f"{cc.table_alias}.{cc.column_name}".upper(): cc.datatype for cc in self.model.computed_columns}
         return {c.id: c.datatype or computed.get(c.column.upper(), "") or "double" for c in self.model.live_columns()}
+
+    @cached_property
+    def cell_types(self) -> dict[str, str]:
+        """Layout file column → its Spark type, for the columns queries compute with: dimensions, and SUM,
+        COUNT, MIN and MAX cells (`storage.columns` names them)."""
+        found = {names.column(i): datatypes.to_spark(t) for i, t in self.column_types.items()}
+        ids = {c.column: c.id for c in self.model.live_columns()}
+        for m in self.model.measures():
+            fn, params = m.function.expression, m.function.parameters
+            arg = ids.get(params[0].value) if params else None
+            if fn is FunctionExpression.SUM and m.function.returntype:
+                found[names.measure_column(m.id)] = datatypes.to_spark(m.function.returntype)
+            elif fn is FunctionExpression.COUNT:
+                found[names.measure_column(m.id)] = "bigint"
+            elif fn in (FunctionExpression.MIN, FunctionExpression.MAX) and arg is not None:
+                found[names.measure_column(m.id)] = datatypes.to_spark(self.column_types[arg])
+            elif fn is FunctionExpression.COUNT_DISTINCT:
+                found[names.count_column(m.id)] = "bigint"
+        return found
+
+    def layout_types(self, layout: Layout) -> tuple[tuple[str, str], ...]:
+        """`cell_types` of one layout's columns."""
+        types = self.cell_types
+        held = [names.column(i) if i < MEASURE_ID_BASE else names.measure_column(i) for i in layout.col_order]
+        held += [names.count_column(i) for i in layout.col_order if names.count_column(i) in types]
+        return tuple((c, types[c]) for c in held if c in types)
 
     @cached_property
     def computed_columns(self) -> dict[str, int]:
@@ -151,6 +183,20 @@ def _computed_columns(models: list[ModelSnapshot]) -> dict[str, dict[str, str]]:
     return extra
 
 
+def _retyped(model: Model, tables: dict[str, Table]) -> tuple[frozenset[int], str]:
+    """The columns and measures of computed columns recorded with another type than Spark's, and what to do."""
+    retyped = retyped_columns(model, tables)
+    if not retyped:
+        return frozenset(), ""
+    refs = {f"{cc.table_alias}.{cc.column_name}" for cc in model.computed_columns if cc.column_name in retyped}
+    what = "; ".join(f"computed column {n} is recorded as {a}, Spark types it {b}" for n, (a, b) in retyped.items())
+    return frozenset(reading_columns(model, refs)), (
+        f"{what}: the layouts holding it were built with the recorded type. Re-save model {model.alias} to re-type"
+        f" it (precube model show, then precube model update) and build the layouts it drops again"
+        f" (precube build --add-layouts)"
+    )
+
+
 def read_snapshot(store: MetadataStore, project: str) -> ProjectSnapshot:
     version = _version(store, project)
     with store.read(project) as tx:
@@ -169,7 +215,7 @@ def read_snapshot(store: MetadataStore, project: str) -> ProjectSnapshot:
                 details = tx.get(SegmentDetails, model.uuid, seg.id)
                 built = {li.layout_id: li for li in details.layout_instances if li.is_ready} if details else {}
                 segments.append(SegmentLayouts(seg, built))
-            models.append(ModelSnapshot(model, plan, dataflow, segments))
+            models.append(ModelSnapshot(model, plan, dataflow, segments, *_retyped(model, tables)))
     return ProjectSnapshot(
         project, proj.default_database, dict(proj.override_kylin_properties), tables, models, version
     )

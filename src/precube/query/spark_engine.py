@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -75,11 +75,12 @@ class SparkEngine:
                 )
         return copy
 
-    def sql_of(self, tree: exp.Query) -> str:
+    def sql_of(self, tree: exp.Query, scans: Sequence[object] = (), sources: Sequence[Table] = ()) -> str:
         return self._spark_tree(tree).sql(dialect="spark", pretty=True)
 
-    def render(self, tree: exp.Query) -> str:
-        """The SQL text `execute` takes for a tree."""
+    def render(self, tree: exp.Query, scans: Sequence[object] = (), sources: Sequence[Table] = ()) -> str:
+        """The SQL text `execute` takes for a tree (Spark computes Spark's types itself: the relations are
+        not needed)."""
         return self._spark_tree(tree).sql(dialect=self.dialect)
 
     def run(self, tree: exp.Query, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
