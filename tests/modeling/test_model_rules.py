@@ -10,7 +10,14 @@ import pytest
 from precube.metadata import ColumnStatus, FunctionExpression, Model, Table
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.errors import InvalidModelError
-from precube.modeling.model_rules import broken_reason, build_model, significant_changes, spec_of
+from precube.modeling.model_rules import (
+    broken_reason,
+    build_model,
+    reading_columns,
+    retyped_columns,
+    significant_changes,
+    spec_of,
+)
 from precube.modeling.model_spec import ModelSpec, parse_spec
 from tests.modeling.conftest import ssb_spec_data
 
@@ -283,3 +290,81 @@ def test_count_distinct_of_several_columns_and_count_of_a_column(ssb_tables: dic
     assert (measures["PAIRS"].returntype, measures["PAIRS_APPROX"].returntype) == ("bitmap", "hllc(12)")
     assert measures["REVENUE_ROWS"].expression is FunctionExpression.COUNT
     assert measures["REVENUE_ROWS"].parameters[0].value == "LINEORDER.LO_REVENUE"
+
+
+def _decimal_prices(tables: dict[str, Table]) -> dict[str, Table]:
+    """LO_EXTENDEDPRICE and LO_DISCOUNT as TPC-H types them: DECIMAL(15,2)."""
+    price = _reloaded(tables, "SSB.LINEORDER", retype=("LO_EXTENDEDPRICE", "decimal(15,2)"))
+    return _reloaded(price, "SSB.LINEORDER", retype=("LO_DISCOUNT", "decimal(15,2)"))
+
+
+def test_computed_columns_are_typed_as_spark_types_them(ssb_tables: dict[str, Table]) -> None:
+    tables = _decimal_prices(ssb_tables)
+    spec = _spec(
+        computed_columns=[
+            {"column_name": "V_NET", "expression": "LINEORDER.LO_EXTENDEDPRICE * (1 - LINEORDER.LO_DISCOUNT)"},
+            {"column_name": "V_SHARE", "expression": "LINEORDER.LO_DISCOUNT / 3"},
+            {"column_name": "V_ROUNDED", "expression": "round(LINEORDER.LO_EXTENDEDPRICE * 0.05, 1)"},
+        ],
+        simplified_measures=[{"name": "NET", "expression": "SUM", "column": "LINEORDER.V_NET"}],
+    )
+    model = build_model(spec, tables)
+    assert [(cc.column_name, cc.datatype) for cc in model.computed_columns] == [
+        ("V_NET", "decimal(32,4)"),
+        ("V_SHARE", "decimal(19,6)"),
+        ("V_ROUNDED", "decimal(16,1)"),
+    ]
+    assert model.measure_by_name("NET").function.returntype == "decimal(38,4)"  # type: ignore[union-attr]
+
+
+def test_a_computed_column_redefined_gets_new_ids_for_it_and_its_measures(ssb_tables: dict[str, Table]) -> None:
+    cc = {"column_name": "V_COST", "expression": "LINEORDER.LO_SUPPLYCOST * 2"}
+    measures = [
+        {"name": "COST", "expression": "SUM", "column": "LINEORDER.V_COST"},
+        {"name": "REVENUE", "expression": "SUM", "column": "LINEORDER.LO_REVENUE"},
+    ]
+    dims = ["LINEORDER.V_COST", "DATES.D_YEAR"]
+    first = build_model(
+        _spec(computed_columns=[cc], simplified_measures=measures, simplified_dimensions=dims), ssb_tables
+    )
+    same = build_model(spec_of(first), ssb_tables, first)
+    assert same.model_dump(exclude={"last_modified", "create_time"}) == first.model_dump(
+        exclude={"last_modified", "create_time"}
+    )
+    changed = {**cc, "expression": "LINEORDER.LO_SUPPLYCOST * 3"}
+    second = build_model(
+        _spec(computed_columns=[changed], simplified_measures=measures, simplified_dimensions=dims), ssb_tables, first
+    )
+    old_cc, new_cc = (m.column_by_name("V_COST") for m in (first, second))
+    assert old_cc is not None and new_cc is not None and new_cc.id > old_cc.id
+    tomb = next(c for c in second.all_named_columns if c.id == old_cc.id)
+    assert tomb.status is ColumnStatus.TOMB
+    assert second.measure_by_name("COST").id != first.measure_by_name("COST").id  # type: ignore[union-attr]
+    assert second.measure_by_name("REVENUE").id == first.measure_by_name("REVENUE").id  # type: ignore[union-attr]
+    assert second.column_by_name("D_YEAR").id == first.column_by_name("D_YEAR").id  # type: ignore[union-attr]
+    assert significant_changes(first, second) == []  # only the layouts holding it are dropped, not the segments
+
+
+def test_a_computed_column_recorded_with_another_type_is_found(ssb_tables: dict[str, Table]) -> None:
+    tables = _decimal_prices(ssb_tables)
+    spec = _spec(
+        computed_columns=[
+            {"column_name": "V_NET", "expression": "LINEORDER.LO_EXTENDEDPRICE * (1 - LINEORDER.LO_DISCOUNT)"}
+        ],
+        simplified_measures=[{"name": "NET", "expression": "SUM", "column": "LINEORDER.V_NET"}],
+    )
+    model = build_model(spec, tables)
+    assert retyped_columns(model, tables) == {}
+    # as a model saved by an earlier precube recorded it (sqlglot's type, not Spark's)
+    model.computed_columns[0].datatype = "decimal(15,2)"
+    assert retyped_columns(model, tables) == {"V_NET": ("decimal(15,2)", "decimal(32,4)")}
+    model.computed_columns[0].datatype = "decimal(31,4)"  # a wider precision changes no value: not reported
+    assert retyped_columns(model, tables) == {}
+    net = model.measure_by_name("NET")
+    assert net is not None and net.id in reading_columns(model, {"LINEORDER.V_NET"})
+    # an integer widened by a reload (INT → BIGINT: the column INT * 2 becomes BIGINT) changes no value
+    narrow = _reloaded(ssb_tables, "SSB.LINEORDER", retype=("LO_SUPPLYCOST", "integer"))
+    cost = [{"column_name": "V_COST", "expression": "LINEORDER.LO_SUPPLYCOST * 2"}]
+    plain = build_model(_spec(computed_columns=cost, simplified_measures=[]), narrow)
+    assert plain.computed_columns[0].datatype == "integer"
+    assert retyped_columns(plain, ssb_tables) == {}

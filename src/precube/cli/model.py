@@ -179,15 +179,22 @@ def delete(
 def check(ctx: typer.Context, project: str = PROJECT) -> None:
     """Re-check every model against its tables: mark broken ones, recover fixed ones."""
     cli = project_state(ctx, project)
-    report_checks(check_models(cli.store(), project, writer=cli.writer))
+    report_checks(check_models(cli.store(), project, writer=cli.writer), project)
 
 
-def report_checks(results: list[BrokenCheck]) -> None:
+def report_checks(results: list[BrokenCheck], project: str) -> None:
     for r in results:
         if r.reason:
             console.print(f"[red]model {r.model} is BROKEN[/]: {r.reason}")
         elif r.changed:
             console.print(f"[green]model {r.model} recovered[/] (OFFLINE until rebuilt)")
+        for name, (recorded, spark) in r.retyped.items():
+            console.print(
+                f"[yellow]model {r.model}: computed column {name} is recorded as {recorded}, Spark types it {spark}[/]:"
+                " no query reads the layouts holding it. Re-save the model to re-type it (precube model show"
+                f" -p {project} {r.model} > m.yaml; precube model update -p {project} m.yaml), then build the layouts"
+                f" it drops again (precube build -p {project} -m {r.model} --add-layouts)"
+            )
 
 
 @app.command("config")

@@ -157,7 +157,7 @@ def reload(
     if dry_run:
         console.print("would save the new schemas")
         return
-    report_checks(apply_reload(cli.store(), project, found, cli.writer))
+    report_checks(apply_reload(cli.store(), project, found, cli.writer), project)
 
 
 @app.command("sample")

@@ -100,8 +100,9 @@ def build_model(spec: ModelSpec, tables: Mapping[str, Table], existing: Model | 
     joins = [_check_join(scope, i, jt) for i, jt in enumerate(spec.join_tables)]
     _check_join_graph(scope.fact_alias, joins)
     computed = _computed_columns(scope, spec)
-    columns = _named_columns(scope, spec, existing)
-    measures = _measures(scope, spec, columns, existing)
+    redefined = _redefined(computed, existing)
+    columns = _named_columns(scope, spec, existing, redefined)
+    measures = _measures(scope, spec, columns, existing, redefined)
     partition = _partition(scope, spec.partition_desc)
     filter_sql = ""
     if spec.filter_condition.strip():
@@ -195,18 +196,44 @@ def _computed_columns(scope: _Scope, spec: ModelSpec) -> list[ComputedColumn]:
     return result
 
 
-def _named_columns(scope: _Scope, spec: ModelSpec, existing: Model | None) -> list[NamedColumn]:
+def _redefined(computed: list[ComputedColumn], existing: Model | None) -> set[str]:
+    """`ALIAS.COLUMN` of the computed columns whose expression or type differs from `existing`'s: their data is
+    not the data built before, so they and the measures over them take new ids (the layouts holding the old
+    ones are dropped and built again)."""
+    old = {(cc.table_alias, cc.column_name): cc for cc in existing.computed_columns} if existing else {}
+    return {
+        f"{cc.table_alias}.{cc.column_name}"
+        for cc in computed
+        if (before := old.get((cc.table_alias, cc.column_name))) is not None
+        and (before.inner_expression != cc.inner_expression or _changes_values(before.datatype, cc.datatype))
+    }
+
+
+def _changes_values(recorded: str, now: str) -> bool:
+    """Whether cells built with a computed column typed `recorded` may hold other values than with `now` (another
+    kind of type, or another decimal scale: a SUM cell is cast to the column's SUM type); a wider integer or
+    decimal precision does not."""
+    if dt.family(recorded) != dt.family(now):
+        return True
+    return (
+        dt.family(now) is dt.TypeFamily.DECIMAL
+        and dt.normalize(recorded).split(",")[1:] != dt.normalize(now).split(",")[1:]
+    )
+
+
+def _named_columns(scope: _Scope, spec: ModelSpec, existing: Model | None, redefined: set[str]) -> list[NamedColumn]:
     refs = [(a, c, t) for a in scope.by_alias for c, t in scope.columns(a).items()]
     counts: dict[str, int] = {}
     for _, c, _ in refs:
         counts[c] = counts.get(c, 0) + 1
-    old = {nc.column: nc for nc in existing.all_named_columns} if existing else {}
-    next_id = max((nc.id for nc in old.values()), default=-1) + 1
+    before = existing.all_named_columns if existing else []
+    old = {nc.column: nc for nc in before if nc.status is not ColumnStatus.TOMB}
+    next_id = max((nc.id for nc in before), default=-1) + 1
     columns: dict[str, NamedColumn] = {}
     for a, c, t in refs:
         ref = f"{a}.{c}"
         name = c if counts[c] == 1 else f"{a}_{c}"
-        if ref in old and old[ref].status is not ColumnStatus.TOMB:
+        if ref in old and ref not in redefined:
             cid = old[ref].id
         else:
             cid, next_id = next_id, next_id + 1
@@ -224,11 +251,14 @@ def _named_columns(scope: _Scope, spec: ModelSpec, existing: Model | None) -> li
         if col.name in names:
             raise InvalidModelError(f"duplicate column name {col.name} ({names[col.name]} and {col.column})")
         names[col.name] = col.column
-    tombs = [nc.model_copy(update={"status": ColumnStatus.TOMB}) for ref, nc in old.items() if ref not in columns]
+    live = {nc.id for nc in columns.values()}
+    tombs = [nc.model_copy(update={"status": ColumnStatus.TOMB}) for nc in before if nc.id not in live]
     return sorted([*columns.values(), *tombs], key=lambda nc: nc.id)
 
 
-def _measures(scope: _Scope, spec: ModelSpec, columns: list[NamedColumn], existing: Model | None) -> list[Measure]:
+def _measures(
+    scope: _Scope, spec: ModelSpec, columns: list[NamedColumn], existing: Model | None, redefined: set[str]
+) -> list[Measure]:
     dims = {nc.name for nc in columns if nc.status is ColumnStatus.DIMENSION}
     old = {m.name.upper(): m for m in existing.all_measures} if existing else {}
     next_id = max((m.id for m in old.values()), default=MEASURE_ID_BASE - 1) + 1
@@ -244,7 +274,8 @@ def _measures(scope: _Scope, spec: ModelSpec, columns: list[NamedColumn], existi
             ms.expression, ms.parameters(), ms.return_type, scope.resolve, f"{field} ({name})"
         )
         prior = old.get(name)
-        if prior is not None and not prior.tomb and prior.function == function:
+        reads_redefined = any(p.value in redefined for p in function.parameters if p.type is ParameterType.COLUMN)
+        if prior is not None and not prior.tomb and prior.function == function and not reads_redefined:
             mid = prior.id
         else:
             mid, next_id = next_id, next_id + 1
@@ -329,6 +360,29 @@ def broken_reason(model: Model, tables: Mapping[str, Table]) -> str | None:
     except InvalidModelError as err:
         return err.message
     return None
+
+
+def retyped_columns(model: Model, tables: Mapping[str, Table]) -> dict[str, tuple[str, str]]:
+    """Computed columns whose recorded type differs from the one Spark gives their expression so that built
+    cells may hold other values (`_changes_values`; a model saved before precube typed them as Spark does):
+    name → (recorded type, Spark's). Re-saving the model re-types them and drops the layouts holding them."""
+    spec = spec_of(model)
+    try:
+        now = {cc.column_name: cc.datatype for cc in _computed_columns(_Scope(spec, tables), spec)}
+    except InvalidModelError:
+        return {}  # a model that no longer fits its tables: `broken_reason` says why
+    return {
+        cc.column_name: (cc.datatype, now[cc.column_name])
+        for cc in model.computed_columns
+        if cc.column_name in now and _changes_values(cc.datatype, now[cc.column_name])
+    }
+
+
+def reading_columns(model: Model, refs: set[str]) -> set[int]:
+    """The ids of the named columns `refs` (`ALIAS.COLUMN`) and of the measures that read them."""
+    ids = {nc.id for nc in model.live_columns() if nc.column in refs}
+    params = [(m.id, m.function.parameters) for m in model.measures()]
+    return ids | {i for i, ps in params if any(p.type is ParameterType.COLUMN and p.value in refs for p in ps)}
 
 
 def spec_of(model: Model) -> ModelSpec:

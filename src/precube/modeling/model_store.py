@@ -8,7 +8,7 @@ of `model_rules` and `index_plan` and record the outcome.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from precube.metadata import (
     AggregationGroup,
@@ -28,7 +28,14 @@ from precube.metadata import (
 )
 from precube.modeling import index_plan as plans
 from precube.modeling.errors import InvalidIndexPlanError
-from precube.modeling.model_rules import broken_reason, build_model, significant_changes, spec_of, used_columns
+from precube.modeling.model_rules import (
+    broken_reason,
+    build_model,
+    retyped_columns,
+    significant_changes,
+    spec_of,
+    used_columns,
+)
 from precube.modeling.model_spec import AggregationGroupSpec, ModelSpec, SelectRuleSpec
 
 
@@ -354,6 +361,8 @@ class BrokenCheck:
     model: str
     reason: str | None  # why it is broken now, None if it fits its tables
     changed: bool  # whether this check changed its status
+    # computed columns recorded with another type than Spark's (`retyped_columns`): name → (recorded, Spark's)
+    retyped: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def models_broken_by(
@@ -394,5 +403,6 @@ def check_models(store: MetadataStore, project: str, writer: str = "precube") ->
             elif reason is None and was_broken:
                 dataflow.status, dataflow.broken_reason, dataflow.broken_detail = DataflowStatus.OFFLINE, None, None
                 tx.update(dataflow)
-            results.append(BrokenCheck(model.alias, reason, (reason is not None) != was_broken))
+            retyped = retyped_columns(model, tables) if reason is None else {}
+            results.append(BrokenCheck(model.alias, reason, (reason is not None) != was_broken, retyped))
     return results

@@ -355,6 +355,10 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
     candidates = [m.layouts[i] for i in sorted(built) if i in m.layouts]
     if not candidates:
         return "no layout is built in every segment the query reads"
+    if m.retyped:
+        candidates = [lay for lay in candidates if not m.layout_columns[lay.id] & m.retyped]
+        if not candidates:
+            return m.retyped_reason
 
     filter_order = _filter_order(ctx, cols)
     best: tuple[tuple[object, ...], Match] | None = None
