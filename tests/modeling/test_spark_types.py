@@ -44,15 +44,19 @@ FLOATING = {"f", "dbl", "1e3"}
 CHUNK = 400  # expressions Spark analyses in one SELECT
 
 
+OTHERS = {"dt": "date", "ts": "timestamp", "st": "string"}
+
+
 @pytest.fixture(scope="module")
 def view(spark: SparkSession) -> str:
     columns = ", ".join(f"cast(1 as {t}) as {name}" for name, t in COLUMNS.items())
-    spark.sql(f"create or replace temporary view spark_types_t as select {columns}")
+    others = "date'2020-02-29' as dt, timestamp'2020-02-29 12:34:56.5' as ts, 'text' as st"
+    spark.sql(f"create or replace temporary view spark_types_t as select {columns}, {others}")
     return "spark_types_t"
 
 
 def _ours(expressions: list[str]) -> list[str]:
-    schema = {"t": dict(COLUMNS)}
+    schema = {"t": {**COLUMNS, **OTHERS}}
     select = ", ".join(f"{e} as c{i}" for i, e in enumerate(expressions))
     tree = qualify(sqlglot.parse_one(f"select {select} from t", read="spark"), schema=schema, dialect="spark")
     spark_types.annotate(tree, schema)
@@ -113,6 +117,15 @@ def test_functions_typed_by_their_arguments(spark: SparkSession, view: str) -> N
     numbers = [o for o in OPERANDS if o != "NULL"]
     expressions = [s.format(x=x) for s in singles for x in numbers]
     expressions += [p.format(x=x, y=y) for p in pairs for x, y in itertools.product(numbers, OPERANDS)]
+    _assert_same(spark, view, expressions)
+
+
+def test_date_parts_and_other_integer_functions(spark: SparkSession, view: str) -> None:
+    parts = ["year", "quarter", "month", "day", "dayofmonth", "dayofweek", "dayofyear", "weekofyear", "weekday"]
+    expressions = [f"{p}({c})" for p in parts for c in ("dt", "ts")]
+    expressions += [f"extract({u} from ts)" for u in ("year", "month", "day", "hour", "minute", "second", "week")]
+    expressions += ["date_part('year', dt)", "date_part('second', ts)", "hour(ts)", "minute(ts)", "second(ts)"]
+    expressions += ["length(st)", "datediff(dt, dt)", "instr(st, 'x')", "ascii(st)", "year(dt) * 2", "year(dt) / 4"]
     _assert_same(spark, view, expressions)
 
 

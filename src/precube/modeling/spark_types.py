@@ -16,7 +16,8 @@ sqlglot's type annotation resolves columns through scopes and types most functio
   DECIMAL(3|5|10|20, 0), literal or not; two decimals (max(p1-s1, p2-s2) + max(s1, s2), max(s1, s2)),
   past 38 digits losing fraction digits first);
 - SUM: BIGINT, DOUBLE or DECIMAL(p+10, s); AVG: DOUBLE or DECIMAL(p+4, s+4) (both bounded at 38);
-  ROUND/BROUND(x, d), FLOOR, CEIL of DECIMAL(p, s): DECIMAL(p-s+1+min(s, d), min(s, d)); SIGN DOUBLE.
+  ROUND/BROUND(x, d), FLOOR, CEIL of DECIMAL(p, s): DECIMAL(p-s+1+min(s, d), min(s, d)); SIGN DOUBLE;
+- date parts (YEAR, MONTH, DAY, QUARTER, WEEKOFYEAR, EXTRACT…): INT, but EXTRACT(SECOND …) DECIMAL(8,6).
 
 `tests/modeling/test_spark_types.py` checks every rule against Spark's own analysis.
 """
@@ -328,10 +329,19 @@ def _negated(e: exp.Neg) -> exp.DataType | None:
     return exp.DataType.build("INT" if value >= -_INT_RANGE and value < _INT_RANGE else "BIGINT")
 
 
+def _date_part(unit: str) -> exp.DataType:
+    """EXTRACT/DATE_PART: the seconds with their fraction as DECIMAL(8,6), every other part INT."""
+    return exp.DataType.build("DECIMAL(8,6)" if unit.upper() in ("SECOND", "SECONDS", "S", "SEC", "SECS") else "INT")
+
+
 def _anonymous(e: exp.Anonymous) -> exp.DataType | None:
     """Spark functions sqlglot does not model: PMOD (a remainder), POSITIVE (its argument), BROUND (a
-    ROUND)."""
+    ROUND), DATE_PART (EXTRACT), WEEKDAY (INT)."""
     name, args = e.name.lower(), e.expressions
+    if name == "date_part" and len(args) == 2 and isinstance(args[0], exp.Literal):
+        return _date_part(args[0].name)
+    if name == "weekday" and len(args) == 1:
+        return exp.DataType.build("INT")
     if name == "pmod" and len(args) == 2:
         return arithmetic_type(exp.Mod, args[0], args[1])
     if name == "positive" and len(args) == 1:
@@ -354,6 +364,13 @@ SPARK_METADATA: dict[type[exp.Expr], dict[str, Any]] = {
     exp.Ceil: _with(exp.Ceil, lambda e: _round_type(e.this.type, e.args.get("decimals"), True)),
     exp.Abs: _with(exp.Abs, lambda e: e.this.type),
     exp.Sign: {"returns": D.DOUBLE},
+    # date parts are INT in Spark (sqlglot types some TINYINT); EXTRACT(SECOND …) keeps its fraction
+    **{
+        cls: {"returns": D.INT}
+        for cls in (exp.Year, exp.Quarter, exp.Month, exp.Day, exp.DayOfMonth, exp.DayOfWeek, exp.DayOfYear)
+    },
+    exp.WeekOfYear: {"returns": D.INT},
+    exp.Extract: _with(exp.Extract, lambda e: _date_part(e.this.name)),
     exp.Anonymous: _with(exp.Anonymous, _anonymous),
 }
 

@@ -355,18 +355,18 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
     candidates = [m.layouts[i] for i in sorted(built) if i in m.layouts]
     if not candidates:
         return "no layout is built in every segment the query reads"
-    if m.retyped:
-        candidates = [lay for lay in candidates if not m.layout_columns[lay.id] & m.retyped]
-        if not candidates:
-            return m.retyped_reason
 
     filter_order = _filter_order(ctx, cols)
     best: tuple[tuple[object, ...], Match] | None = None
     reasons: list[Misfit] = []
+    retyped_fit = False  # a layout that fits but holds a column built with another type than Spark's
     for layout in candidates:
         found = _layout_fits(ctx, layout, needed, calls, cols, inner, needs.topn)
         if not isinstance(found, tuple):
             reasons.append(found)
+            continue
+        if m.layout_columns[layout.id] & m.retyped:
+            retyped_fit = True
             continue
         ways, missing = found
         derived = _derive(missing, owners, lookups, cols.m.layout_columns[layout.id]) if missing else ()
@@ -389,7 +389,7 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
             proof = needs.joins.proof
             best = (key, Match(m, layout, {**inner, **columns}, ways, scanned, pruned, rows, derived, proof=proof))
     if best is None:
-        return _why_not(reasons, calls, needed, candidates, cols)
+        return m.retyped_reason if retyped_fit else _why_not(reasons, calls, needed, candidates, cols)
     return best
 
 

@@ -1,6 +1,6 @@
 """Spark's decimal arithmetic computed by DuckDB, so that an answer has the values and types Spark gives the
-same SQL (DuckDB's own: `/` and AVG of decimals are DOUBLE, `div` of decimals is a DOUBLE division, and its
-result types follow its own widths).
+same SQL (DuckDB's own: `/` and AVG of decimals are DOUBLE, `div` of decimals is a DOUBLE division, its result
+types follow its own widths, and YEAR, EXTRACT, LENGTH… are BIGINT where Spark's are INT).
 
 `in_spark_terms(tree, schema)` annotates a copy of the engine's tree with Spark's types (`modeling.spark_types`;
 `schema` types the layouts, snapshots and source tables it reads) and rewrites, where Spark's type is a DECIMAL:
@@ -15,7 +15,8 @@ result types follow its own widths).
 - `+ - * %`, negation, ABS, ROUND, FLOOR, CEIL, CASE, IF, COALESCE, NVL2, GREATEST, LEAST and decimal literals
   as outputs into a CAST to Spark's type: DuckDB computes them exactly, and a cast rounds half-up as Spark does
   where Spark's precision loss cuts digits. A product whose exact scale DuckDB cannot hold (over 38) is
-  computed by `decimal_op` too.
+  computed by `decimal_op` too;
+- a function Spark types INT, SMALLINT or TINYINT into a CAST to that type.
 
 Predicates (WHERE, HAVING, join and FILTER conditions) are left as they are: comparing DuckDB's exact values
 gives Spark's answer, and their literals stay plain parameters for the plan cache.
@@ -130,7 +131,7 @@ def _replacement(node: exp.Expr) -> exp.Expr | None:
     if isinstance(node, exp.IntDiv):
         return _quotient(node)
     if found is None:
-        return None
+        return _narrow_integer(node)
     if isinstance(node, exp.Div):
         return _exact(node, "div", found)
     if isinstance(node, exp.Mul) and _operand_scale(node.left) + _operand_scale(node.right) > 38:
@@ -140,6 +141,20 @@ def _replacement(node: exp.Expr) -> exp.Expr | None:
         if isinstance(parent, exp.Cast) and parent.to == found.data_type():
             return None
         return _cast(node.copy(), found)
+    return None
+
+
+def _narrow_integer(node: exp.Expr) -> exp.Expr | None:
+    """A function Spark types INT, SMALLINT or TINYINT (YEAR, MONTH, EXTRACT, LENGTH, DATEDIFF…), which DuckDB
+    returns as a BIGINT, cast to Spark's type."""
+    if (
+        isinstance(node, exp.Func)
+        and not isinstance(node, (exp.AggFunc, exp.Cast, exp.TryCast, exp.Anonymous, *_CAST_TO_SPARK))
+        and node.type is not None
+        and node.type.is_type(exp.DType.INT, exp.DType.SMALLINT, exp.DType.TINYINT)
+        and not (isinstance(node.parent, exp.Cast) and node.parent.to == node.type)
+    ):
+        return _cast(node.copy(), node.type)
     return None
 
 

@@ -1,0 +1,6 @@
+-- TPC-H Q14 for another month
+-- answer: table index
+select 100.00 * sum(case when p_type like 'PROMO%' then l_extendedprice * (1 - l_discount) else 0 end)
+    / sum(l_extendedprice * (1 - l_discount)) as promo_revenue
+from lineitem, part
+where l_partkey = p_partkey and l_shipdate >= date '1996-02-01' and l_shipdate < date '1996-02-01' + interval '1' month
