@@ -165,8 +165,8 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
         "partition column DATES.D_DATEKEY must be on the fact table LINEORDER",
     ),
     (
-        "cc on lookup",
-        {"computed_columns": [{"column_name": "X", "expression": "DATES.D_YEAR + 1"}]},
+        "cc unknown column",
+        {"computed_columns": [{"column_name": "X", "expression": "DATES.D_NOPE + 1"}]},
         "computed column X",
     ),
     (
@@ -315,6 +315,22 @@ def test_computed_columns_are_typed_as_spark_types_them(ssb_tables: dict[str, Ta
         ("V_ROUNDED", "decimal(16,1)"),
     ]
     assert model.measure_by_name("NET").function.returntype == "decimal(38,4)"  # type: ignore[union-attr]
+
+
+def test_a_computed_column_may_read_the_lookups(ssb_tables: dict[str, Table]) -> None:
+    spec = _spec(
+        computed_columns=[
+            {"column_name": "NEXT_YEAR", "expression": "DATES.D_YEAR + 1"},
+            {"column_name": "NET", "expression": "LINEORDER.LO_REVENUE - PART.P_SIZE * LINEORDER.LO_QUANTITY"},
+        ],
+        simplified_measures=[{"name": "NETS", "expression": "SUM", "column": "LINEORDER.NET"}],
+    )
+    model = build_model(spec, ssb_tables)
+    assert [(cc.table_alias, cc.column_name, cc.datatype) for cc in model.computed_columns] == [
+        ("LINEORDER", "NEXT_YEAR", "integer"),
+        ("LINEORDER", "NET", "bigint"),
+    ]
+    assert model.computed_columns[1].inner_expression == "LINEORDER.LO_REVENUE - PART.P_SIZE * LINEORDER.LO_QUANTITY"
 
 
 def test_a_computed_column_redefined_gets_new_ids_for_it_and_its_measures(ssb_tables: dict[str, Table]) -> None:

@@ -20,7 +20,7 @@ from precube.engine.context import BuildContext
 from precube.engine.operations import build_segment
 from precube.metadata import MetadataStore, Project, SourceType, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
-from precube.modeling.model_store import create_model, set_model_rules
+from precube.modeling.model_store import add_measures, create_model, set_model_rules
 from precube.modeling.partition_format import to_epoch_ms
 from precube.query.recommend import Recommendation, recommend
 from precube.query.snapshot import read_snapshot
@@ -75,6 +75,7 @@ def tpch_model(spark: SparkSession, tpch_data: Path, tmp_path_factory: pytest.Te
             load_file_table(store, PROJECT, tpch_data / name, SourceType.PARQUET)
         create_model(store, PROJECT, parse_spec(yaml.safe_load((HERE / "tpch_model.yaml").read_text())))
         found = recommend(read_snapshot(store, PROJECT), MODEL, [query_text(q) for q in QUERIES])
+        add_measures(store, PROJECT, MODEL, found.measures)  # what `index recommend --apply` does
         set_model_rules(store, PROJECT, MODEL, found.groups, None)
         ctx = BuildContext(spark, store, PROJECT, warehouse, writer="test")
         started = time.monotonic()

@@ -55,9 +55,10 @@ def encodable(model: Model, column_ids: Collection[int], raw_ids: Collection[int
     """Columns worth coding: plain string columns of lookup tables, unless some use needs their
     values in the flat table (`raw_ids`: measure inputs; also join keys, the filter, computed columns)."""
     by_id = {c.id: c for c in model.all_named_columns}
-    computed = {f"{cc.table_alias}.{cc.column_name}" for cc in model.computed_columns}
+    computed = computed_inputs(model)
     keys = {k for j in model.join_tables for k in (*j.join.foreign_key, *j.join.primary_key)}
-    used = keys | filter_refs_of(model) | computed | {by_id[i].column for i in raw_ids if i in by_id}
+    used = keys | filter_refs_of(model) | set(computed).union(*computed.values())
+    used |= {by_id[i].column for i in raw_ids if i in by_id}
     return {
         i
         for i in column_ids
@@ -134,11 +135,11 @@ def flat_table(
     from pyspark.sql import functions as F  # noqa: N812
 
     by_id = {c.id: c for c in model.all_named_columns}
-    computed = {f"{cc.table_alias}.{cc.column_name}": cc.inner_expression for cc in model.computed_columns}
     refs = {by_id[i].column for i in column_ids}
-    cc_inputs = {r for r in refs if r in computed}
+    inputs = computed_inputs(model)
+    cc_refs = {r for r in refs if r in inputs}
     filter_refs = filter_refs_of(model)
-    aliases = _needed_aliases(model, (refs - cc_inputs) | filter_refs)
+    aliases = _needed_aliases(model, (refs - cc_refs).union(filter_refs, *(inputs[r] for r in cc_refs)))
     alias_table = {model.root_alias: model.fact_table, **{j.alias: j.table for j in model.join_tables}}
     holder = code_tables or CodeTables()
     rows = local(aliases) if local is not None else None
@@ -220,6 +221,18 @@ def _finish(
     if metrics is not None:
         df = metrics.observe(df, values, model)
     return df.select(*[values[i].alias(names.column(i)) for i in sorted(column_ids)])
+
+
+def computed_inputs(model: Model) -> dict[str, set[str]]:
+    """Each computed column's `ALIAS.COLUMN` → the `ALIAS.COLUMN` references of its expression (its tables
+    must be joined before it is computed)."""
+    found = {}
+    for cc in model.computed_columns:
+        tree = parse(cc.inner_expression or cc.expression, f"computed column {cc.column_name}")
+        found[f"{cc.table_alias}.{cc.column_name}"] = {
+            f"{c.table.upper()}.{c.name.upper()}" for c in tree.find_all(exp.Column) if c.table
+        }
+    return found
 
 
 def filter_refs_of(model: Model) -> set[str]:

@@ -179,8 +179,8 @@ def _computed_columns(scope: _Scope, spec: ModelSpec) -> list[ComputedColumn]:
         name = _check_name(cc.column_name, f"computed_columns[{i}].column_name")
         if name in fact_cols or name in scope.computed:
             raise InvalidModelError(f"computed column {name} clashes with a column of {scope.fact.identity}")
-        fact_only = {scope.fact_alias: scope.columns(scope.fact_alias)}
-        sql, ctype, _ = expressions.typed(cc.expression, fact_only, f"computed column {name}")
+        # over any table of the model (Kylin 5): the flat table joins them before computing it
+        sql, ctype, _ = expressions.typed(cc.expression, scope.schema(), f"computed column {name}")
         scope.computed[name] = ctype
         result.append(
             ComputedColumn(

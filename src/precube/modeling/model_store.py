@@ -36,7 +36,7 @@ from precube.modeling.model_rules import (
     spec_of,
     used_columns,
 )
-from precube.modeling.model_spec import AggregationGroupSpec, ModelSpec, SelectRuleSpec
+from precube.modeling.model_spec import AggregationGroupSpec, MeasureSpec, ModelSpec, SelectRuleSpec
 
 
 @dataclass(frozen=True)
@@ -240,6 +240,17 @@ def update_model(store: MetadataStore, project: str, spec: ModelSpec, writer: st
         return SavedModel(
             tx.replace(update.model), tx.replace(update.plan), tx.update(update.dataflow), update.significant_changes
         )
+
+
+def add_measures(
+    store: MetadataStore, project: str, alias: str, measures: Sequence[MeasureSpec], writer: str = "precube"
+) -> SavedModel:
+    """The model with these measures added (new ids; nothing built is dropped)."""
+    with store.read(project) as tx:
+        model = require_model(tx, alias)
+        spec = editable_spec(model, tx.require(IndexPlan, model.uuid))
+    spec.simplified_measures = [*spec.simplified_measures, *measures]
+    return update_model(store, project, spec, writer)
 
 
 def built_layouts(tx: Transaction, model: Model) -> set[int]:

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from precube.metadata import Measure, Model, datatypes
 from precube.metadata.model import FunctionExpression, ParameterType
+from precube.modeling import spark_types
 from precube.modeling.measure_rules import avg_type, sum_type
 from precube.query.spark_decimals import spark_average
 
@@ -145,6 +146,8 @@ def agg_call(
             )
         )
         return AggCall(node, ways)
+    if isinstance(node, exp.Sum) and not distinct and isinstance(arg_node.unnest(), exp.Case):
+        return _case_sum(node, arg_node.unnest(), index, column_of, types)
     col = None if count_all or arg_node is None else column_of(arg_node)
     if not count_all and col is None:
         return AggCall(node, [], f"the argument of {node.sql(dialect='spark')} is no model column or computed column")
@@ -253,6 +256,94 @@ def agg_call(
     if not ways:
         return AggCall(node, [], f"{node.sql(dialect='spark')}: no measure of the model computes it")
     return AggCall(node, ways)
+
+
+def _case_sum(
+    node: exp.Sum,
+    case: exp.Case,
+    index: MeasureIndex,
+    column_of: Callable[[exp.Expr], int | None],
+    types: Mapping[int, str],
+) -> AggCall:
+    """SUM(CASE WHEN c THEN x … ELSE y END), the conditions over dimensions and each value a column or computed
+    column, a number or NULL: the same CASE over the cells, summed — each value by its measure's cell (or the
+    dimension weighted by COUNT(*)), a number k by k times the cell's COUNT(*). Exact: a cell stands for rows
+    equal on every dimension, so the CASE picks the same branch for all of them (TPC-H Q8, Q12, Q14)."""
+    branches = [(i.this, i.args["true"]) for i in case.args.get("ifs") or []]
+    default = case.args.get("default")
+    values = [v for _, v in branches] + ([default] if default is not None else [])
+    refused = AggCall(node, [], f"{node.sql(dialect='spark')}: no measure of the model computes it")
+    conditions: set[int] = set()
+    for condition, _ in branches:
+        for col in condition.find_all(exp.Column):
+            found = column_of(col)
+            if found is None:
+                return refused
+            conditions.add(found)
+        if condition.find(exp.AggFunc, exp.Query, exp.Subquery) is not None:
+            return refused
+    typed: list[exp.DataType] = []
+    by_measure: list[tuple[exp.Expr, int | None, Measure | None]] = []  # (value, its column, its SUM measure)
+    for value in values:
+        col = None if _number(value) is not None or isinstance(value, exp.Null) else column_of(value)
+        if col is None and _number(value) is None and not isinstance(value, exp.Null):
+            return refused
+        if col is not None:
+            typed.append(exp.DataType.build(datatypes.to_spark(types[col]), dialect="spark"))
+        elif (number := _number(value)) is not None:
+            typed.append(number)
+        sums = index.find(FunctionExpression.SUM, col) if col is not None else []
+        by_measure.append((value, col, sums[0] if sums else None))
+    wider = spark_types.wider(typed) if typed else None
+    out = spark_types.sum_type(wider) if wider is not None else None
+    cs = index.count_star
+    if out is None or (cs is None and any(c is not None or _number(v) for v, c, _ in by_measure)):
+        return refused
+
+    def way(weighted: bool) -> AggWay | None:
+        dims, measures = set(conditions), {cs} if cs is not None else set()
+        parts: list[Callable[[Scan], exp.Expr]] = []
+        for value, col, measure in by_measure:
+            if col is not None and weighted:
+                dims.add(col)
+            elif col is not None:
+                if measure is None:
+                    return None
+                measures.add(measure.id)
+            parts.append(_case_value(value, col, None if weighted else measure, cs))
+        conds = [c for c, _ in branches]
+
+        def build(s: Scan, d: frozenset[int]) -> exp.Expr:
+            ifs = [exp.If(this=c.copy(), true=p(s)) for c, p in zip(conds, parts, strict=False)]
+            otherwise = parts[len(conds)](s) if default is not None else None
+            return _cast(exp.func("sum", exp.Case(ifs=ifs, default=otherwise)), spark_types.type_name(out))
+
+        describe = "the CASE over the dimensions, of " + ("dimensions weighted by COUNT(*)" if weighted else "measures")
+        return AggWay(frozenset(dims), frozenset(measures), describe, build)
+
+    ways = [w for w in (way(False), way(True)) if w is not None]
+    return AggCall(node, ways) if ways else refused
+
+
+def _case_value(
+    value: exp.Expr, col: int | None, measure: Measure | None, count_star: int | None
+) -> Callable[[Scan], exp.Expr]:
+    """A CASE value over a cell: its SUM measure's cell, else the dimension weighted by COUNT(*); a number k times
+    COUNT(*); NULL."""
+    if col is None and _number(value) is None:
+        return lambda s: exp.Null()
+    if col is None:
+        return lambda s: exp.Mul(this=value.copy(), expression=s(str(count_star)))
+    if measure is not None:
+        return lambda s: s(str(measure.id))
+    return lambda s: exp.Mul(this=s(str(col)), expression=s(str(count_star)))
+
+
+def _number(node: exp.Expr) -> exp.DataType | None:
+    """The type of a number literal, possibly negated; None for anything else."""
+    inner = node.unnest()
+    inner = inner.this.unnest() if isinstance(inner, exp.Neg) else inner
+    return spark_types.literal_type(inner) if isinstance(inner, exp.Literal) and not inner.is_string else None
 
 
 def _distinct_tuples(

@@ -21,7 +21,7 @@ are preferred.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -67,6 +67,7 @@ class Match:
     derived: tuple[DerivedJoin, ...] = ()
     rejected: list[Rejection] = field(default_factory=list)
     proof: JoinProof = field(default_factory=JoinProof)  # joins the query treats otherwise than the model
+    filters: tuple[exp.Expr, ...] = ()  # the block's join conditions that are filters on the model (`JoinMapping`)
 
     @property
     def table_index(self) -> bool:
@@ -75,6 +76,13 @@ class Match:
 
 def _join_kind(join_type: JoinType) -> str:
     return LEFT if join_type is JoinType.LEFT else INNER
+
+
+def argument_columns(ctx: QueryContext, m: ModelSnapshot) -> Callable[[exp.Expr], int | None] | None:
+    """How the context's columns and computed-column expressions map to the model's column ids, when its tables
+    and joins are the model's."""
+    joins = join_mapping(ctx, m.model)
+    return None if isinstance(joins, str) else _ModelColumns(m, joins.aliases).argument
 
 
 def map_aliases(ctx: QueryContext, model: Model) -> dict[str, str] | str:
@@ -91,6 +99,9 @@ class JoinMapping:
     aliases: dict[str, str]
     kinds: dict[str, str]  # query alias → INNER or LEFT
     proof: JoinProof
+    # comma-join equalities between tables the model joins otherwise (TPC-H Q5's c_nationkey = s_nationkey):
+    # conditions on the joined rows, so filters over the model's columns
+    filters: tuple[exp.Expr, ...] = ()
 
 
 def join_mapping(ctx: QueryContext, model: Model) -> JoinMapping | str:
@@ -136,13 +147,18 @@ def join_mapping(ctx: QueryContext, model: Model) -> JoinMapping | str:
                     pending.remove(edge)
                     progress = True
                     break
-        if pending or len(mapped) != len(ctx.tables):
+        if len(mapped) != len(ctx.tables) or any(e.kind != INNER for e in pending):
             continue
         used = set(mapped.values())
         for jt in model.join_tables:
             if jt.join.type is not JoinType.LEFT and jt.alias.upper() not in used:
                 differing[jt.alias.upper()] = LEAVES_OUT
-        return JoinMapping(mapped, kinds, join_proof(model, differing))
+        filters = tuple(
+            exp.EQ(this=exp.column(a, table=e.left), expression=exp.column(b, table=e.right))
+            for e in pending
+            for a, b in e.pairs
+        )
+        return JoinMapping(mapped, kinds, join_proof(model, differing), filters)
     return reason
 
 
@@ -268,7 +284,7 @@ def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
         return joins
     cols = _ModelColumns(m, joins.aliases)
     columns: dict[ColumnKey, int] = {}
-    for col in ctx.columns:
+    for col in [*ctx.columns, *(c for f in joins.filters for c in f.find_all(exp.Column))]:
         cid = cols.column(col)
         if cid is None:
             return f"column {col.table.upper()}.{col.name.upper()} is not a column of the model"
@@ -387,7 +403,21 @@ def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...
         )
         if best is None or key < best[0]:
             proof = needs.joins.proof
-            best = (key, Match(m, layout, {**inner, **columns}, ways, scanned, pruned, rows, derived, proof=proof))
+            best = (
+                key,
+                Match(
+                    m,
+                    layout,
+                    {**inner, **columns},
+                    ways,
+                    scanned,
+                    pruned,
+                    rows,
+                    derived,
+                    proof=proof,
+                    filters=needs.joins.filters,
+                ),
+            )
     if best is None:
         return m.retyped_reason if retyped_fit else _why_not(reasons, calls, needed, candidates, cols)
     return best

@@ -5,21 +5,32 @@ Each aggregating SELECT block the model can match needs the dimensions it reads 
 call, the dimensions and measures of its best way (`aggregates`). Every distinct need becomes one
 aggregation group whose dimensions are all mandatory, so it yields exactly that layout; its dimensions
 come filter columns first (equality before range), so that the layout's sorted rows let a filter skip
-row groups. A block no
-aggregate layout of the model can answer (a detail query, a column that is no dimension, an aggregate no
-measure computes) is reported with the reason instead.
+row groups. Statements are reshaped first as the query path reshapes them (`reshape`).
+
+A SUM, AVG, COUNT, MIN or MAX of a column (or computed column) that is no dimension and that no measure of the
+model computes gets the measures it needs proposed (AVG: SUM and COUNT of the column), named after them; the
+groups use them, so the model must hold them first (`--apply` adds them). A block no aggregate layout of the
+model can answer even so (a detail query, a column that is no dimension, an aggregate no measure computes) is
+reported with the reason instead.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from precube.modeling.model_spec import AggregationGroupSpec, SelectRuleSpec
-from precube.query.contexts import contexts
+from sqlglot import exp
+
+from precube.metadata import Function, Measure, Parameter, ParameterType
+from precube.metadata.model import MEASURE_ID_BASE
+from precube.metadata.model import FunctionExpression as F
+from precube.modeling.model_spec import AggregationGroupSpec, MeasureSpec, SelectRuleSpec
+from precube.query.contexts import QueryContext, contexts
 from precube.query.errors import QueryError
 from precube.query.frontend import normalise
-from precube.query.matching import map_aliases, requirements
+from precube.query.matching import argument_columns, map_aliases, requirements
+from precube.query.reshape import reshape
 from precube.query.snapshot import ModelSnapshot, ProjectSnapshot
 
 
@@ -28,14 +39,28 @@ class Recommendation:
     groups: list[AggregationGroupSpec] = field(default_factory=list)
     answered: list[str] = field(default_factory=list)  # statements every block of which a group answers
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (statement, why not)
+    measures: list[MeasureSpec] = field(default_factory=list)  # to add to the model before the groups
+
+
+_NEEDED = {
+    exp.Sum: (F.SUM,),
+    exp.Avg: (F.SUM, F.COUNT),
+    exp.Count: (F.COUNT,),
+    exp.Min: (F.MIN,),
+    exp.Max: (F.MAX,),
+}
 
 
 def recommend(snapshot: ProjectSnapshot, model_alias: str, statements: Iterable[str]) -> Recommendation:
-    """The aggregation groups that let the model answer the statements' aggregating blocks."""
+    """The aggregation groups (and the measures they need) that let the model answer the statements'
+    aggregating blocks."""
     m = next((m for m in snapshot.models if m.model.alias.lower() == model_alias.lower()), None)
     if m is None:
         raise QueryError(f"project {snapshot.project} has no model {model_alias}")
-    result = Recommendation()
+    statements = list(statements)
+    result = Recommendation(measures=_missing_measures(m, snapshot, statements))
+    if result.measures:
+        m = _with_measures(m, result.measures)
     needs: dict[tuple[frozenset[int], frozenset[int]], tuple[int, ...]] = {}  # need → dimension order (first seen)
     for sql in statements:
         why = _statement_needs(sql, m, snapshot, needs)
@@ -47,6 +72,62 @@ def recommend(snapshot: ProjectSnapshot, model_alias: str, statements: Iterable[
     return result
 
 
+def _blocks(sql: str, snapshot: ProjectSnapshot) -> list[QueryContext]:
+    return contexts(reshape(normalise(sql, snapshot.catalog)))
+
+
+def _missing_measures(m: ModelSnapshot, snapshot: ProjectSnapshot, statements: list[str]) -> list[MeasureSpec]:
+    """The measures the statements' plain aggregate calls need that the model lacks (`_NEEDED`)."""
+    dims = {c.id for c in m.model.dimensions()}
+    refs = {c.id: c.column for c in m.model.live_columns()}
+    have = {(x.function.expression, p.value) for x in m.model.measures() for p in x.function.parameters[:1]}
+    names = {x.name.upper() for x in m.model.measures()} | {c.name.upper() for c in m.model.live_columns()}
+    found: dict[tuple[F, str], MeasureSpec] = {}
+    for sql in statements:
+        try:
+            blocks = _blocks(sql, snapshot)
+        except QueryError:
+            continue  # reported when the statement's needs are
+        for ctx in blocks:
+            column_of = argument_columns(ctx, m)
+            if column_of is None:
+                continue
+            for call in ctx.aggregates:
+                arg = call.this
+                if type(call) not in _NEEDED or arg is None or isinstance(arg, (exp.Distinct, exp.Star)):
+                    continue
+                col = column_of(arg)
+                if col is None or col in dims:
+                    continue
+                for fn in _NEEDED[type(call)]:
+                    key = (fn, refs[col])
+                    if key in have or key in found:
+                        continue
+                    name = _fresh(f"{fn.value}_{refs[col].split('.', 1)[1]}", names)
+                    found[key] = MeasureSpec(name=name, expression=fn.value, column=refs[col])
+    return list(found.values())
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate.upper() in taken:
+        n += 1
+        candidate = f"{name}_{n}"
+    taken.add(candidate.upper())
+    return candidate
+
+
+def _with_measures(m: ModelSnapshot, added: list[MeasureSpec]) -> ModelSnapshot:
+    """The model as if it held the `added` measures too (ids after its own, as saving them would give)."""
+    model = m.model.model_copy(deep=True)
+    next_id = max((x.id for x in model.all_measures), default=MEASURE_ID_BASE - 1) + 1
+    for i, spec in enumerate(added):
+        params = [Parameter(type=ParameterType.COLUMN, value=spec.column or "")]
+        function = Function(expression=F(spec.expression), parameters=params)
+        model.all_measures.append(Measure(id=next_id + i, name=spec.name, function=function))
+    return dataclasses.replace(m, model=model)
+
+
 def _statement_needs(
     sql: str,
     m: ModelSnapshot,
@@ -55,7 +136,7 @@ def _statement_needs(
 ) -> str | None:
     """Add the statement's needs; why one of its blocks cannot be answered, if so."""
     try:
-        blocks = contexts(normalise(sql, snapshot.catalog))
+        blocks = _blocks(sql, snapshot)
     except QueryError as err:
         return str(err)
     found = []

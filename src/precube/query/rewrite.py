@@ -86,8 +86,10 @@ def rewrite(ctx: QueryContext, match: Match, catalog: Catalog | None = None) -> 
     pinned = (match.columns.get((c.table, c.name.lower())) for c in pinned_columns(ctx.filter))
     scan = scan_of(match, frozenset(c for c in pinned if c is not None))
     where = select.args.get("where")
-    if where is not None and where.this is not ctx.filter:  # comma joins: their conditions leave the filter
-        select.set("where", exp.Where(this=ctx.filter) if ctx.filter is not None else None)
+    if match.filters or (where is not None and where.this is not ctx.filter):
+        # comma joins: their conditions leave the filter, but those the model joins otherwise are filters
+        condition = [*([ctx.filter] if ctx.filter is not None else []), *(f.copy() for f in match.filters)]
+        select.set("where", exp.Where(this=exp.and_(*condition, copy=False)) if condition else None)
     if not match.table_index:
         dims = frozenset(match.layout.col_order)
         for call, way in zip(ctx.aggregates, match.ways, strict=True):

@@ -40,6 +40,7 @@ from precube.query.literal_lists import abbreviated
 from precube.query.lookup_snapshot import SnapshotMatch, SnapshotScan, match_snapshots, rewrite_snapshots, stale_scans
 from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
+from precube.query.reshape import reshaped
 from precube.query.rewrite import LayoutScan, rewrite, whole_scans
 from precube.query.snapshot import ProjectSnapshot, Snapshots
 from precube.query.split_blocks import Split, split_tree
@@ -236,7 +237,8 @@ class Session:
         guard.check(parsed, snapshot.catalog)  # before anything is resolved or reaches an engine
         tree = normalise(parsed, snapshot.catalog)
         facts = frozenset(m.model.fact_table.upper() for m in snapshot.models)
-        split, splits = split_tree(tree, facts, snapshot.catalog)  # model parts apart from subqueries
+        shaped = reshaped(tree)  # the same meaning in blocks layouts answer (pushdown runs `tree`)
+        split, splits = split_tree(shaped, facts, snapshot.catalog)  # model parts apart from subqueries
         work = split.copy()
         found = contexts(work)
         # each block of `work` → the same block of `split` (the copy walks in the same order), for explain

@@ -1,5 +1,5 @@
 -- TPC-H Q4: order priority checking (a correlated EXISTS)
--- answer: pushdown
+-- answer: layout
 select o_orderpriority, count(*) as order_count
 from orders
 where o_orderdate >= date '1993-07-01' and o_orderdate < date '1993-07-01' + interval '3' month

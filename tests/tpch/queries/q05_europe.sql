@@ -1,5 +1,5 @@
 -- TPC-H Q5 for another region and year
--- answer: pushdown
+-- answer: layout
 select n_name, sum(l_extendedprice * (1 - l_discount)) as revenue
 from customer, orders, lineitem, supplier, nation, region
 where c_custkey = o_custkey and l_orderkey = o_orderkey and l_suppkey = s_suppkey and c_nationkey = s_nationkey

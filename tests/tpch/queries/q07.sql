@@ -1,5 +1,5 @@
 -- TPC-H Q7: volume shipping (a derived table over two nations)
--- answer: table index
+-- answer: layout
 select supp_nation, cust_nation, l_year, sum(volume) as revenue
 from (
     select n1.n_name as supp_nation, n2.n_name as cust_nation, year(l_shipdate) as l_year,

@@ -1,5 +1,5 @@
 -- TPC-H Q8: national market share (a derived table, SUM(CASE …) / SUM(…))
--- answer: table index
+-- answer: layout
 select o_year, sum(case when nation = 'BRAZIL' then volume else 0 end) / sum(volume) as mkt_share
 from (
     select year(o_orderdate) as o_year, l_extendedprice * (1 - l_discount) as volume, n2.n_name as nation

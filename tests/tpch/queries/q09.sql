@@ -1,5 +1,5 @@
 -- TPC-H Q9: product type profit measure (a computed column over the fact and PARTSUPP)
--- answer: table index
+-- answer: layout
 select nation, o_year, sum(amount) as sum_profit
 from (
     select n_name as nation, year(o_orderdate) as o_year,

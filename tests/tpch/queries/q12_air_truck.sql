@@ -1,5 +1,5 @@
 -- TPC-H Q12 for other modes and year
--- answer: table index
+-- answer: layout
 select l_shipmode,
     sum(case when o_orderpriority = '1-URGENT' or o_orderpriority = '2-HIGH' then 1 else 0 end) as high_line_count,
     sum(case when o_orderpriority <> '1-URGENT' and o_orderpriority <> '2-HIGH' then 1 else 0 end) as low_line_count

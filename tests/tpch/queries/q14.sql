@@ -1,5 +1,5 @@
 -- TPC-H Q14: promotion effect (100.00 * SUM(CASE …) / SUM(…))
--- answer: table index
+-- answer: layout
 select 100.00 * sum(case when p_type like 'PROMO%' then l_extendedprice * (1 - l_discount) else 0 end)
     / sum(l_extendedprice * (1 - l_discount)) as promo_revenue
 from lineitem, part

@@ -1,5 +1,5 @@
 -- TPC-H Q19: discounted revenue (the join repeated in each OR branch)
--- answer: pushdown
+-- answer: layout
 select sum(l_extendedprice * (1 - l_discount)) as revenue
 from lineitem, part
 where (p_partkey = l_partkey and p_brand = 'Brand#12' and p_container in ('SM CASE', 'SM BOX', 'SM PACK', 'SM PKG')
