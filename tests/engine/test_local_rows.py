@@ -212,15 +212,25 @@ def _snowflake_store(tmp_path: Path, ssb_dir: Path, supplier_join: str = "INNER"
             join("DATES", "LINEORDER.LO_ORDERDATE", "D_DATEKEY"),
         ],
         "computed_columns": [
-            {"column_name": "V_REVENUE", "expression": "LINEORDER.LO_EXTENDEDPRICE * LINEORDER.LO_DISCOUNT"}
+            {"column_name": "V_REVENUE", "expression": "LINEORDER.LO_EXTENDEDPRICE * LINEORDER.LO_DISCOUNT"},
+            # over a snowflake's lookup and over a lookup: their tables are joined for them alone
+            {"column_name": "V_REGION_REVENUE", "expression": "LINEORDER.LO_REVENUE * LENGTH(REGIONS.R_NAME)"},
+            {"column_name": "V_NATION_CODE", "expression": "SUBSTR(SUPPLIER.S_NATION, 1, 3)"},
         ],
         "filter_condition": "LINEORDER.LO_QUANTITY > 10",
         "partition_desc": {"partition_date_column": "LINEORDER.LO_ORDERDATE", "partition_date_format": "yyyy-MM-dd"},
-        "simplified_dimensions": ["REGIONS.R_NAME", "SUPPLIER.S_NATION", "LINEORDER.LO_SHIPMODE", "DATES.D_YEAR"],
+        "simplified_dimensions": [
+            "REGIONS.R_NAME",
+            "SUPPLIER.S_NATION",
+            "LINEORDER.LO_SHIPMODE",
+            "DATES.D_YEAR",
+            "LINEORDER.V_NATION_CODE",
+        ],
         "simplified_measures": [
             {"name": "ROWS", "expression": "COUNT"},
             {"name": "REVENUE", "expression": "SUM", "column": "LINEORDER.LO_REVENUE"},
             {"name": "V_REVENUE", "expression": "SUM", "column": "LINEORDER.V_REVENUE"},
+            {"name": "REGION_REVENUE", "expression": "SUM", "column": "LINEORDER.V_REGION_REVENUE"},
             {"name": "MIN_DISCOUNT", "expression": "MIN", "column": "LINEORDER.LO_DISCOUNT"},
             {
                 "name": "CUSTOMERS",
@@ -229,7 +239,10 @@ def _snowflake_store(tmp_path: Path, ssb_dir: Path, supplier_join: str = "INNER"
                 "return_type": "bitmap",
             },
         ],
-        "aggregation_groups": [{"includes": ["R_NAME", "S_NATION", "LO_SHIPMODE"]}],
+        "aggregation_groups": [
+            {"includes": ["R_NAME", "S_NATION", "LO_SHIPMODE"]},
+            {"includes": ["LO_SHIPMODE", "V_NATION_CODE"], "select_rule": {"mandatory_dims": ["LO_SHIPMODE"]}},
+        ],
     }
     create_model(store, "p", parse_spec(spec))
     create_model(store, "p", parse_spec({**spec, "alias": "spark_read"}))

@@ -12,8 +12,14 @@ import pytest
 import yaml
 
 from precube.cli.app import run
-from precube.metadata import IndexPlan, Model, open_store
+from precube.metadata import IndexPlan, Model, Project, SourceType, open_store
+from precube.modeling.model_spec import parse_spec
+from precube.modeling.model_store import add_measures, create_model, set_model_rules
+from precube.query.recommend import recommend
 from precube.query.session import Session
+from precube.query.snapshot import read_snapshot
+from precube.sources.tables import load_file_table
+from precube.ssb.generate import TABLES
 from precube.ssb.queries import SSB_QUERIES
 from tests.cli.home import ssb_home
 from tests.query.oracle import Oracle, assert_same, load_case
@@ -61,3 +67,33 @@ def test_recommended_layouts_answer_the_queries_they_came_from(
             result = session.sql(case.sql, pushdown=False)
             assert_same(case, oracle.run(case.sql), result.table)
     store.close()
+
+
+def test_calls_no_measure_computes_get_the_measures_they_need(ssb_dir: Path, tmp_path: Path) -> None:
+    """AVG of a column that is no dimension needs SUM and COUNT of it; the groups name them, and once added (as
+    `--apply` does) the model holds them under those names."""
+    spec = yaml.safe_load(resources.files("precube").joinpath("resources/ssb_model.yaml").read_text())
+    spec.update(aggregation_groups=[], base_index_type=[])
+    with open_store(f"sqlite:///{tmp_path / 'meta.db'}") as store:
+        store.create_project(Project(name="ssb", default_database="SSB"))
+        for name in TABLES:
+            load_file_table(store, "ssb", ssb_dir / name, SourceType.PARQUET)
+        create_model(store, "ssb", parse_spec(spec))
+        statements = [
+            "select d_year, avg(lo_tax), sum(lo_revenue), max(lo_tax) from ssb.lineorder "
+            "left join ssb.dates on lo_orderdate = d_datekey group by d_year",
+            "select sum(lo_discount), avg(lo_quantity) from ssb.lineorder",  # dimensions: no measure needed
+        ]
+        found = recommend(read_snapshot(store, "ssb"), "ssb", statements)
+        assert [(m.name, m.expression, m.column) for m in found.measures] == [
+            ("SUM_LO_TAX", "SUM", "LINEORDER.LO_TAX"),
+            ("COUNT_LO_TAX", "COUNT", "LINEORDER.LO_TAX"),
+            ("MAX_LO_TAX", "MAX", "LINEORDER.LO_TAX"),
+        ]
+        assert found.skipped == [] and len(found.answered) == 2
+        used = {name for g in found.groups for name in g.measures}
+        assert {"SUM_LO_TAX", "COUNT_LO_TAX", "MAX_LO_TAX", "REVENUE"} <= used
+        add_measures(store, "ssb", "ssb", found.measures)
+        set_model_rules(store, "ssb", "ssb", found.groups, None)
+        again = recommend(read_snapshot(store, "ssb"), "ssb", statements)
+        assert again.measures == [] and again.groups == found.groups

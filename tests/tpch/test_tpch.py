@@ -17,8 +17,9 @@ import pyarrow as pa
 import pytest
 import sqlglot
 
+from precube import tpch
 from precube.query.session import QueryResult, Session
-from tests.tpch.conftest import QUERIES, TABLES, TpchModel, query_text
+from tests.tpch.conftest import TpchModel
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,7 +52,7 @@ def raw(tpch_model: TpchModel) -> Iterator[duckdb.DuckDBPyConnection]:
     """DuckDB over the generated files, independent of precube."""
     con = duckdb.connect()
     con.execute("CREATE SCHEMA tpch")
-    for table in TABLES:
+    for table in tpch.TABLES:
         files = str(tpch_model.data / table / "*.parquet").replace("'", "''")
         con.execute(f"CREATE VIEW tpch.{table} AS SELECT * FROM read_parquet('{files}')")
     con.execute("USE tpch")
@@ -83,9 +84,19 @@ def _close(ours: object, theirs: object) -> bool:
     return ours == theirs
 
 
+QUERIES = tpch.query_files()
+
+
+def test_every_query_is_recommended_a_layout(tpch_model: TpchModel) -> None:
+    """`index recommend` finds a layout for every query (with the measures Q1's AVGs need)."""
+    found = tpch_model.recommendation
+    assert found.skipped == [] and len(found.answered) == len(QUERIES)
+    assert {(m.expression, m.column) for m in found.measures} >= {("COUNT", "LINEITEM.L_EXTENDEDPRICE")}
+
+
 @pytest.mark.parametrize("path", QUERIES, ids=[q.stem for q in QUERIES])
 def test_tpch_query(path: Path, session: Session, raw: duckdb.DuckDBPyConnection) -> None:
-    sql = query_text(path)
+    sql = tpch.query_text(path)
     ours = session.sql(sql)
     spark = session.sql(sql, engine="spark", force_pushdown=True)
     assert ours.table.num_rows > 0, f"{path.stem}: an empty answer proves little"

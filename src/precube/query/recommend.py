@@ -105,7 +105,8 @@ def _missing_measures(m: ModelSnapshot, snapshot: ProjectSnapshot, statements: l
                         continue
                     name = _fresh(f"{fn.value}_{refs[col].split('.', 1)[1]}", names)
                     found[key] = MeasureSpec(name=name, expression=fn.value, column=refs[col])
-    return list(found.values())
+    order = list(F)
+    return [found[k] for k in sorted(found, key=lambda k: (k[1], order.index(k[0])))]
 
 
 def _fresh(name: str, taken: set[str]) -> str:
