@@ -82,17 +82,19 @@ def test_calls_no_measure_computes_get_the_measures_they_need(ssb_dir: Path, tmp
         statements = [
             "select d_year, avg(lo_tax), sum(lo_revenue), max(lo_tax) from ssb.lineorder "
             "left join ssb.dates on lo_orderdate = d_datekey group by d_year",
-            "select sum(lo_discount), avg(lo_quantity) from ssb.lineorder",  # dimensions: no measure needed
+            "select avg(lo_quantity) from ssb.lineorder",  # a dimension: not in the layout, a measure instead
         ]
         found = recommend(read_snapshot(store, "ssb"), "ssb", statements)
         assert [(m.name, m.expression, m.column) for m in found.measures] == [
+            ("COUNT_LO_QUANTITY", "COUNT", "LINEORDER.LO_QUANTITY"),  # SUM: the model's QUANTITY
             ("SUM_LO_TAX", "SUM", "LINEORDER.LO_TAX"),
             ("COUNT_LO_TAX", "COUNT", "LINEORDER.LO_TAX"),
             ("MAX_LO_TAX", "MAX", "LINEORDER.LO_TAX"),
         ]
         assert found.skipped == [] and len(found.answered) == 2
         used = {name for g in found.groups for name in g.measures}
-        assert {"SUM_LO_TAX", "COUNT_LO_TAX", "MAX_LO_TAX", "REVENUE"} <= used
+        assert {"SUM_LO_TAX", "COUNT_LO_TAX", "MAX_LO_TAX", "REVENUE", "QUANTITY", "COUNT_LO_QUANTITY"} <= used
+        assert not any("LO_QUANTITY" in g.includes for g in found.groups)
         add_measures(store, "ssb", "ssb", found.measures)
         set_model_rules(store, "ssb", "ssb", found.groups, None)
         again = recommend(read_snapshot(store, "ssb"), "ssb", statements)

@@ -7,9 +7,10 @@ aggregation group whose dimensions are all mandatory, so it yields exactly that 
 come filter columns first (equality before range), so that the layout's sorted rows let a filter skip
 row groups. Statements are reshaped first as the query path reshapes them (`reshape`).
 
-A SUM, AVG, COUNT, MIN or MAX of a column (or computed column) that is no dimension and that no measure of the
-model computes gets the measures it needs proposed (AVG: SUM and COUNT of the column), named after them; the
-groups use them, so the model must hold them first (`--apply` adds them). A block no aggregate layout of the
+A SUM, AVG, COUNT, MIN or MAX of a column (or computed column) that no measure of the model computes gets the
+measures it needs proposed (AVG: SUM and COUNT of the column), named after them — also for a dimension, whose
+values would otherwise have to be a dimension of the layout (a SUM weighted by COUNT(*)), multiplying its
+rows; the groups use them, so the model must hold them first (`--apply` adds them). A block no aggregate layout of the
 model can answer even so (a detail query, a column that is no dimension, an aggregate no measure computes) is
 reported with the reason instead.
 """
@@ -42,6 +43,7 @@ class Recommendation:
     measures: list[MeasureSpec] = field(default_factory=list)  # to add to the model before the groups
 
 
+Needs = dict[tuple[frozenset[int], frozenset[int]], tuple[int, ...]]  # (dims, measures) → dimension order
 _NEEDED = {
     exp.Sum: (F.SUM,),
     exp.Avg: (F.SUM, F.COUNT),
@@ -61,15 +63,33 @@ def recommend(snapshot: ProjectSnapshot, model_alias: str, statements: Iterable[
     result = Recommendation(measures=_missing_measures(m, snapshot, statements))
     if result.measures:
         m = _with_measures(m, result.measures)
-    needs: dict[tuple[frozenset[int], frozenset[int]], tuple[int, ...]] = {}  # need → dimension order (first seen)
+    needs: Needs = {}  # (first seen)
     for sql in statements:
         why = _statement_needs(sql, m, snapshot, needs)
         if why is None:
             result.answered.append(sql)
         else:
             result.skipped.append((sql, why))
-    result.groups = [_group(m, order, measures) for (_, measures), order in needs.items()]
+    result.groups = [_group(m, order, measures) for (_, measures), order in _with_grand_totals(m, needs).items()]
     return result
+
+
+def _with_grand_totals(m: ModelSnapshot, needs: Needs) -> Needs:
+    """The needs with those of no dimension (a grand total; an aggregation group needs one) answered by another
+    layout: its measures go to the need with fewest dimensions (rolled up whole), or with none, to a layout of
+    the model's first dimension."""
+    totals = [measures for dims, measures in needs if not dims]
+    kept = {key: order for key, order in needs.items() if key[0]}
+    if not totals:
+        return kept
+    wanted = frozenset().union(*totals)
+    if kept:
+        (dims, measures), order = min(kept.items(), key=lambda item: len(item[0][0]))
+        del kept[(dims, measures)]
+        kept[(dims, measures | wanted)] = order
+        return kept
+    first = m.model.dimensions()[0].id
+    return {(frozenset({first}), wanted): (first,)}
 
 
 def _blocks(sql: str, snapshot: ProjectSnapshot) -> list[QueryContext]:
@@ -78,7 +98,6 @@ def _blocks(sql: str, snapshot: ProjectSnapshot) -> list[QueryContext]:
 
 def _missing_measures(m: ModelSnapshot, snapshot: ProjectSnapshot, statements: list[str]) -> list[MeasureSpec]:
     """The measures the statements' plain aggregate calls need that the model lacks (`_NEEDED`)."""
-    dims = {c.id for c in m.model.dimensions()}
     refs = {c.id: c.column for c in m.model.live_columns()}
     have = {(x.function.expression, p.value) for x in m.model.measures() for p in x.function.parameters[:1]}
     names = {x.name.upper() for x in m.model.measures()} | {c.name.upper() for c in m.model.live_columns()}
@@ -97,7 +116,7 @@ def _missing_measures(m: ModelSnapshot, snapshot: ProjectSnapshot, statements: l
                 if type(call) not in _NEEDED or arg is None or isinstance(arg, (exp.Distinct, exp.Star)):
                     continue
                 col = column_of(arg)
-                if col is None or col in dims:
+                if col is None:
                     continue
                 for fn in _NEEDED[type(call)]:
                     key = (fn, refs[col])
@@ -133,7 +152,7 @@ def _statement_needs(
     sql: str,
     m: ModelSnapshot,
     snapshot: ProjectSnapshot,
-    needs: dict[tuple[frozenset[int], frozenset[int]], tuple[int, ...]],
+    needs: Needs,
 ) -> str | None:
     """Add the statement's needs; why one of its blocks cannot be answered, if so."""
     try:
