@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from precube.metadata import Project, SourceType, open_store
+from precube.query.errors import EngineError
 from precube.query.session import Session
 from precube.sources.tables import load_file_table
 
@@ -35,6 +37,8 @@ COLUMNS = {
     "i": (pa.int32(), lambda r: r.randint(-(10**6), 10**6)),
     "l": (pa.int64(), lambda r: r.randint(-(10**12), 10**12)),
     "g": (pa.string(), lambda r: r.choice("abc")),
+    "dt": (pa.date32(), lambda r: date(1992, 1, 1) + timedelta(days=r.randint(0, 2500))),
+    "dt2": (pa.date32(), lambda r: date(1992, 1, 1) + timedelta(days=r.randint(0, 2500))),
 }
 
 ROW_EXPRESSIONS = [
@@ -60,6 +64,19 @@ ROW_EXPRESSIONS = [
     "100.00 * d5_2 / q7_3",
     "l * d5_2",
     "greatest(d15_2, d38_10)",
+    # integers, DOUBLE with DECIMAL, dates
+    "i * 2 + l",
+    "i / qi",
+    "i div qi",
+    "d15_2 * 1.5e0",
+    "dt + 1",
+    "dt - 30",
+    "date_add(dt, i % 100)",
+    "date_sub(dt, 7)",
+    "datediff(dt, dt2)",
+    "add_months(dt, 1)",
+    "year(dt) * 100 + month(dt)",
+    "extract(day from dt)",
 ]
 
 AGGREGATES = [
@@ -83,7 +100,7 @@ def session(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> It
     rng = random.Random(36)
     data = {
         name: pa.array(
-            [None if name[0] not in "qg" and rng.random() < 0.05 else make(rng) for _ in range(ROWS)], type=kind
+            [None if name[0] not in "qgd" and rng.random() < 0.05 else make(rng) for _ in range(ROWS)], type=kind
         )
         for name, (kind, make) in COLUMNS.items()
     }
@@ -115,6 +132,15 @@ def test_row_arithmetic_is_sparks(session: Session, expression: str) -> None:
 def test_aggregates_are_sparks(session: Session, call: str) -> None:
     _compare(session, f"select g, {call} as v from numbers group by g")
     _compare(session, f"select {call} as v from numbers")
+
+
+@pytest.mark.parametrize("expression", ["i * 2147483647", "l * l", "sum(abs(l) * 9000000)"])
+def test_integer_overflow_fails_on_both_engines(session: Session, expression: str) -> None:
+    """ANSI mode: Spark fails on an integer overflow; so does DuckDB, rather than wrapping around or widening."""
+    sql = f"select {expression} as v from numbers"
+    for engine in ("duckdb", "spark"):
+        with pytest.raises(EngineError, match="(?i)overflow|out of range"):
+            session.sql(sql, engine=engine)
 
 
 def test_window_average_is_sparks(session: Session) -> None:

@@ -16,7 +16,8 @@ types follow its own widths, and YEAR, EXTRACT, LENGTH… are BIGINT where Spark
   as outputs into a CAST to Spark's type: DuckDB computes them exactly, and a cast rounds half-up as Spark does
   where Spark's precision loss cuts digits. A product whose exact scale DuckDB cannot hold (over 38) is
   computed by `decimal_op` too;
-- a function Spark types INT, SMALLINT or TINYINT into a CAST to that type.
+- a function Spark types INT, SMALLINT or TINYINT into a CAST to that type, one Spark types DATE (DATE_ADD,
+  ADD_MONTHS…, a TIMESTAMP in DuckDB) into a CAST to DATE, `div` of integers into a CAST to BIGINT.
 
 Predicates (WHERE, HAVING, join and FILTER conditions) are left as they are: comparing DuckDB's exact values
 gives Spark's answer, and their literals stay plain parameters for the plan cache.
@@ -102,7 +103,7 @@ def relation_types(relations: Iterable[tuple[str, dict[str, str]]], sources: Ite
 def in_spark_terms(tree: exp.Query, schema: MappingSchema) -> exp.Query:
     """A copy of `tree` (the engine's, in precube's dialect) whose decimal arithmetic DuckDB computes as Spark
     does (module docstring); `tree` itself when it has none or cannot be typed."""
-    if tree.find(exp.Div, exp.Avg, exp.IntDiv, *_CAST_TO_SPARK, exp.Literal) is None:
+    if tree.find(exp.Func, exp.Binary, exp.Literal) is None:
         return tree
     copy = tree.copy()
     try:
@@ -131,7 +132,7 @@ def _replacement(node: exp.Expr) -> exp.Expr | None:
     if isinstance(node, exp.IntDiv):
         return _quotient(node)
     if found is None:
-        return _narrow_integer(node)
+        return _narrow_integer(node) or _as_date(node)
     if isinstance(node, exp.Div):
         return _exact(node, "div", found)
     if isinstance(node, exp.Mul) and _operand_scale(node.left) + _operand_scale(node.right) > 38:
@@ -152,6 +153,20 @@ def _narrow_integer(node: exp.Expr) -> exp.Expr | None:
         and not isinstance(node, (exp.AggFunc, exp.Cast, exp.TryCast, exp.Anonymous, *_CAST_TO_SPARK))
         and node.type is not None
         and node.type.is_type(exp.DType.INT, exp.DType.SMALLINT, exp.DType.TINYINT)
+        and not (isinstance(node.parent, exp.Cast) and node.parent.to == node.type)
+    ):
+        return _cast(node.copy(), node.type)
+    return None
+
+
+def _as_date(node: exp.Expr) -> exp.Expr | None:
+    """A function Spark types DATE (DATE_ADD, DATE_SUB, ADD_MONTHS…), which DuckDB computes as a TIMESTAMP
+    (a date plus an interval), cast to DATE."""
+    if (
+        isinstance(node, exp.Func)
+        and not isinstance(node, (exp.AggFunc, exp.Cast, exp.TryCast, exp.Anonymous, *_CAST_TO_SPARK))
+        and node.type is not None
+        and node.type.is_type(exp.DType.DATE)
         and not (isinstance(node.parent, exp.Cast) and node.parent.to == node.type)
     ):
         return _cast(node.copy(), node.type)
@@ -212,9 +227,10 @@ def _exact(node: exp.Binary, op: str, result: DecimalType) -> exp.Expr:
 
 
 def _quotient(node: exp.IntDiv) -> exp.Expr | None:
-    """`a div b` with a decimal operand: the exact quotient truncated (DuckDB's `//` of decimals divides)."""
+    """`a div b`, a BIGINT in Spark: with a decimal operand the exact quotient truncated (DuckDB's `//` of
+    decimals divides), of integers DuckDB's `//` as BIGINT (DuckDB keeps the operands' type)."""
     if decimal_of(node.left.type) is None and decimal_of(node.right.type) is None:
-        return None
+        return _cast(node.copy(), "BIGINT") if not isinstance(node.parent, exp.Cast) else None
     return _cast(_call("quot", node.left, node.right, 0), "BIGINT")
 
 
