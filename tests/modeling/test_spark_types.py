@@ -129,6 +129,12 @@ def test_date_parts_and_other_integer_functions(spark: SparkSession, view: str) 
     _assert_same(spark, view, expressions)
 
 
+def test_window_functions(spark: SparkSession, view: str) -> None:
+    calls = ["row_number()", "rank()", "dense_rank()", "ntile(3)", "percent_rank()", "cume_dist()", "lag(d5_2)"]
+    calls += ["sum(d15_2)", "avg(d5_2)", "count(*)", "max(i)", "first_value(dbl)"]
+    _assert_same(spark, view, [f"{c} over (partition by st order by i)" for c in calls])
+
+
 def test_aggregates(spark: SparkSession, view: str) -> None:
     calls = ["sum({x})", "avg({x})", "min({x})", "max({x})", "count({x})", "sum(distinct {x})", "avg({x} * {x})"]
     expressions = [c.format(x=x) for c in calls for x in COLUMNS]

@@ -143,5 +143,11 @@ def test_integer_overflow_fails_on_both_engines(session: Session, expression: st
             session.sql(sql, engine=engine)
 
 
-def test_window_average_is_sparks(session: Session) -> None:
+def test_window_functions_are_sparks(session: Session) -> None:
     _compare(session, "select i, avg(d15_2) over (partition by g) as v from numbers")
+    _compare(
+        session,
+        "select i, row_number() over (partition by g order by i, l, dt) as r, rank() over (order by g) as k, "
+        "dense_rank() over (order by g) as d, ntile(4) over (order by i, l, dt) as t, "
+        "sum(d5_2 * 2) over (partition by g) as s from numbers",
+    )

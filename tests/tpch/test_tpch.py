@@ -87,6 +87,28 @@ def _close(ours: object, theirs: object) -> bool:
 QUERIES = tpch.query_files()
 
 
+# more shapes over the same layouts, each equal to Spark's answer exactly (whatever answers it)
+MORE = {
+    "split_avg": """select x.n_name, avg(l_extendedprice) as price, avg(l_quantity) as quantity
+        from lineitem join supplier on l_suppkey = s_suppkey
+        join (select n_nationkey, n_name from nation where n_regionkey = 1) x on s_nationkey = x.n_nationkey
+        group by x.n_name order by x.n_name""",
+    "window_share": """select l_returnflag, sum(l_extendedprice * (1 - l_discount)) as revenue,
+        sum(l_extendedprice * (1 - l_discount)) / sum(sum(l_extendedprice * (1 - l_discount))) over () as share
+        from lineitem group by l_returnflag order by l_returnflag""",
+    "ratios": """select l_returnflag, avg(l_discount) * 100 as pct, sum(l_quantity) / count(*) as per_line,
+        round(avg(l_extendedprice), 1) as price from lineitem
+        where l_shipdate < date '1995-01-01' group by l_returnflag order by l_returnflag""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_more_shapes_equal_spark(name: str, session: Session) -> None:
+    ours, spark = session.sql(MORE[name]), session.sql(MORE[name], engine="spark", force_pushdown=True)
+    assert ours.table.schema.types == spark.table.schema.types, f"{ours.table.schema}\nSpark: {spark.table.schema}"
+    assert _rows(ours.table) == _rows(spark.table)
+
+
 def test_every_query_is_recommended_a_layout(tpch_model: TpchModel) -> None:
     """`index recommend` finds a layout for every query (with the measures Q1's AVGs need)."""
     found = tpch_model.recommendation

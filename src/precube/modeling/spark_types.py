@@ -370,6 +370,8 @@ SPARK_METADATA: dict[type[exp.Expr], dict[str, Any]] = {
         for cls in (exp.Year, exp.Quarter, exp.Month, exp.Day, exp.DayOfMonth, exp.DayOfWeek, exp.DayOfYear)
     },
     exp.WeekOfYear: {"returns": D.INT},
+    **{cls: {"returns": D.INT} for cls in (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)},
+    **{cls: {"returns": D.DOUBLE} for cls in (exp.PercentRank, exp.CumeDist)},
     exp.Extract: _with(exp.Extract, lambda e: _date_part(e.this.name)),
     exp.Anonymous: _with(exp.Anonymous, _anonymous),
 }

@@ -58,6 +58,7 @@ _CAST_TO_SPARK = (
     exp.Greatest,
     exp.Least,
 )
+_RANKS = (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)  # window functions Spark types INT
 _CONDITIONS = (exp.Where, exp.Having, exp.Qualify, exp.Predicate, exp.Connector, exp.Not)
 
 
@@ -132,7 +133,7 @@ def _replacement(node: exp.Expr) -> exp.Expr | None:
     if isinstance(node, exp.IntDiv):
         return _quotient(node)
     if found is None:
-        return _narrow_integer(node) or _as_date(node)
+        return _function_type(node)
     if isinstance(node, exp.Div):
         return _exact(node, "div", found)
     if isinstance(node, exp.Mul) and _operand_scale(node.left) + _operand_scale(node.right) > 38:
@@ -145,31 +146,20 @@ def _replacement(node: exp.Expr) -> exp.Expr | None:
     return None
 
 
-def _narrow_integer(node: exp.Expr) -> exp.Expr | None:
-    """A function Spark types INT, SMALLINT or TINYINT (YEAR, MONTH, EXTRACT, LENGTH, DATEDIFF…), which DuckDB
-    returns as a BIGINT, cast to Spark's type."""
+def _function_type(node: exp.Expr) -> exp.Expr | None:
+    """A function whose Spark type DuckDB gives otherwise, cast to it (a window function with its OVER): INT,
+    SMALLINT or TINYINT (YEAR, EXTRACT, LENGTH, DATEDIFF, ROW_NUMBER, RANK…: BIGINT in DuckDB), DATE (DATE_ADD,
+    ADD_MONTHS…: a date plus an interval is a TIMESTAMP in DuckDB)."""
+    plain = not isinstance(node, (exp.AggFunc, exp.Cast, exp.TryCast, exp.Anonymous))
     if (
         isinstance(node, exp.Func)
-        and not isinstance(node, (exp.AggFunc, exp.Cast, exp.TryCast, exp.Anonymous, *_CAST_TO_SPARK))
+        and (plain or isinstance(node, _RANKS))
+        and not isinstance(node, _CAST_TO_SPARK)
         and node.type is not None
-        and node.type.is_type(exp.DType.INT, exp.DType.SMALLINT, exp.DType.TINYINT)
+        and node.type.is_type(exp.DType.INT, exp.DType.SMALLINT, exp.DType.TINYINT, exp.DType.DATE)
         and not (isinstance(node.parent, exp.Cast) and node.parent.to == node.type)
     ):
-        return _cast(node.copy(), node.type)
-    return None
-
-
-def _as_date(node: exp.Expr) -> exp.Expr | None:
-    """A function Spark types DATE (DATE_ADD, DATE_SUB, ADD_MONTHS…), which DuckDB computes as a TIMESTAMP
-    (a date plus an interval), cast to DATE."""
-    if (
-        isinstance(node, exp.Func)
-        and not isinstance(node, (exp.AggFunc, exp.Cast, exp.TryCast, exp.Anonymous, *_CAST_TO_SPARK))
-        and node.type is not None
-        and node.type.is_type(exp.DType.DATE)
-        and not (isinstance(node.parent, exp.Cast) and node.parent.to == node.type)
-    ):
-        return _cast(node.copy(), node.type)
+        return _cast(_whole(node).copy(), node.type)
     return None
 
 
@@ -189,10 +179,10 @@ def _in_condition(node: exp.Expr) -> bool:
 
 
 def _whole(node: exp.Expr) -> exp.Expr:
-    """An aggregate call with its FILTER and OVER (what replaces it must replace them too)."""
+    """A call with its FILTER and OVER (what replaces it must replace them too)."""
     whole = node
     for wrapper in (exp.Filter, exp.Window):
-        if isinstance(node, exp.AggFunc) and isinstance(whole.parent, wrapper):
+        if isinstance(node, exp.Func) and isinstance(whole.parent, wrapper) and whole.arg_key == "this":
             whole = whole.parent
     return whole
 

@@ -35,8 +35,10 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
+from precube.modeling import spark_types
 from precube.query.contexts import REFUSED, is_group_aggregate
-from precube.query.frontend import Catalog, spark_sum_types
+from precube.query.frontend import Catalog
+from precube.query.spark_decimals import spark_average
 
 MODEL_PART = "model_part"  # the alias of the model part (a number added when the block already uses it)
 
@@ -328,7 +330,7 @@ def _merge(call: exp.AggFunc, part: _Part, model: set[str], catalog: Catalog, se
     if isinstance(call, exp.Avg):
         total = _call_over(exp.Sum, part.partial(exp.Sum(this=arg.copy())), condition)
         count = _call_over(exp.Sum, part.partial(exp.Count(this=arg.copy())), condition)
-        return _ratio(total, count)
+        return _ratio(total, count, arg, select, catalog)
     raise _RefusedError(f"{shown} cannot be re-aggregated from partial aggregates after a join with a subquery")
 
 
@@ -347,7 +349,7 @@ def _weighted(
     if isinstance(call, exp.Sum):
         return _typed_sum(summed, arg, select, catalog)
     if isinstance(call, exp.Avg):
-        return _ratio(summed, counted)
+        return _ratio(summed, counted, arg, select, catalog)
     raise _RefusedError(f"{call.sql(dialect='spark')} reads a subquery's columns and cannot be weighted by rows")
 
 
@@ -355,8 +357,12 @@ def _zero_if_null(e: exp.Expr) -> exp.Expr:
     return exp.func("coalesce", e, exp.Literal.number(0))
 
 
-def _ratio(total: exp.Expr, count: exp.Expr) -> exp.Expr:
-    """AVG from its SUM and COUNT, as a DOUBLE (as a layout's AVG is)."""
+def _ratio(total: exp.Expr, count: exp.Expr, arg: exp.Expr, select: exp.Select, catalog: Catalog) -> exp.Expr:
+    """AVG from its SUM and COUNT, as Spark computes AVG(`arg`): a DOUBLE division, or for a decimal argument
+    `spark_decimals.spark_average` (as a layout's AVG is)."""
+    datatype = _argument_type(arg, select, catalog)
+    if spark_types.decimal_of(datatype) is not None and datatype is not None:
+        return spark_average(total, count, datatype)
     return exp.Div(
         this=exp.cast(total, exp.DataType.build("double")),
         expression=exp.func("nullif", count, exp.Literal.number(0)),
@@ -364,19 +370,24 @@ def _ratio(total: exp.Expr, count: exp.Expr) -> exp.Expr:
 
 
 def _typed_sum(summed: exp.Expr, arg: exp.Expr, select: exp.Select, catalog: Catalog) -> exp.Expr:
-    """`summed` cast to the type Spark gives SUM(`arg`) over the block's sources (`frontend.spark_sum_types`)."""
+    """`summed` cast to the type Spark gives SUM(`arg`) over the block's sources (`spark_types`)."""
+    datatype = spark_types.sum_type(_argument_type(arg, select, catalog))
+    return exp.cast(summed, datatype) if datatype is not None else summed
+
+
+def _argument_type(arg: exp.Expr, select: exp.Select, catalog: Catalog) -> exp.DataType | None:
+    """The Spark type of an aggregate's argument over the block's sources (and the CTEs it may read)."""
     sources = [n.copy() for n, _ in _sources(select)]
-    probe = exp.Select(expressions=[exp.Sum(this=arg.copy())]).from_(sources[0])
+    probe = exp.Select(expressions=[arg.copy()]).from_(sources[0])
     for source in sources[1:]:
         probe = probe.join(source)
     scopes = [select, *_ancestors(select, exp.Query)]  # the CTEs it may read
     ctes = [cte.copy() for q in scopes[::-1] if q.args.get("with_") for cte in q.args["with_"].expressions]
     if ctes:
         probe.set("with_", exp.With(expressions=ctes))
-    typed = spark_sum_types(probe, catalog).expressions[0]
-    if not isinstance(typed, exp.Cast):
-        return summed
-    return exp.cast(summed, exp.DataType.build(typed.to.sql(dialect="spark"), dialect="spark"))
+    spark_types.annotate(probe, catalog.schema)
+    found = probe.expressions[0].type
+    return None if found is None or found.is_type(exp.DType.UNKNOWN) else found
 
 
 def _ancestors(node: exp.Expr, kind: type[exp.Expr]) -> list[exp.Expr]:
