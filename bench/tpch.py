@@ -19,6 +19,7 @@ import argparse
 import itertools
 import json
 import statistics
+import sys
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -42,6 +43,9 @@ from precube.query.snapshot import read_snapshot
 from precube.settings import load_settings
 from precube.sources.tables import load_file_table
 from precube.spark_session import spark_session
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ssb import _median_ms  # bench/ holds scripts, not a package
 
 PROJECT = "tpch"
 
@@ -78,15 +82,6 @@ def _prepare(home: Path, scale: float, master: str) -> tuple[Any, Any, float]:
             build_segment(ctx, tpch.MODEL, year)
         seconds = time.perf_counter() - started
     return store, settings, seconds
-
-
-def _median_ms(run: Any, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
 
 
 def _answered_by(result: QueryResult) -> str:
