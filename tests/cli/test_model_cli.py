@@ -119,7 +119,7 @@ def test_listings_give_json_for_scripts(home: list[str], capsys: pytest.CaptureF
 
 
 def test_show_then_update_changes_nothing(home: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's edit workflow: `model show > m.yaml && model update m.yaml` keeps the index rules, the
+    """docs/using.md's edit workflow: `model show > m.yaml && model update m.yaml` keeps the index rules, the
     base indexes and every layout id."""
     from precube.metadata import IndexPlan, Model, open_store
 
