@@ -4,14 +4,16 @@ cache when it is enabled."""
 
 from __future__ import annotations
 
-import getpass
 from pathlib import Path
 
 from precube.cache import CachedSession, ResultCache
-from precube.metadata import MetadataStore, open_store
+from precube.metadata import open_store
 from precube.query.history import QueryHistory
 from precube.query.session import Session
+from precube.service.sessions import open_cache, session_on
 from precube.settings import Settings, load_settings
+
+__all__ = ["connect", "open_cache", "session_on"]
 
 
 def connect(
@@ -36,38 +38,3 @@ def connect(
     history = QueryHistory(settings.metadata_url, settings.metadata.table) if settings.query.history else None
     cache = cache if cache is not None else open_cache(settings)
     return session_on(settings, store, project, history=history, cache=cache, engine=engine, user=user)
-
-
-def session_on(
-    settings: Settings,
-    store: MetadataStore,
-    project: str,
-    *,
-    history: QueryHistory | None,
-    cache: ResultCache | None,
-    engine: str | None = None,
-    user: str | None = None,
-) -> Session | CachedSession:
-    """A session over `project` on an open store (what `connect` and the server share)."""
-
-    def spark():  # type: ignore[no-untyped-def]
-        from precube.spark_session import spark_session
-
-        return spark_session(settings)
-
-    session = Session(
-        store,
-        project,
-        settings.warehouse_root,
-        engine=engine or settings.query.engine,
-        spark=spark,
-        history=history,
-        user=user or getpass.getuser(),
-        settings=settings.query,
-    )
-    return session if cache is None else CachedSession(session, cache)
-
-
-def open_cache(settings: Settings) -> ResultCache | None:
-    """The result cache the settings describe (None when `cache.enabled` is false)."""
-    return ResultCache.open(settings.cache) if settings.cache.enabled else None

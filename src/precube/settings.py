@@ -69,15 +69,16 @@ class JobSettings(_Section):
 
 class QuerySettings(_Section):
     """The query engine: `engine` runs queries by default (duckdb in-process, or spark); `history`
-    records every query of a project beside the metadata (table `{metadata.table}_query_history`).
+        records every query of a project beside the metadata (table `{metadata.table}_query_history`).
 
-    Limits that keep one statement from holding the engine: `timeout_s` per statement, `memory_limit`
-    of the in-process engine (DuckDB's syntax, e.g. "4GB"; empty: DuckDB's default of 80% of RAM),
-    `max_statement_chars` and `max_nesting_depth` of the SQL text and its tree. `pushdown_on_failure`: a
-    statement over layouts that fails on the engine is re-run on the source tables (off: it is an error
-    naming the layout and segments, so an answer never silently changes source). `metadata_check_ms`: how
-    long a reading of the metadata's change counter answers queries (another process's change — a build by
-    the CLI, an edit through another server — is seen within it; this process's own at once)."""
+        Limits that keep one statement from holding the engine: `timeout_s` per statement, `memory_limit`
+        of the in-process engine (DuckDB's syntax, e.g. "4GB"; empty: DuckDB's default of 80% of RAM),
+        `max_statement_chars` and `max_nesting_depth` of the SQL text and its tree. `pushdown_on_failure`: a
+        statement over layouts that fails on the engine is re-run on the source tables (off: it is an error
+        naming the layout and segments, so an answer never silently changes source). `metadata_check_ms`: how
+        long a reading of the metadata's change counter answers queries (another process's change — a build by
+        the CLI, an edit through another server — is seen within it; this process's own at once). `workers`: the
+    statements one server process runs at once (more wait for a free worker)."""
 
     engine: Literal["duckdb", "spark"] = "duckdb"
     history: bool = True
@@ -87,6 +88,7 @@ class QuerySettings(_Section):
     max_nesting_depth: int = Field(default=200, gt=0)
     pushdown_on_failure: bool = False
     metadata_check_ms: float = Field(default=50.0, ge=0)
+    workers: int = Field(default=40, gt=0, le=1024)
 
 
 class CacheSettings(_Section):

@@ -33,12 +33,12 @@ def free_port() -> int:
 class LiveServer:
     """A server in a thread: `url`, `client(user)`, `stop()`."""
 
-    def __init__(self, settings: Settings, run_jobs: bool = True) -> None:
+    def __init__(self, settings: Settings, run_jobs: bool = True, hot_path: bool = True) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.settings = settings
         self.pg_port = settings.server.pg_port  # the Postgres wire protocol's, when set
-        self.app = create_app(settings, name=f"127.0.0.1:{self.port}", run_jobs=run_jobs)
+        self.app = create_app(settings, name=f"127.0.0.1:{self.port}", run_jobs=run_jobs, hot_path=hot_path)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_config=None, access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="precube-test-server", daemon=True)
@@ -68,8 +68,8 @@ class LiveServer:
 
 
 @contextmanager
-def live_server(settings: Settings, run_jobs: bool = True) -> Iterator[LiveServer]:
-    server = LiveServer(settings, run_jobs)
+def live_server(settings: Settings, run_jobs: bool = True, hot_path: bool = True) -> Iterator[LiveServer]:
+    server = LiveServer(settings, run_jobs, hot_path)
     try:
         yield server
     finally:

@@ -339,3 +339,70 @@ def test_serve_with_two_workers_answers_queries(server_home: ServerHome) -> None
                 assert [str(v) for _, v in conn.execute(SSB_Q).fetchall()] == [r[1] for r in answer["results"]]
     finally:
         assert server.terminate() == 0
+
+
+# volatile fields of an answer: who served it, when, how long it took, and whether the result cache had it
+_VOLATILE = {"queryId", "server", "duration", "durationMs", "request_id", "storageCacheUsed"}
+
+
+def _comparable(response: httpx.Response) -> tuple[int, Any]:
+    """The status and the body without what differs between two servers answering the same request."""
+    if response.headers.get("content-type", "").startswith(ARROW_TYPE):
+        header = json.loads(response.headers[ANSWER_HEADER])
+        rows = pa.ipc.open_stream(response.content).read_all().to_pylist()
+        return response.status_code, ({k: v for k, v in header.items() if k not in _VOLATILE}, rows)
+    body = response.json()
+    if isinstance(body.get("data"), dict):
+        body["data"] = {k: v for k, v in body["data"].items() if k not in _VOLATILE}
+    return response.status_code, {k: v for k, v in body.items() if k not in _VOLATILE}
+
+
+def test_the_hot_path_answers_as_the_declared_route(live: LiveServer, server_home: ServerHome) -> None:
+    """The same requests to the shared server (`POST /query` taken by the hot path) and to one whose app has no
+    hot path (FastAPI's declared route answers) get the same status and body: the two cannot drift apart."""
+    project = server_home.project
+    ok_sql = {"sql": SSB_Q, "project": project}
+    asked = [
+        ("json", ok_sql, {}),
+        ("json", {**ok_sql, "offset": 1, "limit": 2}, {}),
+        ("json", {**ok_sql, "forced_to_index": True}, {}),
+        ("json", {**ok_sql, "forcedToPushDown": True}, {}),
+        ("json", {**ok_sql, "backdoorToggles": {"DEBUG_TOGGLE_DISABLE_QUERY_CACHE": "true"}}, {}),
+        ("arrow", ok_sql, {}),
+        ("json", {"sql": "select nope from ssb.lineorder", "project": project}, {}),
+        ("json", {"sql": "select 1", "project": "no_such_project"}, {}),
+        ("json", {"sql": SSB_Q}, {}),
+        ("json", {**ok_sql, "unknown_field": 1}, {}),
+        ("json", {**ok_sql, "limit": -1}, {}),
+        ("json", ok_sql, {"project": "elsewhere"}),
+        ("text", ok_sql, {}),
+        ("text", ok_sql, {"project": project}),
+        ("raw", b"{not json", {}),
+        ("json", {"sql": "select * from read_parquet('/etc/passwd')", "project": project}, {}),
+    ]
+    querier = _user(live, project, Permission.QUERY)
+    stranger = _user(live, project, None)
+    settings = live.settings.model_copy(deep=True)
+    settings.server.pg_port = None  # the shared server's wire port is taken
+    statuses = set()
+    with live_server(settings, run_jobs=False, hot_path=False) as routed:
+        for auth in (ADMIN, querier, stranger):
+            for kind, body, params in asked:
+                answers = []
+                for server in (live, routed):
+                    with server.client(auth=auth) as client:
+                        if kind == "arrow":
+                            answers.append(client.post(QUERY, json=body, headers={"Accept": ARROW_TYPE}))
+                        elif kind == "text":
+                            content = json.dumps(body)
+                            text = {"Content-Type": "text/plain"}
+                            answers.append(client.post(QUERY, content=content, params=params, headers=text))
+                        elif kind == "raw":
+                            raw = {"Content-Type": "application/json"}
+                            answers.append(client.post(QUERY, content=body, headers=raw))
+                        else:
+                            answers.append(client.post(QUERY, json=body, params=params))
+                hot, declared = (_comparable(a) for a in answers)
+                assert hot == declared, (auth[0], kind, body, params)
+                statuses.add(hot[0])
+    assert {200, 400, 403} <= statuses  # answers and refusals of both kinds were compared

@@ -15,6 +15,7 @@ from typing import Any
 from precube.cache.backend import CacheBackend
 from precube.cache.result_cache import CacheStats, ResultCache
 from precube.metadata.entity import now_ms
+from precube.query.cancel import Cancellation
 from precube.query.explain import Explanation
 from precube.query.session import Plan, QueryResult, Session
 from precube.settings import CacheSettings
@@ -62,15 +63,24 @@ class CachedSession:
         force_pushdown: bool = False,
         no_cache: bool = False,
         user: str | None = None,
+        cancel: Cancellation | None = None,
+        access: str = "",
     ) -> QueryResult:
-        """As `Session.sql`, from the cache when it holds the answer; `no_cache` and `force_pushdown` neither
-        read nor store it."""
+        """As `Session.sql`, from the cache when it holds the answer (kept per `access`, the digest of what about
+        the caller can change it); `no_cache` and `force_pushdown` neither read nor store it."""
         session = self.session
         shape = session.shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
         # a catalog statement's answer follows the metadata, which the cache's validity does not watch
         if no_cache or force_pushdown or shape is None or session.catalog.may_answer(sql):
             return session.sql(
-                sql, engine=engine, pushdown=pushdown, force_pushdown=force_pushdown, shape=shape, user=user
+                sql,
+                engine=engine,
+                pushdown=pushdown,
+                force_pushdown=force_pushdown,
+                shape=shape,
+                user=user,
+                cancel=cancel,
+                access=access,
             )
         started, start_ms = time.perf_counter(), now_ms()
         result = self.cache.result_cache.answer(
@@ -79,8 +89,16 @@ class CachedSession:
             shape,
             pushdown,
             lambda snapshot: session.sql(
-                sql, engine=engine, pushdown=pushdown, shape=shape, snapshot=snapshot, user=user
+                sql,
+                engine=engine,
+                pushdown=pushdown,
+                shape=shape,
+                snapshot=snapshot,
+                user=user,
+                cancel=cancel,
+                access=access,
             ),
+            access,
         )
         if result.answered is not None:  # a hit, or the answer of the identical query it waited on
             session.record_answer(sql, start_ms, started, result, user=user)
@@ -94,17 +112,18 @@ class CachedSession:
         force_pushdown: bool = False,
         no_cache: bool = False,
         user: str | None = None,
+        access: str = "",
     ) -> QueryResult | None:
         """`sql`'s answer when the cache holds it in this process's memory and checking it needs no I/O
         (`ResultCache.cached`), recorded in the history as `sql` records a hit; else None."""
-        if no_cache or force_pushdown:
+        if no_cache or force_pushdown or not self.cache.backend.in_process:  # before tokenizing: no hit is possible
             return None
         session = self.session
         shape = session.shape_of(sql)
         if shape is None:
             return None
         started, start_ms = time.perf_counter(), now_ms()
-        result = self.cache.result_cache.cached(session, shape, pushdown)
+        result = self.cache.result_cache.cached(session, shape, pushdown, access)
         if result is not None:
             session.record_answer(sql, start_ms, started, result, user=user)
         return result

@@ -1,5 +1,6 @@
 """The cache key: the metadata store's identity + project + the statement's exact identity + limit, offset,
-accept-partial and (when access rules differ) the user.
+accept-partial and the digest of what about the caller can change an answer (`access`: empty today; table,
+column and row permissions will fill it in).
 
 The statement's identity is the plan cache's shape (`precube.query.plan_cache.shape_of`): sqlglot's tokens
 without whitespace, comments or trailing semicolons, keywords by kind and names in lower case, with the
@@ -43,16 +44,16 @@ def cache_key(
     limit: int | None = None,
     offset: int | None = None,
     accept_partial: bool = False,
-    user: str | None = None,
+    access: str = "",
 ) -> CacheKey:
     """The key of a statement of `shape` run in `project` of store `store` with these request options."""
     # JSON quotes every part, so no literal's text can run into the next part
-    text = json.dumps([shape.key, shape.params, limit, offset, accept_partial, user], ensure_ascii=False)
+    text = json.dumps([shape.key, shape.params, limit, offset, accept_partial, access], ensure_ascii=False)
     return CacheKey(scope_of(store, project), hashlib.blake2b(text.encode(), digest_size=20).hexdigest())
 
 
-def key_of_sql(store: str, project: str, sql: str, *, user: str | None = None) -> CacheKey | None:
+def key_of_sql(store: str, project: str, sql: str, *, access: str = "") -> CacheKey | None:
     """The key of `sql` as `CachedSession.sql` runs it; None when it does not tokenize (such a statement is
     never cached)."""
     shape = shape_of(sql)
-    return None if shape is None else cache_key(store, project, shape, user=user)
+    return None if shape is None else cache_key(store, project, shape, access=access)

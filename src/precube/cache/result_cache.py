@@ -70,13 +70,14 @@ class ResultCache:
         shape: Shape,
         pushdown: bool | None,
         run: Callable[[ProjectSnapshot], QueryResult],
+        access: str = "",
     ) -> QueryResult:
         """The cached answer of `sql` (whose token shape is `shape`) in `session`'s store and project, or the
         answer `run` computes on a metadata snapshot (once for identical concurrent queries, whose waiters get
         it, or its error, even when it is not admitted)."""
         started = time.perf_counter()
         project = session.project
-        key = cache_key(session.store.identity, project, shape)
+        key = cache_key(session.store.identity, project, shape, access=access)
         ran: list[QueryResult] = []
 
         def compute() -> tuple[QueryResult, bool]:
@@ -110,7 +111,7 @@ class ResultCache:
             _bypassed("query cache bypassed: %s", err)
             return ran[0] if ran else run(session.snapshots.get(project))
 
-    def cached(self, session: Session, shape: Shape, pushdown: bool | None) -> QueryResult | None:
+    def cached(self, session: Session, shape: Shape, pushdown: bool | None, access: str = "") -> QueryResult | None:
         """The answer of the statement whose token shape is `shape` when this process's memory holds a valid
         one and telling so needs no I/O: an in-process backend, and a recent reading of the metadata's change
         counter (`Snapshots.known`). A server answers such hits on its event loop; None sends the query on
@@ -121,7 +122,8 @@ class ResultCache:
         if snapshot is None:
             return None
         started = time.perf_counter()
-        return self._lookup(cache_key(session.store.identity, session.project, shape), snapshot, pushdown, started)
+        key = cache_key(session.store.identity, session.project, shape, access=access)
+        return self._lookup(key, snapshot, pushdown, started)
 
     def _lookup(
         self, key: CacheKey, snapshot: ProjectSnapshot, pushdown: bool | None, started: float

@@ -1,4 +1,5 @@
-"""The in-process backend: a query session (`precube.api.connect`) on the settings' store and warehouse."""
+"""The in-process backend: the query service over one session (`precube.api.connect`) on the settings' store
+and warehouse, as the machine's user (an embedded caller: no directory of users to check)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from precube.cache import CachedSession
 from precube.dbapi.errors import error_of
 from precube.errors import PrecubeError
 from precube.query.session import Session
+from precube.service.principal import Principal
+from precube.service.queries import QueryService
+from precube.service.sessions import Sessions
 from precube.settings import Settings
+
+LOCAL_WORKERS = 4  # statements one in-process connection's cursors run at once
 
 
 @contextmanager
@@ -44,15 +50,18 @@ class LocalBackend:
                 project, home=home, config=config, settings=settings, engine=engine, user=user
             )
         self._owned = session is None
+        self.principal = Principal(self.session.user, project, trusted=True)
+        self.queries = QueryService(Sessions.of(self.session), None, workers=LOCAL_WORKERS)
 
     def execute(self, sql: str) -> pa.Table:
         with _mapped():
-            return self.session.sql(sql).table
+            return self.queries.execute(self.principal, sql).table
 
     def default_database(self) -> str:
         with _mapped():
-            return str(self.session.snapshots.get(self.project).default_database).upper()
+            return str(self.queries.snapshot(self.principal).default_database).upper()
 
     def close(self) -> None:
+        self.queries.close()
         if self._owned:
             self.session.close()

@@ -25,8 +25,9 @@ from sqlglot import exp
 
 from precube.metadata import SourceType, Table, datatypes
 from precube.metadata.csv_options import CsvOptions
+from precube.query.cancel import CANCELLED, Cancellation
 from precube.query.engine_errors import mapped_errors
-from precube.query.errors import PushdownError, QueryError, QueryTimeoutError
+from precube.query.errors import PushdownError, QueryCancelledError, QueryError, QueryTimeoutError
 from precube.query.literal_lists import run_lifted
 from precube.query.lookup_snapshot import SnapshotScan
 from precube.query.rewrite import LayoutScan
@@ -269,11 +270,21 @@ class DuckDBEngine:
     def run(self, tree: exp.Query, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
         return self.execute(self.render(tree, scans, sources), scans, sources)
 
-    def execute(self, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
+    def execute(
+        self,
+        sql: str,
+        scans: list[LayoutScan | SnapshotScan],
+        sources: list[Table],
+        cancel: Cancellation | None = None,
+    ) -> pa.Table:
         """Run `sql` over the layouts and sources it reads; past `timeout_s` it is interrupted (a
-        QueryTimeoutError); any other failure is a one-line QueryError."""
+        QueryTimeoutError), as on `cancel` (a QueryCancelledError); any other failure is a one-line QueryError."""
         with self._lock, mapped_errors(self.name):
-            return time_limited(self._watchdog, self.timeout_s, lambda: self._execute(sql, scans, sources))
+            return time_limited(self._watchdog, self.timeout_s, lambda: self._execute(sql, scans, sources), cancel)
+
+    def interrupt(self) -> None:
+        """Stop the statement running now (if any): it fails at once and frees the connection."""
+        self._watchdog.fire()
 
     def preload(self, scan: LayoutScan) -> None:
         """Register (load into memory, when small enough) one layout's relation ahead of its first query."""
@@ -371,17 +382,24 @@ def sealed(
     return con
 
 
-def time_limited(watchdog: Watchdog, timeout_s: float | None, call: Callable[[], T]) -> T:
-    """`call()`, interrupted by `watchdog` past `timeout_s` (a QueryTimeoutError); the caller holds the lock of
-    the connection `watchdog` interrupts."""
-    if timeout_s is None:
+def time_limited(
+    watchdog: Watchdog, timeout_s: float | None, call: Callable[[], T], cancel: Cancellation | None = None
+) -> T:
+    """`call()`, interrupted by `watchdog` past `timeout_s` (a QueryTimeoutError) or on `cancel` (a
+    QueryCancelledError); the caller holds the lock of the connection `watchdog` interrupts."""
+    if timeout_s is None and cancel is None:
         return call()
-    watchdog.arm(timeout_s)
+    watchdog.arm(timeout_s if timeout_s is not None else NO_TIME_LIMIT_S)
     fired = False
     try:
-        return call()
+        if cancel is None:
+            return call()
+        with cancel.running_on(watchdog.fire):
+            return call()
     except duckdb.InterruptException as err:
         fired = watchdog.disarm()
+        if cancel is not None and cancel.cancelled:
+            raise QueryCancelledError(CANCELLED) from err
         if not fired:
             raise
         limit = f"{timeout_s:g} s ([query] timeout_s)"
@@ -392,6 +410,7 @@ def time_limited(watchdog: Watchdog, timeout_s: float | None, call: Callable[[],
 
 
 SMALL_RESULT_ROWS = 1000
+NO_TIME_LIMIT_S = 366 * 86400.0  # the watchdog's deadline for a statement without one that may be cancelled
 _ARROW_TYPES = {
     "BOOLEAN": pa.bool_(),
     "TINYINT": pa.int8(),

@@ -48,6 +48,12 @@ class QueryTimeoutError(QueryError):
     code = "QUERY_TIMEOUT"
 
 
+class QueryCancelledError(QueryError):
+    """The statement was cancelled by its client (a cancel request, a closed connection) and stopped."""
+
+    code = "QUERY_CANCELLED"
+
+
 class StatementTooLargeError(SqlSyntaxError):
     """The statement's text is longer than `[query] max_statement_chars`."""
 

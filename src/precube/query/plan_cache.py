@@ -23,9 +23,8 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -36,6 +35,7 @@ from precube.query.matching import Probe, scanned_ids
 from precube.query.snapshot import ProjectSnapshot
 
 if TYPE_CHECKING:
+    from precube.query.engines import Engine
     from precube.query.session import Plan
 
 _LITERALS = {TokenType.STRING: True, TokenType.NUMBER: False}  # token kind → is a string literal
@@ -43,13 +43,6 @@ _NAMES = {TokenType.VAR, TokenType.IDENTIFIER}
 _KIND_NAMES = {kind: kind.name for kind in TokenType}  # an enum member's `name` is a slow property
 _STRUCTURAL = (exp.AggFunc, exp.Group, exp.Order, exp.Join, exp.Window, exp.Lambda)
 _MARK = re.compile("'\ue000(\\d+)\ue001'")  # a parameter's marker as any dialect prints it
-
-
-class Engine(Protocol):
-    name: str
-    dialect: str
-
-    def render(self, tree: exp.Query, scans: Sequence[Any] = (), sources: Sequence[Any] = ()) -> str: ...
 
 
 Param = tuple[bool, str]  # (is a string, text)

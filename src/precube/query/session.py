@@ -25,12 +25,14 @@ from sqlglot import exp
 from precube.metadata import MetadataStore, Table
 from precube.metadata.entity import now_ms
 from precube.query import guard
+from precube.query.cancel import Cancellation
 from precube.query.catalog import CatalogAnswers
 from precube.query.collector import paused_for
 from precube.query.computed import inline_computed
 from precube.query.contexts import QueryContext, contexts
 from precube.query.duckdb_engine import DuckDBEngine
 from precube.query.engine_errors import mapped_errors, query_error
+from precube.query.engines import ENGINES, Engine
 from precube.query.errors import EngineError, LayoutReadError, NoLayoutError, QueryError
 from precube.query.explain import Explanation
 from precube.query.frontend import normalise, parse, spark_sum_types
@@ -51,7 +53,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PUSHDOWN_PROPERTY = "kylin.query.pushdown-enabled"
-ENGINES = ("duckdb", "spark")
 SHAPE_MEMO_SIZE, SHAPE_MEMO_CHARS = 1024, 8192  # statements whose shape a session remembers (count, length)
 CATALOG = "catalog"  # the engine a catalog statement's answer names: precube's metadata (`query.catalog`)
 
@@ -203,7 +204,7 @@ class Session:
         limits = self.settings
         self.catalog = CatalogAnswers(limits.memory_limit, limits.timeout_s, limits.max_nesting_depth)
         self._spark = spark
-        self._spark_engine: Any = None
+        self._spark_engine: Engine | None = None
         self.history = history
         self.user = user
 
@@ -303,15 +304,16 @@ class Session:
         sql: str,
         shape: Shape | None,
         snapshot: ProjectSnapshot,
-        engine: Any,
+        engine: Engine,
         pushdown: bool | None,
         force_pushdown: bool,
+        access: str,
     ) -> tuple[Plan, str, bool]:
-        """The plan, the engine's SQL and whether the plan cache had it."""
+        """The plan, the engine's SQL and whether the plan cache had it (plans are kept per `access`)."""
         if shape is None:
             plan = self._plan(sql, snapshot, None, pushdown, force_pushdown)[0]
             return plan, engine.render(plan.tree, plan.scans, plan.sources), False
-        key = (shape.key, pushdown, force_pushdown)
+        key = (shape.key, pushdown, force_pushdown, access)
         found = self.plans.find(key, shape, snapshot, engine)
         if found is not None and not stale_scans(found[0].scans):  # a lookup's source changed: plan again
             return found[0], found[1], True
@@ -346,14 +348,19 @@ class Session:
         shape: Shape | None = None,
         snapshot: ProjectSnapshot | None = None,
         user: str | None = None,
+        cancel: Cancellation | None = None,
+        access: str = "",
     ) -> QueryResult:
         """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts.
         `no_cache` is for a result-cache wrapper (this session has none). A wrapper may pass the statement's
         `shape` (tokenized once) and the metadata `snapshot` to plan on (its answer is dated by it). `user`:
-        who the history records (a server's signed-in caller), else the session's user."""
+        who the history records (a server's signed-in caller), else the session's user. `cancel` stops the
+        statement; `access` is the digest of what about the caller may change the answer (plans are kept per
+        digest)."""
         # both steps raise only one-line QueryErrors (`engine_errors`)
         shape = shape if shape is not None else self.shape_of(sql)  # the plan cache's key
-        return self._execute(sql, shape, engine or self.engine, pushdown, force_pushdown, snapshot, user)
+        chosen = engine or self.engine
+        return self._execute(sql, shape, chosen, pushdown, force_pushdown, snapshot, user, cancel, access)
 
     def shape_of(self, sql: str) -> Shape | None:
         """The statement's token shape (the plan cache's and the result cache's key; None: it has none),
@@ -381,6 +388,8 @@ class Session:
         force_pushdown: bool,
         snapshot: ProjectSnapshot | None = None,
         user: str | None = None,
+        cancel: Cancellation | None = None,
+        access: str = "",
     ) -> QueryResult:
         """Plan (on `snapshot`, else the latest) and run `sql` on engine `chosen`, recording it in the history."""
         started, start_ms = time.perf_counter(), now_ms()
@@ -395,10 +404,12 @@ class Session:
                 return result
             runner = self._engine(chosen)
             snapshot = snapshot or self.snapshots.get(self.project)
+            if cancel is not None:
+                cancel.check()
             with paused_for(sql):
-                plan, text, cached = self._planned(sql, shape, snapshot, runner, pushdown, force_pushdown)
+                plan, text, cached = self._planned(sql, shape, snapshot, runner, pushdown, force_pushdown, access)
             try:
-                table = runner.execute(text, plan.scans, plan.sources)
+                table = runner.execute(text, plan.scans, plan.sources, cancel)
             except Exception as failed:
                 # layouts that cannot be read (files gone after a restore, a bad disk): an error, unless the
                 # operator allowed the source tables to answer instead (then the result says so); precube's own
@@ -412,7 +423,9 @@ class Session:
                     raise error from failed
                 plan, cached = self._plan(sql, snapshot, None, pushdown, True)[0], False
                 plan.pushdown_reason = f"pushdown on failure: {error}"
-                table = runner.run(plan.tree, plan.scans, plan.sources)
+                table = runner.execute(
+                    runner.render(plan.tree, plan.scans, plan.sources), plan.scans, plan.sources, cancel
+                )
         except Exception as err:
             shown = query_error(err, chosen)  # the history keeps the line the user is shown
             self._record(sql, start_ms, started, chosen, None, error=str(shown), user=user)
@@ -457,7 +470,9 @@ class Session:
         chosen = engine or self.engine
         plan = self.plan(sql, pushdown=pushdown, force_pushdown=force_pushdown)
         with mapped_errors(chosen):
-            text = self._engine(chosen).sql_of(abbreviated(plan.tree), plan.scans, plan.sources)
+            shown = abbreviated(plan.tree)  # a long IN list by its first values
+            assert isinstance(shown, exp.Query)
+            text = self._engine(chosen).sql_of(shown, plan.scans, plan.sources)
             return Explanation(plan, chosen, text)
 
     def _record(
@@ -489,7 +504,7 @@ class Session:
             )
         )
 
-    def _engine(self, name: str) -> Any:
+    def _engine(self, name: str) -> Engine:
         if name == "duckdb":
             return self.duckdb
         if name != "spark":

@@ -15,8 +15,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.metadata import Table
+from precube.query.cancel import CANCELLED, Cancellation
 from precube.query.engine_errors import mapped_errors
-from precube.query.errors import QueryTimeoutError
+from precube.query.errors import QueryCancelledError, QueryTimeoutError
 from precube.query.lookup_snapshot import SnapshotScan
 from precube.query.rewrite import LayoutScan
 from precube.storage import cells
@@ -49,6 +50,8 @@ class SparkEngine:
         self.project = project
         self.timeout_s = timeout_s
         self._ready = False
+        self._lock = threading.Lock()
+        self._running: dict[str, Callable[[], None]] = {}  # each running statement's job tag → how to stop it
 
     def _session(self) -> SparkSession:
         session = self._spark()
@@ -86,43 +89,72 @@ class SparkEngine:
     def run(self, tree: exp.Query, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
         return self.execute(self.render(tree), scans, sources)
 
-    def execute(self, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
-        """Run `sql` over the layouts and sources it reads; past `timeout_s` its Spark jobs (tagged with the
-        statement's own tag) are cancelled, a QueryTimeoutError. Any failure is a one-line QueryError."""
-        with mapped_errors(self.name):
-            return self._timed(self._session(), sql, scans, sources)
-
-    def _timed(
-        self, spark: SparkSession, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table]
+    def execute(
+        self,
+        sql: str,
+        scans: list[LayoutScan | SnapshotScan],
+        sources: list[Table],
+        cancel: Cancellation | None = None,
     ) -> pa.Table:
-        if self.timeout_s is None:
-            return self._execute(spark, sql, scans, sources)
+        """Run `sql` over the layouts and sources it reads; past `timeout_s` its Spark jobs (tagged with the
+        statement's own tag) are cancelled, a QueryTimeoutError, as on `cancel` (a QueryCancelledError). Any
+        failure is a one-line QueryError."""
+        with mapped_errors(self.name):
+            return self._tagged(self._session(), sql, scans, sources, cancel or Cancellation())
+
+    def interrupt(self) -> None:
+        """Stop the statements running now: their Spark jobs are cancelled."""
+        with self._lock:
+            running = list(self._running.values())
+        for stop in running:
+            stop()
+
+    def _tagged(
+        self,
+        spark: SparkSession,
+        sql: str,
+        scans: list[LayoutScan | SnapshotScan],
+        sources: list[Table],
+        cancel: Cancellation,
+    ) -> pa.Table:
         context = spark.sparkContext
         tag = f"precube-{uuid.uuid4().hex}"
         done = threading.Event()
-        timed_out = threading.Event()
+        stopped = threading.Event()
 
-        def cancel() -> None:
+        def stop() -> None:
             # again until the statement ends: a job that starts after a cancel would otherwise run on
-            while not done.wait(0 if not timed_out.is_set() else CANCEL_EVERY_S):
-                timed_out.set()
+            while not done.wait(0 if not stopped.is_set() else CANCEL_EVERY_S):
+                stopped.set()
                 context.cancelJobsWithTag(tag)
 
-        timer = threading.Timer(self.timeout_s, cancel)
-        timer.daemon = True
+        def stop_soon() -> None:  # the canceller's thread must not wait for the statement's end
+            threading.Thread(target=stop, name="precube-spark-cancel", daemon=True).start()
+
+        timer = threading.Timer(self.timeout_s, stop) if self.timeout_s is not None else None
         context.addJobTag(tag)  # the tag is the calling thread's, as are the jobs it starts
-        timer.start()
+        with self._lock:
+            self._running[tag] = stop_soon
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
         try:
-            return self._execute(spark, sql, scans, sources)
+            with cancel.running_on(stop_soon):
+                return self._execute(spark, sql, scans, sources)
         except Exception as err:
-            if timed_out.is_set():
+            if cancel.cancelled:
+                raise QueryCancelledError(CANCELLED) from err
+            if stopped.is_set():
                 raise QueryTimeoutError(
                     f"the query ran longer than the time limit of {self.timeout_s:g} s ([query] timeout_s)"
                 ) from err
             raise
         finally:
             done.set()
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
+            with self._lock:
+                self._running.pop(tag, None)
             context.removeJobTag(tag)
 
     def _execute(

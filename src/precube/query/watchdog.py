@@ -39,6 +39,15 @@ class Watchdog:
             elif self._wake_at is None or self._wake_at > self._deadline:
                 self._cond.notify()
 
+    def fire(self) -> None:
+        """Interrupt the armed statement now, and again until it is disarmed (a cancel: `time_limited` tells it
+        from a time-out by the statement's `Cancellation`). Nothing armed: nothing to interrupt."""
+        with self._cond:
+            if self._deadline is None:
+                return
+            self._deadline = time.monotonic()
+            self._cond.notify()
+
     def disarm(self) -> bool:
         """Stop watching; whether the statement was interrupted for running past its deadline."""
         with self._cond:

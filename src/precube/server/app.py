@@ -35,10 +35,18 @@ ROUTERS = (
 )  # fmt: skip
 
 
-def create_app(settings: Settings, name: str | None = None, run_jobs: bool = True, reuse_port: bool = False) -> FastAPI:
+def create_app(
+    settings: Settings,
+    name: str | None = None,
+    run_jobs: bool = True,
+    reuse_port: bool = False,
+    hot_path: bool = True,
+) -> FastAPI:
     """The server application on `settings`; `name` (host:port) is what query answers call this server;
     `run_jobs`: this process runs the projects' queued jobs (the job service). With `[server] pg_port` its
-    lifespan also serves the Postgres wire protocol (`reuse_port`: in each of several worker processes)."""
+    lifespan also serves the Postgres wire protocol (`reuse_port`: in each of several worker processes).
+    `hot_path`: `POST /query` is answered ahead of FastAPI's router (`server.hot_path`); off, the declared
+    route answers it, the same way."""
     server_name = name or f"{settings.server.host}:{settings.server.port}"
     admin_password = _admin_password(settings)
     if admin_password is not None:  # a weak one fails here, before the server listens
@@ -80,7 +88,8 @@ def create_app(settings: Settings, name: str | None = None, run_jobs: bool = Tru
         router = importlib.import_module(f"precube.server.routers.{module}").router
         app.include_router(router, prefix="" if module in ROOT_ROUTERS else BASE)
     _handle_errors(app)
-    app.add_middleware(QueryHotPath, base=BASE)  # innermost of ours: the caller is signed in, the body bounded
+    if hot_path:
+        app.add_middleware(QueryHotPath, base=BASE)  # innermost of ours: the caller is signed in, the body bounded
     app.add_middleware(BodyLimit, max_bytes=settings.server.max_body_bytes)
     from precube.server.routers.web import PATHS
 

@@ -4,10 +4,10 @@ FastAPI matches a request against its routes, builds a `Request`, resolves depen
 pool: about 0.6 ms a request on the 2-core machine, more than a result-cache hit costs in all. This middleware
 sits inside `Authenticate` and `BodyLimit` (the caller is signed in and the body bounded before it runs) and
 answers the one route itself with the route's own parts: the body validated by the same `QueryRequest` model,
-the permission checked by the same `Requirement.check`, the response made by the same `routers.query.answer`,
-failures in the same envelope as the app's error handlers. The FastAPI route stays declared (OpenAPI, the
-server-wide security tests read its requirement). A query that can block (a miss: the engine runs) goes to a
-worker thread; the event loop stays free for the other connections.
+the route's requirement checked by the same `Requirement.check`, the answer made by the same
+`routers.query.answer` (the query service: its fast lane for a cache hit, its executor otherwise), failures in
+the same envelope as the app's error handlers. The FastAPI route stays declared and answers the same way when
+the hot path is off (`create_app(hot_path=False)`; a test compares the two).
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from precube.errors import InvalidInputError, PrecubeError
 from precube.server.envelope import failure, invalid_input, status_of, unexpected
-from precube.server.routers.query import ASK_QUERY, QUERY_PATH, QueryRequest, answer, answer_from_memory
+from precube.server.routers.query import ASK_QUERY, QUERY_PATH, QueryRequest, answer
 from precube.server.security import Requirement, parse_json
 
 
@@ -62,9 +61,7 @@ class QueryHotPath:
         if "json" not in kind:
             raise InvalidInputError(f"the request body must be JSON (Content-Type: application/json), not {kind!r}")
         body = QueryRequest.model_validate(parsed)
-        accept = headers.get(b"accept", b"").decode("latin-1")
-        quick = answer_from_memory(server, caller, body, accept)  # a cache hit needs no thread
-        return quick if quick is not None else await run_in_threadpool(answer, server, caller, body, accept)
+        return await answer(server, caller, body, headers.get(b"accept", b"").decode("latin-1"))
 
 
 async def _body(receive: Receive) -> bytes:

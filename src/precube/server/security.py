@@ -27,6 +27,7 @@ from precube.errors import InvalidInputError, PrecubeError
 from precube.metadata.paths import check_project_name
 from precube.server.envelope import failure, status_of, unexpected
 from precube.server.state import ServerState
+from precube.service.principal import Principal
 
 OPEN_PATHS = frozenset({"/health"})  # answered without credentials (and the web UI's files, given by create_app)
 
@@ -48,6 +49,11 @@ class Caller:
         """The project of a route whose dependency requires one."""
         assert self.project is not None, "the route's dependency requires a project"
         return self.project
+
+    @property
+    def principal(self) -> Principal:
+        """The caller as the query service knows it, on the route's project."""
+        return Principal(self.user.username, self.scoped, tuple(self.user.groups))
 
     @property
     def writer(self) -> str:

@@ -1,6 +1,6 @@
 """What one server process holds for its whole life: the settings, the metadata store, the directory of
-users and ACLs, the result cache, the query history, one query session per project (its layouts and plan
-cache stay warm), and the job service."""
+users and ACLs, the result cache, the query history, the query service (one session per project, whose
+layouts and plan cache stay warm) and the job service."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from precube.api import open_cache, session_on
 from precube.auth import Directory
-from precube.cache import CachedSession, ResultCache
+from precube.cache import ResultCache
 from precube.metadata import MetadataStore, open_store
 from precube.query.history import QueryHistory
-from precube.query.session import Session
+from precube.service.queries import QueryService
+from precube.service.sessions import Sessions, open_cache
 from precube.settings import Settings
 
 LOG = logging.getLogger("precube.server")
@@ -30,9 +30,8 @@ class ServerState:
     cache: ResultCache | None
     history: QueryHistory | None
     name: str  # host:port, the `server` field of query answers
+    queries: QueryService
     jobs: Any = None  # the job service, when this server runs jobs (set at start-up)
-    _sessions: dict[str, Session | CachedSession] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
     _closing: threading.Event = field(default_factory=threading.Event)
     _warmer: threading.Thread | None = None
 
@@ -40,26 +39,9 @@ class ServerState:
     def open(cls, settings: Settings, name: str) -> ServerState:
         store = open_store(settings.metadata_url, settings.metadata.table)
         history = QueryHistory(settings.metadata_url, settings.metadata.table) if settings.query.history else None
-        return cls(settings, store, Directory(store, writer="server"), open_cache(settings), history, name)
-
-    def session(self, project: str) -> Session | CachedSession:
-        """The project's query session, made on first use (the project must exist)."""
-        found = self._sessions.get(project)
-        if found is not None:
-            return found
-        with self._lock:
-            found = self._sessions.get(project)
-            if found is None:
-                self.store.require_project(project)
-                found = session_on(
-                    self.settings, self.store, project, history=self.history, cache=self.cache, user="server"
-                )
-                self._sessions[project] = found
-            return found
-
-    def open_session(self, project: str) -> Session | CachedSession | None:
-        """The project's query session if one is open (no I/O)."""
-        return self._sessions.get(project)
+        directory, cache = Directory(store, writer="server"), open_cache(settings)
+        queries = QueryService(Sessions.serving(settings, store, history, cache), directory, settings.query.workers)
+        return cls(settings, store, directory, cache, history, name, queries)
 
     def start_warming(self) -> None:
         """Open every project's session and load its layouts in a background thread, so that the first query on
@@ -74,21 +56,17 @@ class ServerState:
             if self._closing.is_set():
                 return
             try:
-                loaded += self.session(project.name).warm(self._closing.is_set)
+                loaded += self.queries.sessions.get(project.name).warm(self._closing.is_set)
             except Exception as err:  # noqa: BLE001 (warming is an optimisation: a query reports the failure itself)
                 LOG.warning("warming the layouts of project %s failed: %s", project.name, err)
         LOG.info("loaded %d layouts in %.1f s", loaded, time.perf_counter() - started)
         freeze_heap()
 
-    def forget_session(self, project: str) -> None:
-        """Drop a project's session (the project was deleted)."""
-        with self._lock:
-            self._sessions.pop(project, None)
-
     def close(self) -> None:
         self._closing.set()
         if self._warmer is not None:
             self._warmer.join(timeout=30)
+        self.queries.close()
         self.store.close()
 
 

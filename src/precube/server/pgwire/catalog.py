@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
@@ -134,9 +134,8 @@ class Catalog:
         self._lock = threading.Lock()
         self._sandboxes: dict[tuple[str, str], _Sandbox] = {}
 
-    def answer(self, session: Any, project: str, tree: exp.Expr, parameters: Parameters) -> pa.Table:
-        """Run a catalog query for the connection with these settings."""
-        snapshot: ProjectSnapshot = session.snapshots.get(project)
+    def answer(self, snapshot: ProjectSnapshot, project: str, tree: exp.Expr, parameters: Parameters) -> pa.Table:
+        """Run a catalog query on the project's metadata `snapshot` for the connection with these settings."""
         sandbox = self._sandbox(project, parameters.user, snapshot)
         sql = rewrite(tree, project, snapshot.default_database.lower(), parameters).sql(dialect="duckdb")
         cursor = sandbox.db.cursor()

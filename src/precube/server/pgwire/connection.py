@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pygwire.messages as m
 from pygwire import ConnectionPhase, FrontendMessageDecoder, PygwireError, TransactionStatus
 
-from precube.auth import Permission, User
+from precube.auth import User
 from precube.errors import PrecubeError
 from precube.metadata.paths import check_project_name
 from precube.server.pgwire import params
@@ -30,6 +30,7 @@ from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, Statement, classify, split
 from precube.server.pgwire.types import TEXT
 from precube.server.security import sign_in
+from precube.service.principal import Principal
 
 if TYPE_CHECKING:
     from precube.server.pgwire.listener import PgServer
@@ -183,7 +184,7 @@ class Connection:
         try:
             user = await sign_in(state.directory, user_name, answer.password)
             check_project_name(project)
-            state.directory.require(user, project, Permission.QUERY)  # the check every QUERY route makes
+            state.queries.authorise(Principal(user.username, project))  # checked again for every statement
             state.store.require_project(project)
         except PrecubeError as err:
             raise PgError.of(err, fatal=True) from err
@@ -325,6 +326,7 @@ class Connection:
         finally:
             canceled.cancel()
         if not work.done():
+            self._executor.cancel()  # the engine is interrupted and frees its connection
             work.add_done_callback(lambda w: w.exception())  # the thread finishes alone; its answer is dropped
             raise _CANCELED
         try:

@@ -14,12 +14,15 @@ import pygwire.messages as m
 
 from precube.auth import User
 from precube.errors import PrecubeError
+from precube.query.session import QueryResult
 from precube.server.pgwire import params
 from precube.server.pgwire.parameters import REPORTED, Parameters
 from precube.server.pgwire.rows import Encoded, encode
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, Statement, precube_sql
 from precube.server.pgwire.types import of_arrow, typmod
+from precube.service.principal import Principal
+from precube.service.queries import Handle
 
 if TYPE_CHECKING:
     from precube.server.pgwire.listener import PgServer
@@ -73,6 +76,12 @@ class Executor:
     user: User
     project: str
     parameters: Parameters
+    _running: Handle | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def principal(self) -> Principal:
+        return Principal(self.user.username, self.project, tuple(self.user.groups))
 
     @property
     def max_chars(self) -> int:
@@ -107,17 +116,37 @@ class Executor:
             return Outcome(None, "RESET", reported)
         if kind == Kind.SHOW:
             return self._show(statement.name)
-        session = self.server.state.session(self.project)
+        queries = self.server.state.queries
         if kind == Kind.PASSED:
-            return answer(session.sql(statement.text, user=self.user.username).table)
+            return answer(self._query(statement.text).table)
         assert statement.tree is not None
         bound = params.bind(statement.tree, values)
         if kind == Kind.CATALOG:
-            return answer(self.server.catalog.answer(session, self.project, bound, self.parameters))
+            snapshot = queries.snapshot(self.principal)
+            return answer(self.server.catalog.answer(snapshot, self.project, bound, self.parameters))
         if kind == Kind.EXPLAIN:
-            text = session.explain(precube_sql(bound)).text()
+            text = queries.explain(self.principal, precube_sql(bound)).text()
             return answer(pa.table({"QUERY PLAN": text.splitlines()}), tag="EXPLAIN")
-        return answer(session.sql(precube_sql(bound), user=self.user.username).table)
+        return answer(self._query(precube_sql(bound)).table)
+
+    def _query(self, text: str) -> QueryResult:
+        """`text` run by the query service (authorised now: a grant revoked since sign-in stops it), cancellable
+        through `cancel` while it runs."""
+        handle = self.server.state.queries.run(self.principal, text)
+        with self._lock:
+            self._running = handle
+        try:
+            return handle.result()
+        finally:
+            with self._lock:
+                self._running = None
+
+    def cancel(self) -> None:
+        """The client's cancel request: interrupt the statement running now, if any."""
+        with self._lock:
+            running = self._running
+        if running is not None:
+            self.server.state.queries.cancel(running)
 
     def _reported(self, name: str) -> list[tuple[str, str]]:
         return [(name, self.parameters.values[name])] if name in REPORTED else []

@@ -154,7 +154,7 @@ def delete_project(request: Request, project: str, caller: Caller = Depends(requ
     state = state_of(request)
     state.store.require_project(project)
     dropped = remove_project(state.store, state.settings.warehouse_root, project, caller.writer)
-    state.forget_session(project)
+    state.queries.sessions.forget(project)
     state.directory.forget_cached()  # its ACL went with it
     if state.cache is not None:
         state.cache.clear(project, store=state.store.identity)  # a new project of that name starts empty

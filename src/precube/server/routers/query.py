@@ -11,22 +11,25 @@ from __future__ import annotations
 import json
 import random
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
 from precube.auth import Permission
-from precube.cache import CachedSession
 from precube.errors import InvalidInputError
 from precube.jdbc_types import of_arrow, of_name, text_column
-from precube.query.session import QueryResult, Session
+from precube.query.session import QueryResult
+from precube.query.snapshot import ProjectSnapshot
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from precube.server.envelope import ok, page
 from precube.server.security import Caller, requires, state_of
 from precube.server.state import ServerState
+from precube.service.queries import RunOptions
 
 router = APIRouter(tags=["query"])
 
@@ -67,56 +70,48 @@ def _pushdown(forced_to_index: bool) -> bool | None:
     return False if forced_to_index else None
 
 
+def _options(body: QueryRequest) -> RunOptions:
+    """How the request lets its statement be answered."""
+    toggles = body.backdoor_toggles or {}
+    return RunOptions(
+        pushdown=_pushdown(body.forced_to_index),
+        force_pushdown=body.forced_to_push_down,
+        no_cache=toggles.get(NO_CACHE_TOGGLE, "").lower() == "true",
+    )
+
+
 QUERY_PATH = "/query"
 ASK_QUERY = requires(Permission.QUERY)  # the route's dependency; `server.hot_path` checks its `requirement`
 
 
 @router.post(QUERY_PATH, response_model=None)
-def query(body: QueryRequest, request: Request, caller: Caller = Depends(ASK_QUERY)) -> Response:
+async def query(body: QueryRequest, request: Request, caller: Caller = Depends(ASK_QUERY)) -> Response:
     """Answer SQL over the project's tables (Kylin's answer; `Accept: application/vnd.apache.arrow.stream`:
     the rows as Arrow, the rest in the `X-Precube-Answer` header)."""
-    return answer(state_of(request), caller, body, request.headers.get("accept", ""))
+    return await answer(state_of(request), caller, body, request.headers.get("accept", ""))
 
 
-def answer(state: ServerState, caller: Caller, body: QueryRequest, accept: str) -> Response:
-    """The response to `POST /query` (the route's and the hot path's one implementation)."""
-    session = state.session(caller.scoped)
-    return _response(state, session, body, session.sql(body.sql, **_options(body, caller)), accept)
+LOOP_ANSWER_CELLS = 20_000  # a larger answer is encoded in a worker thread, not on the event loop
 
 
-MEMORY_ANSWER_CELLS = 20_000  # a larger cached answer is encoded in a worker thread, not on the event loop
+async def answer(state: ServerState, caller: Caller, body: QueryRequest, accept: str) -> Response:
+    """The response to `POST /query` (the route's and the hot path's one implementation): the query service's
+    fast lane when this process's result cache holds the answer, else its executor; the event loop waits on
+    neither."""
+    principal, options = caller.principal, _options(body)
+    result = state.queries.answer_from_memory(principal, body.sql, options)
+    if result is None:
+        result = await state.queries.run(principal, body.sql, options=options).wait()
+    if result.table.num_rows * result.table.num_columns <= LOOP_ANSWER_CELLS:
+        return _response(state, principal.project, body, result, accept)
+    return await run_in_threadpool(_response, state, principal.project, body, result, accept)
 
 
-def answer_from_memory(state: ServerState, caller: Caller, body: QueryRequest, accept: str) -> Response | None:
-    """The response to `POST /query` when the result cache holds the answer in this process's memory and
-    checking it needs no I/O (`CachedSession.cached`), for a small answer; None otherwise (then `answer`)."""
-    session = state.open_session(caller.scoped)
-    if not isinstance(session, CachedSession):
-        return None
-    result = session.cached(body.sql, **_options(body, caller))
-    if result is None or result.table.num_rows * result.table.num_columns > MEMORY_ANSWER_CELLS:
-        return None
-    return _response(state, session, body, result, accept)
-
-
-def _options(body: QueryRequest, caller: Caller) -> dict[str, Any]:
-    """`Session.sql`'s options for the request."""
-    toggles = body.backdoor_toggles or {}
-    return {
-        "pushdown": _pushdown(body.forced_to_index),
-        "force_pushdown": body.forced_to_push_down,
-        "no_cache": toggles.get(NO_CACHE_TOGGLE, "").lower() == "true",
-        "user": caller.name,
-    }
-
-
-def _response(
-    state: ServerState, session: Session | CachedSession, body: QueryRequest, result: QueryResult, accept: str
-) -> Response:
+def _response(state: ServerState, project: str, body: QueryRequest, result: QueryResult, accept: str) -> Response:
     table = result.table
     if body.offset or body.limit:
         table = table.slice(body.offset, body.limit or None)
-    found = _answer(result, table, state.name, session)
+    found = _answer(result, table, state.name, lambda: state.queries.sessions.get(project).snapshots.get(project))
     if ARROW_TYPE in accept:
         header = json.dumps(found, separators=(",", ":"), ensure_ascii=True)
         return Response(_ipc(table), media_type=ARROW_TYPE, headers={ANSWER_HEADER: header})
@@ -167,7 +162,7 @@ def _column_metas(schema: pa.Schema) -> list[dict[str, Any]]:
 
 
 def _realizations(
-    result: QueryResult, session: Session | CachedSession
+    result: QueryResult, snapshot: Callable[[], ProjectSnapshot]
 ) -> tuple[list[dict[str, Any]], list[int], list[int]]:
     """Kylin's `realizations` (a layout answered), and the rows and bytes each scanned."""
     if result.pushdown:
@@ -180,7 +175,7 @@ def _realizations(
             for m in result.matches
         ]
     else:  # a result-cache answer: its model and layouts, looked up in the project's metadata
-        models = {m.model.alias: m for m in session.snapshots.get(session.project).models}
+        models = {m.model.alias: m for m in snapshot().models}
         model = models.get(result.model or "")
         found = []
         for layout_id in result.layout_ids:
@@ -219,8 +214,10 @@ def _bytes(match: Any) -> int:
     return sum(s.layouts[match.layout.id].byte_size for s in match.scanned if match.layout.id in s.layouts)
 
 
-def _answer(result: QueryResult, table: pa.Table, server: str, session: Session | CachedSession) -> dict[str, Any]:
-    realizations, scan_rows, scan_bytes = _realizations(result, session)
+def _answer(
+    result: QueryResult, table: pa.Table, server: str, snapshot: Callable[[], ProjectSnapshot]
+) -> dict[str, Any]:
+    realizations, scan_rows, scan_bytes = _realizations(result, snapshot)
     return {
         "columnMetas": _column_metas(table.schema),
         "affectedRowCount": 0,
@@ -255,9 +252,8 @@ def explain(
 ) -> dict[str, Any]:
     """How the statement would be answered, without running it (as `precube query --explain`): `text`, and
     the plan's structure (contexts, chosen layouts, rejected candidates with their reasons, the engine's SQL)."""
-    assert caller.project is not None
-    session = state_of(request).session(caller.project)
-    found = session.explain(body.sql, pushdown=_pushdown(body.forced_to_index), force_pushdown=body.forced_to_push_down)
+    options = RunOptions(pushdown=_pushdown(body.forced_to_index), force_pushdown=body.forced_to_push_down)
+    found = state_of(request).queries.explain(caller.principal, body.sql, options=options)
     return ok({"text": found.text(), **found.as_dict()})
 
 
@@ -359,9 +355,8 @@ def tables_and_columns(
     caller: Caller = Depends(requires(Permission.QUERY)),
 ) -> dict[str, Any]:
     """The project's tables and their columns as BI clients list them (Kylin's TableMeta and ColumnMeta)."""
-    assert caller.project is not None
-    session = state_of(request).session(caller.project)
-    tables = sorted(session.snapshots.get(caller.project).tables.values(), key=lambda t: t.identity)
+    snapshot = state_of(request).queries.snapshot(caller.principal)
+    tables = sorted(snapshot.tables.values(), key=lambda t: t.identity)
     metas = []
     for table in tables:
         schema, name = table.database.upper(), table.name.upper()

@@ -1,0 +1,217 @@
+"""The query service: the one door every front end runs statements through.
+
+`run(principal, statement, parameters, options)` authorises the principal on its project (every statement,
+so a grant revoked mid-connection stops the next one), binds the parameters, and runs the statement on the
+project's session in the service's own executor, returning a `Handle` at once; `cancel(handle)` interrupts
+the engine running it. `answer_from_memory` is the fast lane: a result-cache hit in this process's memory,
+answered in the caller's thread with the same authorisation. `explain` and `snapshot` serve the rest.
+
+The executor's size (`[query] workers`) bounds the statements one process runs at once: admission control
+plugs in here, in front of the executor."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from precube.auth import AccessDeniedError, Directory, Permission
+from precube.cache import CachedSession
+from precube.query.cancel import Cancellation
+from precube.query.explain import Explanation
+from precube.query.session import QueryResult, Session
+from precube.query.snapshot import ProjectSnapshot
+from precube.service.principal import Principal
+from precube.service.sessions import Sessions
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a statement may be answered: the engine (None: the project's), pushdown None (the project's rule),
+    False (never: layouts or an error) or `force_pushdown` (the source tables, skipping layouts); `no_cache`
+    neither reads nor stores the result cache."""
+
+    engine: str | None = None
+    pushdown: bool | None = None
+    force_pushdown: bool = False
+    no_cache: bool = False
+
+
+@dataclass
+class Handle:
+    """A statement submitted to the service: its result when done, cancellable meanwhile."""
+
+    principal: Principal
+    statement: str
+    future: Future[QueryResult]
+    cancellation: Cancellation = field(default_factory=Cancellation)
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def result(self, timeout: float | None = None) -> QueryResult:
+        """The answer (its error raised), waiting at most `timeout` seconds (None: until it is done)."""
+        return self.future.result(timeout)
+
+    async def wait(self) -> QueryResult:
+        """The answer, awaited without blocking the event loop."""
+        return await asyncio.wrap_future(self.future)
+
+
+class QueryService:
+    """Runs statements of principals on their projects' sessions (`sessions`), authorised by `directory`
+    (None: every principal must be `trusted`, an embedded caller's), on an executor of `workers` threads."""
+
+    def __init__(self, sessions: Sessions, directory: Directory | None, workers: int) -> None:
+        self.sessions = sessions
+        self.directory = directory
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="precube-query")
+        self._running: dict[str, Handle] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Cancel what runs and stop the executor (statements not yet started never start)."""
+        with self._lock:
+            running = list(self._running.values())
+        for handle in running:
+            self.cancel(handle)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- authorisation: the one check, made for every statement ------------------------------------------
+
+    def authorise(self, principal: Principal) -> None:
+        """Raise unless `principal` may query its project now: the directory as it is now (a user removed,
+        disabled or a grant revoked since sign-in is refused)."""
+        if self.directory is None:
+            if not principal.trusted:
+                raise AccessDeniedError("this service has no directory of users: only embedded callers run here")
+            return
+        user = self.directory.user(principal.user)
+        if user is None:
+            raise AccessDeniedError(f"user {principal.user} no longer exists")
+        self.directory.require(user, principal.project, Permission.QUERY)
+
+    # -- statements ------------------------------------------------------------------------------------
+
+    def run(
+        self,
+        principal: Principal,
+        statement: str,
+        parameters: Sequence[Any] = (),
+        options: RunOptions = RunOptions(),
+    ) -> Handle:
+        """Submit `statement` (its `?`/`%s` placeholders bound to `parameters`); the handle's result is the
+        answer. Authorisation fails here, before anything is queued."""
+        self.authorise(principal)
+        text = self.bind(statement, parameters)
+        session = self.sessions.get(principal.project)
+        cancellation = Cancellation()
+        future: Future[QueryResult] = Future()
+        handle = Handle(principal, text, future, cancellation)
+        with self._lock:
+            self._running[handle.id] = handle
+        try:
+            self._executor.submit(self._run, handle, session, options)
+        except RuntimeError:  # shut down: the process is stopping
+            self._finish(handle)
+            raise
+        return handle
+
+    def execute(
+        self,
+        principal: Principal,
+        statement: str,
+        parameters: Sequence[Any] = (),
+        options: RunOptions = RunOptions(),
+    ) -> QueryResult:
+        """`run`, waiting for the answer (for a caller already on its own thread)."""
+        return self.run(principal, statement, parameters, options).result()
+
+    def _run(self, handle: Handle, session: Session | CachedSession, options: RunOptions) -> None:
+        future = handle.future
+        if not future.set_running_or_notify_cancel():
+            self._finish(handle)
+            return
+        try:
+            result = session.sql(
+                handle.statement,
+                engine=options.engine,
+                pushdown=options.pushdown,
+                force_pushdown=options.force_pushdown,
+                no_cache=options.no_cache,
+                user=handle.principal.user,
+                cancel=handle.cancellation,
+                access=handle.principal.access,
+            )
+        except BaseException as err:  # noqa: BLE001 (the caller gets it from the handle)
+            future.set_exception(err)
+        else:
+            future.set_result(result)
+        finally:
+            self._finish(handle)
+
+    def _finish(self, handle: Handle) -> None:
+        with self._lock:
+            self._running.pop(handle.id, None)
+
+    def answer_from_memory(
+        self,
+        principal: Principal,
+        statement: str,
+        options: RunOptions = RunOptions(),
+    ) -> QueryResult | None:
+        """The fast lane: the answer when this process's result cache holds it in memory and checking it needs
+        no I/O, in the caller's thread (an event loop's); None sends the statement to `run`."""
+        session = self.sessions.opened(principal.project)
+        if not isinstance(session, CachedSession):
+            return None
+        self.authorise(principal)
+        return session.cached(
+            statement,
+            pushdown=options.pushdown,
+            force_pushdown=options.force_pushdown,
+            no_cache=options.no_cache,
+            user=principal.user,
+            access=principal.access,
+        )
+
+    def cancel(self, handle: Handle) -> None:
+        """Stop the statement: the engine running it is interrupted (its connection freed at once); a
+        statement not yet running never starts."""
+        handle.cancellation.cancel()
+
+    def running(self, handle_id: str) -> Handle | None:
+        """A submitted statement not yet finished, by its id."""
+        return self._running.get(handle_id)
+
+    # -- the rest ---------------------------------------------------------------------------------------
+
+    def explain(
+        self,
+        principal: Principal,
+        statement: str,
+        parameters: Sequence[Any] = (),
+        options: RunOptions = RunOptions(),
+    ) -> Explanation:
+        """How the statement would be answered, without running it."""
+        self.authorise(principal)
+        session = self.sessions.get(principal.project)
+        text = self.bind(statement, parameters)
+        return session.explain(
+            text, engine=options.engine, pushdown=options.pushdown, force_pushdown=options.force_pushdown
+        )
+
+    def snapshot(self, principal: Principal) -> ProjectSnapshot:
+        """The project's metadata as statements see it now (its tables, models and computed columns)."""
+        self.authorise(principal)
+        session = self.sessions.get(principal.project)
+        return session.snapshots.get(principal.project)
+
+    @staticmethod
+    def bind(statement: str, parameters: Sequence[Any]) -> str:
+        """The statement with its placeholders bound (none given: as written)."""
+        if not parameters:
+            return statement
+        raise NotImplementedError  # replaced by the one binder
