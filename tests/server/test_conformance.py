@@ -1,0 +1,253 @@
+"""One set of cases through every door to the query service (the ibis backend-matrix idea): REST, the Postgres
+wire and the DB-API (in process, and over HTTP) answer the same statements the same way, refuse the same
+statements with the same message, stop the next statement of a connection whose grant was revoked, and
+answer a statement longer than the shape memo. Arrow Flight SQL joins the matrix when it lands."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+import precube.dbapi as db
+from precube.auth import Permission
+from precube.errors import PrecubeError
+from precube.query.errors import QueryCancelledError
+from precube.query.session import SHAPE_MEMO_CHARS
+from precube.service.principal import Principal
+from tests.server.conftest import ServerHome
+from tests.server.live import ADMIN, LiveServer
+
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("warm_live")]
+
+PASSWORD = "Passw0rd!"
+QUERY = "/kylin/api/query"
+SSB_Q = (
+    "select d_year, sum(lo_revenue) as revenue from ssb.lineorder "
+    "join ssb.dates on lo_orderdate = d_datekey group by d_year order by d_year"
+)
+# runs for many seconds on DuckDB: every pair of order lines (pushed down to the source tables)
+SLOW = "select sum(a.lo_revenue * b.lo_quantity) as s from ssb.lineorder a cross join ssb.lineorder b"
+
+
+class RefusedError(Exception):
+    """A door's refusal, reduced to its one-line message."""
+
+
+class Door:
+    """One front end: `rows(sql)` the answer as tuples of text, `RefusedError(message)` on a failure."""
+
+    name: str
+
+    def rows(self, sql: str) -> list[tuple[str | None, ...]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float | Decimal):
+        return format(Decimal(str(value)).normalize(), "f")
+    return str(value)
+
+
+class Rest(Door):
+    name = "rest"
+
+    def __init__(self, live: LiveServer, project: str, user: tuple[str, str]) -> None:
+        self.client, self.project = live.client(auth=user), project
+
+    def rows(self, sql: str) -> list[tuple[str | None, ...]]:
+        response = self.client.post(QUERY, json={"sql": sql, "project": self.project})
+        body = response.json()
+        if response.status_code != 200:
+            raise RefusedError(body["msg"])
+        return [tuple(_text(v) for v in row) for row in body["data"]["results"]]
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class Wire(Door):
+    name = "wire"
+
+    def __init__(self, live: LiveServer, project: str, user: tuple[str, str]) -> None:
+        self.con = psycopg.connect(
+            host="127.0.0.1", port=live.pg_port, dbname=project, user=user[0], password=user[1], autocommit=True
+        )
+
+    def rows(self, sql: str) -> list[tuple[str | None, ...]]:
+        try:
+            with self.con.cursor() as cur:
+                cur.execute(sql.encode())  # as text, not a psycopg template: no placeholders
+                return [tuple(_text(v) for v in row) for row in cur.fetchall()]
+        except psycopg.Error as err:
+            raise RefusedError(str(err.diag.message_primary)) from err
+
+    def close(self) -> None:
+        self.con.close()
+
+
+class DbApi(Door):
+    def __init__(self, con: db.Connection, name: str) -> None:
+        self.con, self.name = con, name
+
+    def rows(self, sql: str) -> list[tuple[str | None, ...]]:
+        cur = self.con.cursor()
+        try:
+            cur.execute(sql)
+            return [tuple(_text(v) for v in row) for row in cur.fetchall()]
+        except db.Error as err:
+            raise RefusedError(err.message) from err
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _user(live: LiveServer, project: str) -> tuple[str, str]:
+    name = f"cf_{uuid.uuid4().hex[:8]}"
+    live.state.directory.add_user(name, PASSWORD, [])
+    live.state.directory.grant(project, name, Permission.QUERY)
+    return name, PASSWORD
+
+
+DoorMaker = Callable[[tuple[str, str]], Door]
+
+
+@pytest.fixture(params=["rest", "wire", "dbapi-remote", "dbapi-local"])
+def door_of(request: pytest.FixtureRequest, live: LiveServer, server_home: ServerHome) -> Iterator[DoorMaker]:
+    """How to open the door for a user (the in-process DB-API runs as the machine's user: it has no users)."""
+    project, opened = server_home.project, []
+
+    def make(user: tuple[str, str]) -> Door:
+        kind = request.param
+        if kind == "rest":
+            door: Door = Rest(live, project, user)
+        elif kind == "wire":
+            door = Wire(live, project, user)
+        elif kind == "dbapi-remote":
+            door = DbApi(db.connect(live.url, project=project, user=user[0], password=user[1]), kind)
+        else:
+            door = DbApi(db.connect(project=project, settings=server_home.settings), kind)
+        opened.append(door)
+        return door
+
+    yield make
+    for door in opened:
+        door.close()
+
+
+def _expected(live: LiveServer, project: str, sql: str) -> list[tuple[str | None, ...]]:
+    """The service's own answer, as text: what every door must give."""
+    result = live.state.queries.execute(Principal(ADMIN[0], project), sql)
+    return [tuple(_text(v) for v in row) for row in result.rows]
+
+
+def test_every_door_answers_as_the_service(door_of: DoorMaker, live: LiveServer, server_home: ServerHome) -> None:
+    door = door_of(ADMIN)
+    assert door.rows(SSB_Q) == _expected(live, server_home.project, SSB_Q) != []
+
+
+def test_a_statement_longer_than_the_shape_memo(door_of: DoorMaker, live: LiveServer, server_home: ServerHome) -> None:
+    years = ", ".join(str(1900 + i % 200) for i in range(SHAPE_MEMO_CHARS // 5))
+    sql = SSB_Q.replace("group by", f"where d_year in ({years}) group by")
+    assert len(sql) > SHAPE_MEMO_CHARS
+    door = door_of(ADMIN)
+    assert door.rows(sql) == _expected(live, server_home.project, sql) != []
+    assert door.rows(sql) == door.rows(SSB_Q)  # the list holds every year of the data
+
+
+@pytest.mark.parametrize(
+    ("sql", "said"),
+    [
+        ("select nope from ssb.lineorder", "nope"),
+        ("select from where", "parse"),
+        ("select * from read_parquet('/etc/passwd')", "read_parquet"),
+        ("select * from ssb.no_such_table", "no_such_table"),
+    ],
+    ids=["unknown-column", "syntax", "forbidden-function", "unknown-table"],
+)
+def test_every_door_refuses_with_the_same_message(
+    door_of: DoorMaker, live: LiveServer, server_home: ServerHome, sql: str, said: str
+) -> None:
+    with pytest.raises(PrecubeError) as raised:
+        live.state.queries.execute(Principal(ADMIN[0], server_home.project), sql)
+    door = door_of(ADMIN)
+    with pytest.raises(RefusedError) as refused:
+        door.rows(sql)
+    assert str(refused.value) == raised.value.message.splitlines()[0]
+    assert said.lower() in str(refused.value).lower()
+
+
+def test_a_grant_revoked_mid_connection_stops_the_next_statement(
+    door_of: DoorMaker, live: LiveServer, server_home: ServerHome
+) -> None:
+    user = _user(live, server_home.project)
+    door = door_of(user)
+    if door.name == "dbapi-local":
+        pytest.skip("the in-process DB-API runs as the machine's user: there is no grant to revoke")
+    assert door.rows(SSB_Q)
+    live.state.directory.revoke(server_home.project, user[0])
+    with pytest.raises(RefusedError) as refused:
+        door.rows(SSB_Q)
+    assert "permission" in str(refused.value).lower()
+
+
+def test_a_cancel_interrupts_the_engine_and_frees_it(live: LiveServer, server_home: ServerHome) -> None:
+    """The service's cancel stops a statement running on the engine at once; the project's engine then answers
+    the next statement (it was not left running until the time-out)."""
+    queries, principal = live.state.queries, Principal(ADMIN[0], server_home.project)
+    handle = queries.run(principal, SLOW)
+    time.sleep(1.0)
+    assert not handle.future.done(), "the slow statement ended before the cancel: it is not slow enough"
+    started = time.monotonic()
+    queries.cancel(handle)
+    with pytest.raises(QueryCancelledError):
+        handle.result(timeout=30)
+    assert time.monotonic() - started < 5
+    started = time.monotonic()
+    assert queries.execute(principal, SSB_Q).rows
+    assert time.monotonic() - started < 10
+
+
+def test_a_wire_cancel_request_interrupts_the_engine(live: LiveServer, server_home: ServerHome) -> None:
+    with psycopg.connect(
+        host="127.0.0.1", port=live.pg_port, dbname=server_home.project, user=ADMIN[0], password=ADMIN[1]
+    ) as con:
+        timer = threading.Timer(1.0, con.cancel)
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(psycopg.errors.QueryCanceled), con.cursor() as cur:
+            cur.execute(SLOW.encode())
+        timer.join()
+        con.rollback()
+        assert time.monotonic() - started < 10
+        started = time.monotonic()
+        with con.cursor() as cur:
+            cur.execute(SSB_Q.encode())
+            assert cur.fetchall()
+        assert time.monotonic() - started < 10  # the engine was freed, not left running the cross join
+
+
+def test_rest_and_wire_see_the_same_user(live: LiveServer, server_home: ServerHome) -> None:
+    """Each door passes the signed-in user to the service: the history records them."""
+    user = _user(live, server_home.project)
+    marker = f"/* {uuid.uuid4().hex} */"
+    for door in (Rest(live, server_home.project, user), Wire(live, server_home.project, user)):
+        try:
+            door.rows(f"{SSB_Q} {marker}")
+        finally:
+            door.close()
+    with httpx.Client(base_url=live.url, auth=ADMIN) as admin:
+        found = admin.get(f"{QUERY}/history_queries", params={"project": server_home.project, "sql": marker}).json()
+    assert [h["submitter"] for h in found["data"]["query_histories"]] == [user[0], user[0]]
