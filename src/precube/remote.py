@@ -18,13 +18,16 @@ ANSWER_HEADER = "X-Precube-Answer"  # an Arrow query answer's metadata: the JSON
 
 
 class RemoteError(PrecubeError):
-    """The server refused or failed a request; `code` is its `error_code`, `status` the HTTP status."""
+    """The server refused or failed a request; `code` is its `error_code`, `status` the HTTP status, `sqlstate`
+    and `retryable` the failure envelope's (precube's map of the server's error; "" and False when absent)."""
 
     code = "REMOTE_ERROR"
 
-    def __init__(self, message: str, code: str = "REMOTE_ERROR", status: int = 0) -> None:
+    def __init__(
+        self, message: str, code: str = "REMOTE_ERROR", status: int = 0, sqlstate: str = "", retryable: bool = False
+    ) -> None:
         super().__init__(message)
-        self.code, self.status = code, status
+        self.code, self.status, self.sqlstate, self.retryable = code, status, sqlstate, retryable
 
 
 class Remote:
@@ -52,7 +55,8 @@ class Remote:
         try:
             response = self._http.request(method, f"{BASE}{path}", **kwargs)
         except httpx.TransportError as err:
-            raise RemoteError(f"cannot reach precube server {self.url}: {err}", "SERVER_UNREACHABLE") from err
+            message = f"cannot reach precube server {self.url}: {err}"
+            raise RemoteError(message, "SERVER_UNREACHABLE", retryable=True) from err
         if response.status_code >= 400:
             raise _error(response)
         return response
@@ -67,10 +71,12 @@ def _error(response: httpx.Response) -> RemoteError:
 
 
 def failure_of(status: int, body: bytes) -> RemoteError:
-    """The error a failed request's answer (Kylin's failure envelope) carries: its one-line `msg` and code."""
+    """The error a failed request's answer (Kylin's failure envelope) carries: its one-line `msg`, code, SQLSTATE
+    and whether a retry may succeed."""
     try:
         found = json.loads(body)
         message, code = str(found["msg"]), str(found.get("error_code") or "REMOTE_ERROR")
+        sqlstate, retryable = str(found.get("sqlstate") or ""), found.get("retryable") is True
     except (ValueError, KeyError, TypeError):
-        message, code = f"HTTP {status} from the server", "REMOTE_ERROR"
-    return RemoteError(message, code, status)
+        message, code, sqlstate, retryable = f"HTTP {status} from the server", "REMOTE_ERROR", "", False
+    return RemoteError(message, code, status, sqlstate, retryable)

@@ -17,8 +17,17 @@ from urllib.parse import quote, urlsplit
 
 import pyarrow as pa
 
-from precube.dbapi.errors import InterfaceError, OperationalError, error_of
+from precube.dbapi.errors import Error, InterfaceError, OperationalError, error_of
 from precube.remote import ARROW_TYPE, BASE, JSON_TYPE, failure_of
+
+UNREACHABLE = "08001"  # sqlclient_unable_to_establish_sqlconnection
+
+
+def failed(status: int, body: bytes) -> Error:
+    """The PEP 249 error of a failed answer: its class by the envelope's SQLSTATE (by the HTTP status when it
+    has none), its `retryable` as the envelope says."""
+    found = failure_of(status, body)
+    return error_of(found.message, found.code, found.sqlstate or None, status, found.retryable)
 
 
 class HttpBackend:
@@ -43,7 +52,7 @@ class HttpBackend:
         self._default = str(config["data"].get("default_database") or "DEFAULT").upper()
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None, accept: str) -> bytes:
-        """The answer's body; a failure is the PEP 249 error of the server's code and one-line message."""
+        """The answer's body; a failure is the PEP 249 error of the server's SQLSTATE, code and one-line message."""
         payload = json.dumps(body).encode() if body is not None else None
         headers = {**self._headers, "Accept": accept}
         for attempt in (1, 2):
@@ -57,10 +66,10 @@ class HttpBackend:
                 stale = isinstance(err, http.client.RemoteDisconnected | ConnectionResetError | BrokenPipeError)
                 if attempt == 1 and stale:
                     continue  # the server closed the idle keep-alive connection: open it again
-                raise OperationalError(f"cannot reach precube server {self.url}: {err}", "SERVER_UNREACHABLE") from err
+                message = f"cannot reach precube server {self.url}: {err}"
+                raise OperationalError(message, "SERVER_UNREACHABLE", sqlstate=UNREACHABLE, retryable=True) from err
         if response.status >= 400:
-            failed = failure_of(response.status, data)
-            raise error_of(failed.message, failed.code, failed.status)
+            raise failed(response.status, data)
         if not response.getheader("content-type", "").startswith(accept):
             raise OperationalError(f"the server answered {response.getheader('content-type')!r}, not {accept}")
         return data

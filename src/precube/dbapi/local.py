@@ -14,6 +14,7 @@ from precube.cache import CachedSession
 from precube.dbapi.errors import error_of
 from precube.errors import PrecubeError
 from precube.query.session import Session
+from precube.service.errors import disposition
 from precube.service.principal import Principal
 from precube.service.queries import QueryService
 from precube.service.sessions import Sessions
@@ -24,10 +25,12 @@ LOCAL_WORKERS = 4  # statements one in-process connection's cursors run at once
 
 @contextmanager
 def _mapped() -> Iterator[None]:
+    """precube's errors raised as PEP 249's, by the service's map (`precube.service.errors`)."""
     try:
         yield
     except PrecubeError as err:
-        raise error_of(err.message, err.code) from err
+        how = disposition(err)
+        raise error_of(err.message, err.code, how.sqlstate, retryable=how.retryable) from err
 
 
 class LocalBackend:

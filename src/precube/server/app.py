@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from precube.auth import Directory, check_admin_password
 from precube.errors import PrecubeError
-from precube.server.envelope import failure, invalid_input, status_of, unexpected
+from precube.server.envelope import error, failure, invalid_input, unexpected
 from precube.server.hot_path import QueryHotPath
 from precube.server.middleware import BodyLimit, RequestLog
 from precube.server.security import Authenticate
@@ -178,7 +178,7 @@ def _request_id(request: Request) -> str:
 def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(PrecubeError)
     async def precube_error(request: Request, err: PrecubeError) -> JSONResponse:
-        return failure(status_of(err), err.message, err.code, _request_id(request))
+        return error(err, _request_id(request))
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:

@@ -1,5 +1,7 @@
-"""Kylin's response envelope `{"code": "000", "data": …, "msg": ""}` and the one place where an error
-becomes an HTTP status: every handler raises precube's errors and this module answers them."""
+"""Kylin's response envelope `{"code": "000", "data": …, "msg": ""}` and the one place where an error becomes
+an HTTP answer: every handler raises precube's errors and this module answers them by the service's map
+(`precube.service.errors`): its status, and its SQLSTATE and `retryable` in the failure envelope (a retryable
+failure also says `Retry-After`)."""
 
 from __future__ import annotations
 
@@ -9,37 +11,13 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from precube.errors import PrecubeError
+from precube.errors import InvalidInputError, PrecubeError
+from precube.service.errors import UNEXPECTED, disposition
 
 LOG = logging.getLogger("precube.server")
 OK = "000"
 FAILED = "999"  # Kylin's code of every failed request; `error_code` says which failure
-
-# By the error's stable `code`; an error whose code is not listed is a 400 (precube raises its own errors
-# on purpose, about input a user can change) unless it is listed as the server's or the store's fault.
-STATUS_BY_CODE: dict[str, int] = {
-    "UNAUTHENTICATED": 401,
-    "ACCESS_DENIED": 403,
-    "SOURCE_FORBIDDEN": 403,  # a file path outside [server] source_roots
-    "NOT_FOUND": 404,
-    "UNKNOWN_OBJECT": 400,
-    "ALREADY_EXISTS": 409,
-    "VERSION_CONFLICT": 409,
-    "JOB_CONFLICT": 409,
-    "BUILD_CONFLICT": 409,
-    "JOB_STATE": 409,
-    "PAYLOAD_TOO_LARGE": 413,
-    "QUERY_TIMEOUT": 503,
-    "STORE_UNAVAILABLE": 503,
-    "ENVIRONMENT_MISSING": 503,
-    "CACHE_ERROR": 503,
-    "ENGINE_ERROR": 500,
-    "LAYOUT_FAILED": 500,
-    "BUILD_ERROR": 500,
-    "JOB_ERROR": 500,
-    "METADATA_ERROR": 500,
-    "BACKUP_FORMAT": 500,
-}
+RETRY_AFTER_S = 1  # a retryable failure's `Retry-After`: a store or cache back, a conflicting write done
 
 
 def ok(data: Any = None, msg: str = "") -> dict[str, Any]:
@@ -53,18 +31,34 @@ def page(items: list[Any], offset: int, size: int, key: str = "value") -> dict[s
     return {key: items[start : start + size], "offset": offset, "limit": size, "total_size": len(items)}
 
 
-def status_of(err: PrecubeError) -> int:
-    return STATUS_BY_CODE.get(err.code, 400)
+def error(err: PrecubeError, request_id: str = "") -> JSONResponse:
+    """The failure envelope of one of precube's errors, as the service's map says."""
+    how = disposition(err)
+    return failure(how.http_status, err.message, err.code, request_id, how.sqlstate, how.retryable)
 
 
-def failure(status: int, msg: str, error_code: str, request_id: str = "") -> JSONResponse:
-    """The envelope of a failed request: one line, never a stack trace."""
-    body = {"code": FAILED, "data": None, "msg": msg.splitlines()[0] if msg else error_code, "error_code": error_code}
+def failure(
+    status: int, msg: str, error_code: str, request_id: str = "", sqlstate: str = "", retryable: bool = False
+) -> JSONResponse:
+    """The envelope of a failed request: one line, never a stack trace; `sqlstate` (when known) and `retryable`
+    tell a client what kind of failure it is, as the Postgres wire's SQLSTATE does."""
+    body: dict[str, Any] = {
+        "code": FAILED,
+        "data": None,
+        "msg": msg.splitlines()[0] if msg else error_code,
+        "error_code": error_code,
+    }
+    if sqlstate:
+        body["sqlstate"] = sqlstate
+    body["retryable"] = retryable
     if request_id:
         body["request_id"] = request_id
-    return JSONResponse(
-        body, status_code=status, headers={"WWW-Authenticate": 'Basic realm="precube"'} if status == 401 else None
-    )
+    headers: dict[str, str] = {}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Basic realm="precube"'
+    if retryable:
+        headers["Retry-After"] = str(RETRY_AFTER_S)
+    return JSONResponse(body, status_code=status, headers=headers or None)
 
 
 def invalid_input(errors: Sequence[Mapping[str, Any]], request_id: str = "") -> JSONResponse:
@@ -72,11 +66,11 @@ def invalid_input(errors: Sequence[Mapping[str, Any]], request_id: str = "") -> 
     first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
     where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
     message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
-    return failure(400, f"{where}: {message}" if where else message, "INVALID_INPUT", request_id)
+    return error(InvalidInputError(f"{where}: {message}" if where else message), request_id)
 
 
 def unexpected(err: Exception, request_id: str = "") -> JSONResponse:
     """A 500 naming only the exception's type and the request; the traceback goes to the server log."""
     LOG.error("request %s failed", request_id, exc_info=err)
     message = f"internal error ({type(err).__name__}); see the server log, request {request_id}"
-    return failure(500, message, "INTERNAL", request_id)
+    return failure(UNEXPECTED.http_status, message, "INTERNAL", request_id, UNEXPECTED.sqlstate)

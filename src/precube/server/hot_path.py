@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from precube.errors import InvalidInputError, PrecubeError
-from precube.server.envelope import failure, invalid_input, status_of, unexpected
+from precube.server.envelope import error, invalid_input, unexpected
 from precube.server.routers.query import ASK_QUERY, QUERY_PATH, QueryRequest, answer
 from precube.server.security import Requirement, parse_json
 
@@ -41,7 +41,7 @@ class QueryHotPath:
         try:
             response = await self._answer(scope, receive, state)
         except PrecubeError as err:
-            response = failure(status_of(err), err.message, err.code, rid)
+            response = error(err, rid)
         except ValidationError as err:
             response = invalid_input(err.errors(include_url=False), rid)
         except Exception as err:  # noqa: BLE001 (answered in the envelope and logged, as the app's handler does)

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from precube.auth import AuthenticationError, Directory, Permission, User
 from precube.errors import InvalidInputError, PrecubeError
 from precube.metadata.paths import check_project_name
-from precube.server.envelope import failure, status_of, unexpected
+from precube.server.envelope import error, unexpected
 from precube.server.state import ServerState
 from precube.service.principal import Principal
 
@@ -142,7 +142,7 @@ class Authenticate:
         try:
             user = await _sign_in(scope["app"].state.server.directory, header)
         except PrecubeError as err:
-            await failure(status_of(err), err.message, err.code, rid)(scope, receive, send)
+            await error(err, rid)(scope, receive, send)
             return
         except Exception as err:  # noqa: BLE001 (e.g. the store's driver: answered in the envelope, and logged)
             await unexpected(err, rid)(scope, receive, send)
