@@ -19,10 +19,10 @@ from pygwire.messages import DataRow
 from sqlglot import exp
 
 from precube.query.frontend import DIALECT
-from precube.server.pgwire import params, rows
+from precube.server.pgwire import placeholders, rows
 from precube.server.pgwire import types as pg
 from precube.server.pgwire.catalog import is_catalog_query, rewrite
-from precube.server.pgwire.parameters import Parameters
+from precube.server.pgwire.session_settings import SessionSettings
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, classify, precube_sql, split
 
@@ -33,7 +33,7 @@ def _bound_value(sql_template: str, value: exp.Expr) -> exp.Expr:
     """The literal a bound statement carries, as precube's front end reads the generated text back."""
     tree = classify(sql_template, 100).tree
     assert tree is not None
-    text = precube_sql(params.bind(tree, [value]))
+    text = precube_sql(placeholders.bind(tree, [value]))
     found = sqlglot.parse_one(text, read=DIALECT).find(exp.EQ)
     assert found is not None, text
     return found.expression
@@ -41,41 +41,47 @@ def _bound_value(sql_template: str, value: exp.Expr) -> exp.Expr:
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_a_string_parameter_reads_back_as_itself(value: str) -> None:
-    literal = _bound_value("select a from t where a = $1", params.literal(value.encode(), 0, False))
+    literal = _bound_value("select a from t where a = $1", placeholders.literal(value.encode(), 0, False))
     assert isinstance(literal, exp.Literal) and literal.is_string and literal.this == value
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")))
 def test_any_text_parameter_reads_back_as_itself(value: str) -> None:
-    literal = _bound_value("select a from t where a = $1", params.literal(value.encode(), pg.TEXT.oid, False))
+    literal = _bound_value("select a from t where a = $1", placeholders.literal(value.encode(), pg.TEXT.oid, False))
     assert literal.this == value
 
 
 def test_typed_parameters() -> None:
     def shown(raw: bytes, oid: int, binary: bool = False) -> str:
-        return params.literal(raw, oid, binary).sql(dialect=DIALECT)
+        return placeholders.literal(raw, oid, binary).sql(dialect=DIALECT)
 
     assert shown(b"-42", pg.INT8.oid) == "-42"
     assert shown(struct.pack(">i", -7), pg.INT4.oid, True) == "-7"
     assert shown(b"1.5", pg.FLOAT8.oid) == "CAST('1.5' AS DOUBLE)"
+    assert shown(b"0.1", pg.FLOAT4.oid) == "CAST('0.1' AS FLOAT)"
+    assert shown(struct.pack(">f", 0.1), pg.FLOAT4.oid, True) == "CAST('0.10000000149011612' AS FLOAT)"
+    assert shown(b"-Infinity", pg.FLOAT8.oid) == "CAST('-Infinity' AS DOUBLE)"
+    assert shown(b"2024-01-01 01:00:00+02", pg.TIMESTAMPTZ.oid) == "CAST('2023-12-31 23:00:00' AS TIMESTAMP)"
     assert shown(b"12.50", pg.NUMERIC.oid) == "12.50"
     assert shown(b"t", pg.BOOL.oid) == "TRUE"
     assert shown(b"2024-02-29", pg.DATE.oid) == "CAST('2024-02-29' AS DATE)"
     assert shown(struct.pack(">i", 1), pg.DATE.oid, True) == "CAST('2000-01-02' AS DATE)"
     assert shown(rows.numeric_binary(Decimal("-10000.0001")), pg.NUMERIC.oid, True) == "-10000.0001"
-    assert params.literal(None, pg.INT4.oid, False).sql() == "NULL"
-    for raw, oid in ((b"1 or 1=1", pg.INT4.oid), (b"1e400x", pg.FLOAT8.oid), (b"2024-13-01", pg.DATE.oid)):
+    assert placeholders.literal(None, pg.INT4.oid, False).sql() == "NULL"
+    refused = [(b"1 or 1=1", pg.INT4.oid), (b"1e400x", pg.FLOAT8.oid), (b"2024-13-01", pg.DATE.oid)]
+    refused += [(b"NaN", pg.NUMERIC.oid), (b"0." + b"1" * 38, pg.NUMERIC.oid)]  # SQL's DECIMAL holds neither
+    for raw, oid in refused:
         with pytest.raises(PgError) as bad:
-            params.literal(raw, oid, False)
+            placeholders.literal(raw, oid, False)
         assert bad.value.sqlstate == "22P02"
     with pytest.raises(PgError) as nul:
-        params.literal(b"a\x00b", pg.TEXT.oid, False)
+        placeholders.literal(b"a\x00b", pg.TEXT.oid, False)
     assert nul.value.sqlstate == "22021"
     tree = classify("select $1, $3", 100).tree
     assert tree is not None
     with pytest.raises(PgError, match=r"no parameter \$3"):
-        params.bind(tree, [exp.Null(), exp.Null()])
+        placeholders.bind(tree, [exp.Null(), exp.Null()])
 
 
 @pytest.mark.parametrize(
@@ -128,7 +134,7 @@ def test_catalog_statements_stay_in_the_catalog(sql: str) -> None:
     tree = sqlglot.parse_one(sql, read="postgres")
     assert is_catalog_query(tree)
     with pytest.raises(PgError):
-        rewrite(tree, "ssb", "ssb", Parameters("ADMIN"))
+        rewrite(tree, "ssb", "ssb", SessionSettings("ADMIN"))
 
 
 def _decoded(table: pa.Table, formats: list[int]) -> list[list[bytes | None]]:

@@ -1,15 +1,13 @@
 """Parameters bound as SQL literals (paramstyle `qmark`): the statement is parsed with its `?` placeholders,
-each placeholder replaced by a typed literal node of its value, and the tree rendered in precube's dialect.
-No value is ever pasted into the text: a quote, a backslash, a NUL or `' or 1=1 --` is a string's content.
+each placeholder replaced by its value's literal node (`precube.service.parameters`, the rule the wire binds by
+too), and the tree rendered in precube's dialect. No value is ever pasted into the text: a quote, a backslash, a
+NUL or `' or 1=1 --` is a string's content.
 
 A `?` inside a string, a quoted name or a comment is not a placeholder (the tokenizer says which are)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
@@ -18,6 +16,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from precube.dbapi.errors import NotSupportedError, ProgrammingError
 from precube.query.dialect import DIALECT
+from precube.service.parameters import ParameterError, literal
 
 
 def bind(sql: str, parameters: Sequence[Any] | Mapping[str, Any] | None) -> str:
@@ -43,8 +42,11 @@ def bind(sql: str, parameters: Sequence[Any] | Mapping[str, Any] | None) -> str:
         raise ProgrammingError(f"named parameters (:{named[0]}) are not supported: use ? (paramstyle qmark)")
     if len(marks) != len(parameters):
         raise ProgrammingError(f"the statement has {len(marks)} ? marks but {len(parameters)} parameters were given")
-    for mark in marks:
-        mark.replace(literal(parameters[int(mark.this)]))
+    try:
+        for mark in marks:
+            mark.replace(literal(parameters[int(mark.this)]))
+    except ParameterError as err:
+        raise NotSupportedError(err.message) from err
     return tree.sql(dialect=DIALECT)
 
 
@@ -62,34 +64,3 @@ def _numbered(tokens: list[Token]) -> list[Token]:
         else:
             out.append(token)
     return out
-
-
-def literal(value: Any) -> exp.Expr:
-    """The SQL literal of a Python value, typed as Spark reads it."""
-    if value is None:
-        return exp.null()
-    if isinstance(value, bool):
-        return exp.true() if value else exp.false()
-    if isinstance(value, int):
-        return exp.Literal.number(value)
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return exp.cast(exp.Literal.number(repr(value)), exp.DataType.build("double"))
-        return exp.cast(exp.Literal.string(str(value)), exp.DataType.build("double"))  # NaN, Infinity
-    if isinstance(value, Decimal):
-        if not value.is_finite():
-            raise NotSupportedError(f"the decimal {value} has no SQL literal")
-        return exp.Literal.number(format(value, "f"))
-    if isinstance(value, str):
-        return exp.Literal.string(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return exp.HexString(this=bytes(value).hex())
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:  # precube's timestamps are UTC
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), exp.DataType.build("timestamp"))
-    if isinstance(value, dt.date):
-        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.build("date"))
-    if isinstance(value, dt.time):
-        return exp.Literal.string(value.isoformat())  # Spark SQL has no TIME type
-    raise NotSupportedError(f"a parameter of type {type(value).__name__} cannot be bound (value {value!r:.60})")

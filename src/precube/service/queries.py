@@ -1,8 +1,9 @@
 """The query service: the one door every front end runs statements through.
 
-`run(principal, statement, parameters, options)` authorises the principal on its project (every statement,
-so a grant revoked mid-connection stops the next one), binds the parameters, and runs the statement on the
-project's session in the service's own executor, returning a `Handle` at once; `cancel(handle)` interrupts
+`run(principal, statement, options)` authorises the principal on its project (every statement, so a grant
+revoked mid-connection stops the next one) and runs the statement on the project's session in the service's
+own executor, returning a `Handle` at once (a front end binds its parameters first, with the one binder,
+`service.parameters`); `cancel(handle)` interrupts
 the engine running it. `answer_from_memory` is the fast lane: a result-cache hit in this process's memory,
 answered in the caller's thread with the same authorisation. `explain` and `snapshot` serve the rest.
 
@@ -14,10 +15,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from precube.auth import AccessDeniedError, Directory, Permission
 from precube.cache import CachedSession
@@ -99,17 +98,14 @@ class QueryService:
         self,
         principal: Principal,
         statement: str,
-        parameters: Sequence[Any] = (),
         options: RunOptions = RunOptions(),
     ) -> Handle:
-        """Submit `statement` (its `?`/`%s` placeholders bound to `parameters`); the handle's result is the
-        answer. Authorisation fails here, before anything is queued."""
+        """Submit `statement`; the handle's result is the answer. Authorisation fails here, before anything is
+        queued."""
         self.authorise(principal)
-        text = self.bind(statement, parameters)
         session = self.sessions.get(principal.project)
-        cancellation = Cancellation()
         future: Future[QueryResult] = Future()
-        handle = Handle(principal, text, future, cancellation)
+        handle = Handle(principal, statement, future)
         with self._lock:
             self._running[handle.id] = handle
         try:
@@ -123,11 +119,10 @@ class QueryService:
         self,
         principal: Principal,
         statement: str,
-        parameters: Sequence[Any] = (),
         options: RunOptions = RunOptions(),
     ) -> QueryResult:
         """`run`, waiting for the answer (for a caller already on its own thread)."""
-        return self.run(principal, statement, parameters, options).result()
+        return self.run(principal, statement, options).result()
 
     def _run(self, handle: Handle, session: Session | CachedSession, options: RunOptions) -> None:
         future = handle.future
@@ -192,15 +187,13 @@ class QueryService:
         self,
         principal: Principal,
         statement: str,
-        parameters: Sequence[Any] = (),
         options: RunOptions = RunOptions(),
     ) -> Explanation:
         """How the statement would be answered, without running it."""
         self.authorise(principal)
         session = self.sessions.get(principal.project)
-        text = self.bind(statement, parameters)
         return session.explain(
-            text, engine=options.engine, pushdown=options.pushdown, force_pushdown=options.force_pushdown
+            statement, engine=options.engine, pushdown=options.pushdown, force_pushdown=options.force_pushdown
         )
 
     def snapshot(self, principal: Principal) -> ProjectSnapshot:
@@ -208,10 +201,3 @@ class QueryService:
         self.authorise(principal)
         session = self.sessions.get(principal.project)
         return session.snapshots.get(principal.project)
-
-    @staticmethod
-    def bind(statement: str, parameters: Sequence[Any]) -> str:
-        """The statement with its placeholders bound (none given: as written)."""
-        if not parameters:
-            return statement
-        raise NotImplementedError  # replaced by the one binder

@@ -20,7 +20,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.server.pgwire import catalog_tables as ct
-from precube.server.pgwire.parameters import Parameters
+from precube.server.pgwire.session_settings import SessionSettings
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.types import TYPES
 
@@ -134,10 +134,10 @@ class Catalog:
         self._lock = threading.Lock()
         self._sandboxes: dict[tuple[str, str], _Sandbox] = {}
 
-    def answer(self, snapshot: ProjectSnapshot, project: str, tree: exp.Expr, parameters: Parameters) -> pa.Table:
+    def answer(self, snapshot: ProjectSnapshot, project: str, tree: exp.Expr, settings: SessionSettings) -> pa.Table:
         """Run a catalog query on the project's metadata `snapshot` for the connection with these settings."""
-        sandbox = self._sandbox(project, parameters.user, snapshot)
-        sql = rewrite(tree, project, snapshot.default_database.lower(), parameters).sql(dialect="duckdb")
+        sandbox = self._sandbox(project, settings.user, snapshot)
+        sql = rewrite(tree, project, snapshot.default_database.lower(), settings).sql(dialect="duckdb")
         cursor = sandbox.db.cursor()
         try:
             table: pa.Table = cursor.sql(sql).to_arrow_table()
@@ -198,10 +198,10 @@ def _refuse_table(table: exp.Table) -> PgError:
     return PgError("42P01", f'relation "{name or table.this.sql(dialect="postgres")}" is not in precube\'s catalog')
 
 
-def rewrite(tree: exp.Expr, project: str, schema: str, parameters: Parameters) -> exp.Expr:
+def rewrite(tree: exp.Expr, project: str, schema: str, settings: SessionSettings) -> exp.Expr:
     """The statement as the sandbox runs it (see the module's docstring)."""
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    user = parameters.user
+    user = settings.user
 
     def sub(node: exp.Expr) -> exp.Expr:
         """A node's part, rewritten on its own (`transform` does not descend into a node it replaced)."""
@@ -229,11 +229,11 @@ def rewrite(tree: exp.Expr, project: str, schema: str, parameters: Parameters) -
         if isinstance(node, exp.CurrentSchemas):
             return exp.Array(expressions=[exp.Literal.string(schema)])
         if isinstance(node, exp.CurrentVersion):
-            return exp.Literal.string(f"PostgreSQL {parameters.show('server_version')} on precube")
+            return exp.Literal.string(f"PostgreSQL {settings.show('server_version')} on precube")
         if isinstance(node, (exp.Cast, exp.TryCast)):
             return _cast(node, sub(node.this))
         if isinstance(node, exp.Anonymous):
-            return _function(node, parameters)
+            return _function(node, settings)
         return node
 
     return tree.copy().transform(visit, copy=False)
@@ -329,19 +329,19 @@ _PLAIN_TYPES |= dict.fromkeys(
 )
 
 
-def _function(node: exp.Anonymous, parameters: Parameters) -> exp.Expr:
+def _function(node: exp.Anonymous, settings: SessionSettings) -> exp.Expr:
     name = node.name.lower()
     if name == "current_setting":
         [setting, *_] = node.expressions or [exp.Null()]
         if not (isinstance(setting, exp.Literal) and setting.is_string):
             raise PgError("0A000", "current_setting() takes a setting's name as a string literal")
-        return exp.Literal.string(parameters.show(setting.name.lower()))
+        return exp.Literal.string(settings.show(setting.name.lower()))
     if name in ("to_regclass", "to_regtype", "to_regnamespace", "to_regrole") and len(node.expressions) == 1:
         found = _reg(name.removeprefix("to_"), node.expressions[0])
         if found is not None:
             return found
     if name == "version":
-        return exp.Literal.string(f"PostgreSQL {parameters.show('server_version')} on precube")
+        return exp.Literal.string(f"PostgreSQL {settings.show('server_version')} on precube")
     if name in ("pg_backend_pid", "inet_server_port"):
         return exp.Literal.number(0)
     if name == "inet_server_addr":

@@ -22,10 +22,10 @@ from pygwire import ConnectionPhase, FrontendMessageDecoder, PygwireError, Trans
 from precube.auth import User
 from precube.errors import PrecubeError
 from precube.metadata.paths import check_project_name
-from precube.server.pgwire import params
+from precube.server.pgwire import placeholders
 from precube.server.pgwire.executor import Executor, Outcome
-from precube.server.pgwire.parameters import Parameters
 from precube.server.pgwire.rows import data_rows
+from precube.server.pgwire.session_settings import SessionSettings
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, Statement, classify, split
 from precube.server.pgwire.types import TEXT
@@ -59,7 +59,7 @@ class Portal:
 class _Start:
     user: User
     project: str
-    parameters: Parameters
+    session_settings: SessionSettings
 
 
 @dataclass
@@ -84,7 +84,7 @@ class Connection:
             started = await self._start()
             if started is None:
                 return
-            self._executor = Executor(self.server, started.user, started.project, started.parameters)
+            self._executor = Executor(self.server, started.user, started.project, started.session_settings)
             await self._serve()
         except (ConnectionError, asyncio.IncompleteReadError, TimeoutError, ssl.SSLError):
             pass  # the client went away (or stalled during start-up)
@@ -188,17 +188,17 @@ class Connection:
             state.store.require_project(project)
         except PrecubeError as err:
             raise PgError.of(err, fatal=True) from err
-        parameters = Parameters(user.username, message.params.get("application_name", ""))
+        settings = SessionSettings(user.username, message.params.get("application_name", ""))
         for key, value in message.params.items():
             if key not in ("user", "database", "options", "replication") and not key.startswith("_pq_."):
-                parameters.set(key, value)
+                settings.set(key, value)
         self._send(m.AuthenticationOk())
-        self._send(*(m.ParameterStatus(name=k, value=v) for k, v in parameters.reported()))
+        self._send(*(m.ParameterStatus(name=k, value=v) for k, v in settings.reported()))
         self._send(m.BackendKeyData(process_id=self.pid, secret_key=self.secret))
         self._send(m.ReadyForQuery(status=self.status))
         await self._flush()
         LOG.info("pg connection %d: user=%s project=%s", self.pid, user.username, project)
-        return _Start(user, project, parameters)
+        return _Start(user, project, settings)
 
     # -- queries -------------------------------------------------------------------------------------
 
@@ -282,7 +282,7 @@ class Connection:
             raise PgError("08P01", f"bind message supplies {given} parameters, but the statement requires {wanted}")
         formats = message.param_formats
         values = [
-            params.literal(raw, oid, (formats[0] if len(formats) == 1 else formats[i] if formats else 0) == 1)
+            placeholders.literal(raw, oid, (formats[0] if len(formats) == 1 else formats[i] if formats else 0) == 1)
             for i, (raw, oid) in enumerate(zip(message.param_values, prepared.param_types, strict=True))
         ]
         self.portals[message.portal] = Portal(prepared, values, list(message.result_formats))
@@ -303,7 +303,7 @@ class Connection:
             if not prepared.statement.kind.returns_rows:
                 self._send(m.NoData())
                 return
-            nulls = [params.literal(None, 0, False)] * len(prepared.param_types)
+            nulls = [placeholders.literal(None, 0, False)] * len(prepared.param_types)
             outcome = await self._execute(prepared.statement, nulls)  # its columns, with every parameter NULL
             self._send(outcome.description([]))
             return

@@ -15,9 +15,9 @@ import pygwire.messages as m
 from precube.auth import User
 from precube.errors import PrecubeError
 from precube.query.session import QueryResult
-from precube.server.pgwire import params
-from precube.server.pgwire.parameters import REPORTED, Parameters
+from precube.server.pgwire import placeholders
 from precube.server.pgwire.rows import Encoded, encode
+from precube.server.pgwire.session_settings import REPORTED, SessionSettings
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, Statement, precube_sql
 from precube.server.pgwire.types import of_arrow, typmod
@@ -75,7 +75,7 @@ class Executor:
     server: PgServer
     user: User
     project: str
-    parameters: Parameters
+    session_settings: SessionSettings
     _running: Handle | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -108,11 +108,11 @@ class Executor:
         if kind == Kind.DEALLOCATE:
             return Outcome(None, "DEALLOCATE ALL" if statement.name.upper() == "ALL" else "DEALLOCATE")
         if kind == Kind.SET:
-            name = self.parameters.set(statement.name, statement.value)
+            name = self.session_settings.set(statement.name, statement.value)
             return Outcome(None, "SET", self._reported(name))
         if kind == Kind.RESET:
-            name = self.parameters.reset(statement.name)
-            reported = self.parameters.reported() if name == "all" else self._reported(name)
+            name = self.session_settings.reset(statement.name)
+            reported = self.session_settings.reported() if name == "all" else self._reported(name)
             return Outcome(None, "RESET", reported)
         if kind == Kind.SHOW:
             return self._show(statement.name)
@@ -120,10 +120,10 @@ class Executor:
         if kind == Kind.PASSED:
             return answer(self._query(statement.text).table)
         assert statement.tree is not None
-        bound = params.bind(statement.tree, values)
+        bound = placeholders.bind(statement.tree, values)
         if kind == Kind.CATALOG:
             snapshot = queries.snapshot(self.principal)
-            return answer(self.server.catalog.answer(snapshot, self.project, bound, self.parameters))
+            return answer(self.server.catalog.answer(snapshot, self.project, bound, self.session_settings))
         if kind == Kind.EXPLAIN:
             text = queries.explain(self.principal, precube_sql(bound)).text()
             return answer(pa.table({"QUERY PLAN": text.splitlines()}), tag="EXPLAIN")
@@ -149,11 +149,11 @@ class Executor:
             self.server.state.queries.cancel(running)
 
     def _reported(self, name: str) -> list[tuple[str, str]]:
-        return [(name, self.parameters.values[name])] if name in REPORTED else []
+        return [(name, self.session_settings.values[name])] if name in REPORTED else []
 
     def _show(self, name: str) -> Outcome:
         if name == "all":
-            settings = sorted(self.parameters.values.items(), key=lambda p: p[0].lower())
+            settings = sorted(self.session_settings.values.items(), key=lambda p: p[0].lower())
             table = pa.table(
                 {
                     "name": [k for k, _ in settings],
@@ -162,4 +162,4 @@ class Executor:
                 }
             )
             return answer(table, tag="SHOW")
-        return answer(pa.table({name: [self.parameters.show(name)]}), tag="SHOW")
+        return answer(pa.table({name: [self.session_settings.show(name)]}), tag="SHOW")

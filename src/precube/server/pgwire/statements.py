@@ -2,7 +2,7 @@
 Postgres dialect (so strings are read with `standard_conforming_strings = on`, as the server announces, and a
 client's own quoting of a value is read as the client meant it) and classified:
 
-- a query over the project's tables: its `$n` parameters bound as literals (`params.bind`), then written out
+- a query over the project's tables: its `$n` parameters bound as literals (`placeholders.bind`), then written out
   in precube's dialect for `Session.sql`;
 - a query over `pg_catalog` / `information_schema`, or of the session functions alone (`version()`,
   `current_database()`…): answered by the catalog (`catalog.py`), never by the engine;
@@ -26,7 +26,7 @@ from precube.errors import PrecubeError
 from precube.query.frontend import DIALECT, parse_message, token_message
 from precube.query.limits import check_text, check_token_depth, check_tree_depth
 from precube.server.pgwire.catalog import is_catalog_query
-from precube.server.pgwire.params import count
+from precube.server.pgwire.placeholders import count
 from precube.server.pgwire.sqlstate import PgError
 
 READ = "postgres"

@@ -1,6 +1,7 @@
-"""A connection's run-time parameters: what the server reports at start-up (ParameterStatus), what `SHOW`
-answers and `SET` changes. precube speaks UTF-8 with standard-conforming strings only (its statement reading
-depends on both): setting either to anything else is refused; other settings are remembered and shown."""
+"""A connection's settings (PostgreSQL's "run-time parameters"; not a statement's `$n`, see `placeholders`):
+what the server reports at start-up (ParameterStatus), what `SHOW` answers and `SET` changes. precube speaks
+UTF-8 with standard-conforming strings only (its statement reading depends on both): setting either to anything
+else is refused; other settings are remembered and shown."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def _defaults(user: str, application: str) -> dict[str, str]:
 
 
 @dataclass
-class Parameters:
+class SessionSettings:
     """One connection's settings (names are case-insensitive, shown as PostgreSQL spells them)."""
 
     user: str

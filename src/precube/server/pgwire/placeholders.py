@@ -1,12 +1,12 @@
-"""Bound parameters as SQL literals: each value a Bind message carries is read by its type (the OID the client
-gave in Parse, in the text or binary format it chose) into a Python value, and that value becomes a sqlglot
-literal node put in place of `$n` in the parsed statement. The client's bytes never become SQL text: the
-generator quotes and escapes every string for the dialect the statement is written out in."""
+"""A statement's `$n` placeholders: how many it has, the value of each one a Bind message carries (read by the
+type the client gave in Parse — its OID — in the text or binary format it chose), and the statement with each
+replaced by that value's literal node (`precube.service.parameters`, the rule the DB-API binds by too). The
+client's bytes never become SQL text: the generator quotes and escapes every string for the dialect the statement
+is written out in."""
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import struct
 from decimal import Decimal, InvalidOperation
 
@@ -14,6 +14,8 @@ from sqlglot import exp
 
 from precube.server.pgwire import types as pg
 from precube.server.pgwire.sqlstate import PgError
+from precube.service.parameters import ParameterError, Real
+from precube.service.parameters import literal as literal_of
 
 TEXT_LIKE = {0, pg.TEXT.oid, pg.VARCHAR.oid, pg.BPCHAR.oid, pg.NAME.oid, pg.CHAR.oid, pg.JSON.oid, pg.UNKNOWN.oid}
 _INTEGERS = {pg.INT2.oid: ">h", pg.INT4.oid: ">i", pg.INT8.oid: ">q", pg.OID.oid: ">I"}
@@ -27,30 +29,18 @@ def _invalid(oid: int, raw: bytes | str, why: str = "") -> PgError:
     return PgError("22P02", f"invalid input for a parameter of type {name}: {shown[:40]!r}{why}")
 
 
-def _string(text: str) -> exp.Expr:
-    if "\x00" in text:
+def _string(text: str) -> str:
+    if "\x00" in text:  # a PostgreSQL text value cannot hold one
         raise PgError("22021", "invalid byte sequence for encoding UTF8: 0x00 (a parameter holds a NUL character)")
-    return exp.Literal.string(text)
+    return text
 
 
-def _float(value: float, oid: int) -> exp.Expr:
-    """A float parameter stays a float (a bare `1.5` would be read as a decimal)."""
-    kind = "float" if oid == pg.FLOAT4.oid else "double"
-    shown = repr(value) if math.isfinite(value) else {"inf": "Infinity", "-inf": "-Infinity"}.get(repr(value), "NaN")
-    return exp.cast(exp.Literal.string(shown), exp.DataType.build(kind))
+def _float(value: float, oid: int) -> float:
+    """A `real` parameter stays single-precision (bound as FLOAT, not DOUBLE)."""
+    return Real(value) if oid == pg.FLOAT4.oid else value
 
 
-def _number(value: int | Decimal) -> exp.Expr:
-    if isinstance(value, Decimal) and not value.is_finite():
-        raise PgError("22P02", f"a numeric parameter must be finite, not {value}")
-    return exp.Literal.number(str(value))  # a negative number is a Neg node: `x - $1` stays `x - -5`
-
-
-def _typed(text: str, kind: str) -> exp.Expr:
-    return exp.cast(exp.Literal.string(text), exp.DataType.build(kind))
-
-
-def from_text(raw: bytes, oid: int) -> exp.Expr:
+def from_text(raw: bytes, oid: int) -> object:
     """A parameter sent in the text format."""
     try:
         text = raw.decode("utf-8")
@@ -60,49 +50,46 @@ def from_text(raw: bytes, oid: int) -> exp.Expr:
         return _string(text)
     try:
         if oid in _INTEGERS:
-            return _number(int(text.strip()))
+            return int(text.strip())
         if oid in _FLOATS:
             return _float(float(text.strip()), oid)
         if oid == pg.NUMERIC.oid:
-            return _number(Decimal(text.strip()))
+            return Decimal(text.strip())
         if oid == pg.BOOL.oid:
             word = text.strip().lower()
             if word not in ("t", "true", "f", "false", "1", "0", "yes", "no", "on", "off", "y", "n"):
                 raise ValueError(word)
-            return exp.Boolean(this=word in ("t", "true", "1", "yes", "on", "y"))
+            return word in ("t", "true", "1", "yes", "on", "y")
         if oid == pg.DATE.oid:
-            return _typed(dt.date.fromisoformat(text.strip()).isoformat(), "date")
+            return dt.date.fromisoformat(text.strip())
         if oid in (pg.TIMESTAMP.oid, pg.TIMESTAMPTZ.oid):
-            stamp = dt.datetime.fromisoformat(text.strip())
-            if stamp.tzinfo is not None:
-                stamp = stamp.astimezone(dt.UTC).replace(tzinfo=None)
-            return _typed(stamp.isoformat(sep=" "), "timestamp")
+            return dt.datetime.fromisoformat(text.strip())
     except (ValueError, InvalidOperation) as err:
         raise _invalid(oid, text) from err
     raise PgError("0A000", f"parameters of type {_type_name(oid)} are not supported; send them as text")
 
 
-def from_binary(raw: bytes, oid: int) -> exp.Expr:
+def from_binary(raw: bytes, oid: int) -> object:
     """A parameter sent in the binary format."""
     try:
         if oid in TEXT_LIKE:
             return from_text(raw, oid)
         if oid in _INTEGERS:
             (integer,) = struct.unpack(_INTEGERS[oid], raw)
-            return _number(int(integer))
+            return int(integer)
         if oid in _FLOATS:
             (number,) = struct.unpack(_FLOATS[oid], raw)
             return _float(float(number), oid)
         if oid == pg.BOOL.oid and len(raw) == 1:
-            return exp.Boolean(this=raw != b"\x00")
+            return raw != b"\x00"
         if oid == pg.DATE.oid:
             (days,) = struct.unpack(">i", raw)
-            return _typed((_EPOCH.date() + dt.timedelta(days=days)).isoformat(), "date")
+            return _EPOCH.date() + dt.timedelta(days=days)
         if oid in (pg.TIMESTAMP.oid, pg.TIMESTAMPTZ.oid):
             (micros,) = struct.unpack(">q", raw)
-            return _typed((_EPOCH + dt.timedelta(microseconds=micros)).isoformat(sep=" "), "timestamp")
+            return _EPOCH + dt.timedelta(microseconds=micros)
         if oid == pg.NUMERIC.oid:
-            return _number(_numeric(raw))
+            return _numeric(raw)
     except (struct.error, OverflowError, ValueError) as err:
         raise _invalid(oid, raw) from err
     raise PgError("0A000", f"binary parameters of type {_type_name(oid)} are not supported; send them as text")
@@ -124,8 +111,12 @@ def _type_name(oid: int) -> str:
 def literal(raw: bytes | None, oid: int, binary: bool) -> exp.Expr:
     """The literal of one bound value (None: SQL NULL)."""
     if raw is None:
-        return exp.Null()
-    return from_binary(raw, oid) if binary else from_text(raw, oid)
+        return literal_of(None)
+    value = from_binary(raw, oid) if binary else from_text(raw, oid)
+    try:
+        return literal_of(value)
+    except ParameterError as err:  # a value its type reads but SQL cannot hold: a NaN or 39-digit numeric
+        raise _invalid(oid, raw if binary else raw.decode(), f" ({err.message})") from err
 
 
 def bind(statement: exp.Expr, values: list[exp.Expr]) -> exp.Expr:
