@@ -1,6 +1,6 @@
 """Types as Kylin's REST API and JDBC clients name them: a `java.sql.Types` code, a type name, precision and
-scale, for a result's Arrow type (`columnMetas`) and for a source column's Kylin type name
-(`tables_and_columns`); and a result's values as the strings Kylin answers them with."""
+scale, for a result's Arrow type (`columnMetas`) and for a catalog column's Kylin type name
+(`tables_and_columns`, `query.catalog.description`); and a result's values as the strings Kylin answers them with."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ _NAME = re.compile(r"\s*([a-z]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$")
 
 
 def of_name(datatype: str) -> JdbcType:
-    """The JDBC type of a source column's Kylin type name (`varchar(256)`, `decimal(15,2)`, `bigint`…)."""
+    """The JDBC type of a column's Kylin type name (`varchar(256)`, `decimal(15,2)`, `bigint`…)."""
     found = _NAME.match(datatype.lower())
     if found is None:
         return JdbcType(OTHER, datatype.upper(), 0)

@@ -104,6 +104,19 @@ def test_computed_columns_are_generated_columns_of_their_fact_table(session: Ses
     assert typed in ([("INT", 10, 0)], [("BIGINT", 19, 0)])
 
 
+def test_the_description_is_made_once_per_snapshot(session: Session, query_model: QueryModel) -> None:
+    snapshot = session.snapshots.get(query_model.project)
+    described = snapshot.description
+    assert snapshot.description is described  # cached on the immutable snapshot
+    assert described.schemas == ("SSB",) and described.default_schema == "SSB"
+    lineorder = described.table("SSB", "LINEORDER")
+    assert lineorder is not None and lineorder.kind == "TABLE"
+    computed = [(c.name, c.expression) for c in lineorder.columns if c.computed]
+    assert computed == [(cc.column_name.upper(), cc.expression) for cc in query_model.model.computed_columns]
+    assert [c.position for c in lineorder.columns] == list(range(1, len(lineorder.columns) + 1))
+    assert not any(c.computed for t in described.tables if t.name != "LINEORDER" for c in t.columns)
+
+
 @pytest.mark.parametrize(
     ("sql", "error", "message"),
     [

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import sqlglot
 
@@ -38,6 +39,9 @@ from precube.query.computed import Expressions, computed_expressions
 from precube.query.frontend import DIALECT, Catalog, canonical
 from precube.query.pruning import ValueRange, segment_ranges
 from precube.storage import columns as names
+
+if TYPE_CHECKING:
+    from precube.query.catalog.description import CatalogDescription
 
 QUERYABLE = (SegmentStatus.READY, SegmentStatus.WARNING)
 
@@ -165,6 +169,13 @@ class ProjectSnapshot:
     def computed(self) -> Expressions:
         """The models' computed columns as expressions, for statements on the source tables."""
         return computed_expressions(m.model for m in self.models)
+
+    @cached_property
+    def description(self) -> CatalogDescription:
+        """The project's catalog as every door lists it (`catalog.description`), described once per snapshot."""
+        from precube.query.catalog.description import describe  # (the catalog package imports this module)
+
+        return describe(self)
 
     @cached_property
     def real_columns(self) -> dict[str, frozenset[str]]:

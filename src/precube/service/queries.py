@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from precube.auth import AccessDeniedError, Directory, Permission
 from precube.cache import CachedSession
 from precube.query.cancel import Cancellation
+from precube.query.catalog.description import CatalogDescription
 from precube.query.explain import Explanation
 from precube.query.session import QueryResult, Session
 from precube.query.snapshot import ProjectSnapshot
@@ -195,6 +196,10 @@ class QueryService:
         return session.explain(
             statement, engine=options.engine, pushdown=options.pushdown, force_pushdown=options.force_pushdown
         )
+
+    def catalog(self, principal: Principal) -> CatalogDescription:
+        """The project's schemas, tables and columns (computed columns included) as every door lists them."""
+        return self.snapshot(principal).description
 
     def snapshot(self, principal: Principal) -> ProjectSnapshot:
         """The project's metadata as statements see it now (its tables, models and computed columns)."""

@@ -1,5 +1,6 @@
 """The catalog a BI tool reads, answered from the project's metadata and never from an engine's own catalog:
-SHOW/DESCRIBE (`show`) and the information_schema views (`views`), built from the snapshot's rows (`rows`)."""
+SHOW/DESCRIBE (`show`) and the information_schema views (`views`, their rows in `rows`), both presenting the
+one description of the project's catalog (`description`) that every door lists."""
 
 from __future__ import annotations
 

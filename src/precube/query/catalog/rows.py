@@ -1,78 +1,14 @@
-"""The project's catalog as rows: its databases, tables and columns, read from a metadata snapshot (never
-from an engine), as the `information_schema` views and the SHOW/DESCRIBE statements show them.
-
-Names are as the metadata stores them (upper case, as Kylin's JDBC driver lists them); a table's columns are
-its source columns in order, then the computed columns the project's models define on it (queryable by name,
-as in Kylin, though not part of `*`)."""
+"""The rows of the information_schema views the query session answers, presenting the project's catalog
+description (`description`): names as the metadata stores them (upper case, as Kylin's JDBC driver lists them),
+types as precube's SQL (Spark's) spells them, a model's computed column as a generated column."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pyarrow as pa
 
-from precube.jdbc_types import CHAR, VARCHAR, of_name
-from precube.metadata import Table, datatypes
-from precube.query.snapshot import ProjectSnapshot
-
-
-@dataclass(frozen=True)
-class ColumnRow:
-    """One column of a project table."""
-
-    database: str
-    table: str
-    name: str
-    position: int  # 1-based, as ANSI's ordinal_position
-    datatype: str  # the metadata's (Kylin's) type name: varchar(256), decimal(15,2), integer…
-    comment: str | None
-    expression: str | None = None  # a computed column's expression
-
-    @property
-    def spark_type(self) -> str:
-        """The type as precube's SQL (Spark's) spells it: `int`, `string`, `decimal(15,2)`."""
-        return datatypes.to_spark(self.datatype)
-
-
-def databases(snapshot: ProjectSnapshot) -> list[str]:
-    """The databases holding the project's tables."""
-    return sorted({t.database for t in snapshot.tables.values()})
-
-
-def tables(snapshot: ProjectSnapshot) -> list[Table]:
-    return sorted(snapshot.tables.values(), key=lambda t: (t.database, t.name))
-
-
-def columns(snapshot: ProjectSnapshot, table: Table) -> list[ColumnRow]:
-    """The table's columns: its own, then the models' computed columns on it (first definition of a name)."""
-    found = [
-        ColumnRow(table.database, table.name, c.name, i, c.datatype, c.comment)
-        for i, c in enumerate(table.columns, start=1)
-    ]
-    names = {c.name.upper() for c in found}
-    for model in snapshot.models:
-        for cc in model.model.computed_columns:
-            name = cc.column_name.upper()
-            if cc.table_identity.upper() != table.identity or name in names:
-                continue
-            names.add(name)
-            found.append(
-                ColumnRow(
-                    table.database,
-                    table.name,
-                    name,
-                    len(found) + 1,
-                    cc.datatype or "double",
-                    cc.comment,
-                    cc.expression,
-                )
-            )
-    return found
-
-
-def all_columns(snapshot: ProjectSnapshot) -> list[ColumnRow]:
-    return [c for t in tables(snapshot) for c in columns(snapshot, t)]
-
+from precube.jdbc_types import CHAR, VARCHAR
+from precube.metadata import datatypes
+from precube.query.catalog.description import CatalogDescription, ColumnDescription, TableDescription
 
 # --- the information_schema views (ANSI's and Postgres's column names; types as Spark's SQL spells them) ---
 
@@ -125,25 +61,25 @@ COLUMNS = pa.schema(
 VIEWS: dict[str, pa.Schema] = {"schemata": SCHEMATA, "tables": TABLES, "columns": COLUMNS}
 
 
-def view_tables(snapshot: ProjectSnapshot) -> dict[str, pa.Table]:
+def view_tables(description: CatalogDescription) -> dict[str, pa.Table]:
     """Each information_schema view's rows for the project."""
-    catalog = snapshot.project
+    catalog = description.project
     schemata = [
-        {"catalog_name": catalog, "schema_name": db, "default_character_set_name": "UTF8"} for db in databases(snapshot)
+        {"catalog_name": catalog, "schema_name": db, "default_character_set_name": "UTF8"} for db in description.schemas
     ]
     listed = [
         {
             "table_catalog": catalog,
-            "table_schema": t.database,
+            "table_schema": t.schema,
             "table_name": t.name,
             "table_type": "BASE TABLE",
             "is_insertable_into": "NO",
             "is_typed": "NO",
-            "table_comment": t.table_comment,
+            "table_comment": t.comment,
         }
-        for t in tables(snapshot)
+        for t in description.tables
     ]
-    cols = [_column_view_row(catalog, c) for c in all_columns(snapshot)]
+    cols = [_column_view_row(catalog, t, c) for t, c in description.columns()]
     return {
         "schemata": pa.Table.from_pylist(schemata, schema=SCHEMATA),
         "tables": pa.Table.from_pylist(listed, schema=TABLES),
@@ -151,20 +87,20 @@ def view_tables(snapshot: ProjectSnapshot) -> dict[str, pa.Table]:
     }
 
 
-def _column_view_row(catalog: str, c: ColumnRow) -> dict[str, object]:
+def _column_view_row(catalog: str, t: TableDescription, c: ColumnDescription) -> dict[str, object]:
     spark = c.spark_type.upper()
     family = datatypes.family(c.datatype)
-    jdbc = of_name(c.datatype)
+    jdbc = c.jdbc
     text = family is datatypes.TypeFamily.STRING
     numeric = datatypes.is_numeric(c.datatype)
     length = jdbc.precision if text and jdbc.code in (CHAR, VARCHAR) and "(" in c.datatype else None
     return {
         "table_catalog": catalog,
-        "table_schema": c.database,
-        "table_name": c.table,
+        "table_schema": t.schema,
+        "table_name": t.name,
         "column_name": c.name,
         "ordinal_position": c.position,
-        "is_nullable": "YES",
+        "is_nullable": "YES" if c.nullable else "NO",
         "data_type": spark.split("(", 1)[0],
         "full_data_type": spark,
         "character_maximum_length": length,
@@ -173,7 +109,7 @@ def _column_view_row(catalog: str, c: ColumnRow) -> dict[str, object]:
         "numeric_precision_radix": 10 if numeric else None,
         "numeric_scale": jdbc.scale if numeric else None,
         "datetime_precision": {"date": 0, "timestamp": 6}.get(datatypes.base_name(c.datatype)),
-        "is_generated": "ALWAYS" if c.expression is not None else "NEVER",
+        "is_generated": "ALWAYS" if c.computed else "NEVER",
         "generation_expression": c.expression,
         "column_comment": c.comment,
     }

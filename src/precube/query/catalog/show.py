@@ -1,4 +1,4 @@
-"""SHOW and DESCRIBE, as Spark SQL spells them, answered from the project's metadata (`rows`):
+"""SHOW and DESCRIBE, as Spark SQL spells them, answered from the project's catalog (`description`):
 
     SHOW {DATABASES | SCHEMAS | NAMESPACES} [[LIKE] 'pattern']      → namespace
     SHOW TABLES [{IN | FROM} db] [[LIKE] 'pattern']                 → namespace, tableName, isTemporary
@@ -18,7 +18,6 @@ import pyarrow as pa
 from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from precube.query.catalog import rows
 from precube.query.dialect import DIALECT, Precube
 from precube.query.errors import SqlSyntaxError, UnknownObjectError
 from precube.query.frontend import token_message
@@ -173,29 +172,30 @@ def _matches(found: re.Pattern[str] | None, name: str) -> bool:
 
 def answer_show(show: Show, snapshot: ProjectSnapshot) -> pa.Table:
     """The rows of a SHOW or DESCRIBE statement over the project's catalog."""
+    catalog = snapshot.description
     found = _matcher(show.pattern)
     if show.what == "databases":
-        names = [d for d in rows.databases(snapshot) if _matches(found, d)]
+        names = [d for d in catalog.schemas if _matches(found, d)]
         return pa.table({"namespace": pa.array(names, pa.string())})
     if show.what == "tables":
-        database = show.database or snapshot.default_database.upper()
-        if show.database is not None and database not in rows.databases(snapshot):
+        database = show.database or catalog.default_schema
+        if show.database is not None and database not in catalog.schemas:
             raise UnknownObjectError(f"database {database} does not exist in the project")
-        listed = [t for t in rows.tables(snapshot) if t.database == database and _matches(found, t.name)]
+        listed = [t for t in catalog.tables if t.schema == database and _matches(found, t.name)]
         return pa.table(
             {
-                "namespace": pa.array([t.database for t in listed], pa.string()),
+                "namespace": pa.array([t.schema for t in listed], pa.string()),
                 "tableName": pa.array([t.name for t in listed], pa.string()),
                 "isTemporary": pa.array([False] * len(listed), pa.bool_()),
             }
         )
     assert show.table is not None
-    database = show.database or snapshot.default_database.upper()
-    table = snapshot.tables.get(f"{database}.{show.table}")
+    database = show.database or catalog.default_schema
+    table = catalog.table(database, show.table)
     if table is None:
         where = f"{database}.{show.table}" if show.database else f"{show.table} (default database {database})"
         raise UnknownObjectError(f"table {where} does not exist in the project")
-    columns = rows.columns(snapshot, table)
+    columns = table.columns
     if show.what == "columns":
         return pa.table({"col_name": pa.array([c.name for c in columns], pa.string())})
     return pa.table(

@@ -1,5 +1,5 @@
 """`information_schema.schemata`, `.tables` and `.columns` as SQL: virtual tables whose rows are built from the
-project's metadata snapshot (`rows`), queried in a DuckDB connection of their own that holds nothing else.
+project's catalog description (`rows`), queried in a DuckDB connection of their own that holds nothing else.
 
 A statement that reads one of these views is a catalog query: it may read only them (and its own CTEs), and
 passes the front end's guard against a catalog of the views alone, so no engine catalog, file or function
@@ -82,7 +82,7 @@ class InformationSchema:
         if self._con is None:
             self._con = sealed(duckdb.connect(), self.memory_limit)
         if self._version != snapshot.version:
-            for name, rows in view_tables(snapshot).items():
+            for name, rows in view_tables(snapshot.description).items():
                 self._con.register(_relation(name), rows)
             self._version = snapshot.version
         return self._con

@@ -42,7 +42,7 @@ MACROS: dict[str, tuple[str, str]] = {
     "pg_table_is_visible": ("o", "true"),
     "pg_type_is_visible": ("o", "true"),
     "pg_function_is_visible": ("o", "true"),
-    "pg_get_expr": ("e, r, p := NULL", "CAST(NULL AS VARCHAR)"),
+    "pg_get_expr": ("e, r, p := NULL", "CAST(e AS VARCHAR)"),  # an expression is stored as its text
     "pg_get_constraintdef": ("o, p := NULL", "CAST(NULL AS VARCHAR)"),
     "pg_get_indexdef": ("o, c := NULL, p := NULL", "CAST(NULL AS VARCHAR)"),
     "pg_get_viewdef": ("o, p := NULL", "CAST(NULL AS VARCHAR)"),
@@ -154,7 +154,7 @@ class Catalog:
             if found is None or found.version != snapshot.version:
                 if found is not None:
                     found.db.close()
-                found = _Sandbox(snapshot.version, _build(project, user, snapshot))
+                found = _Sandbox(snapshot.version, _build(user, snapshot))
                 self._sandboxes.pop(key, None)
                 self._sandboxes[key] = found
                 while len(self._sandboxes) > MAX_SANDBOXES:
@@ -168,7 +168,7 @@ class Catalog:
             self._sandboxes.clear()
 
 
-def _build(project: str, user: str, snapshot: ProjectSnapshot) -> duckdb.DuckDBPyConnection:
+def _build(user: str, snapshot: ProjectSnapshot) -> duckdb.DuckDBPyConnection:
     db = duckdb.connect(
         ":memory:",
         config={
@@ -179,7 +179,7 @@ def _build(project: str, user: str, snapshot: ProjectSnapshot) -> duckdb.DuckDBP
             "memory_limit": "256MB",
         },
     )
-    found = ct.rows(project, user, snapshot.tables.values())
+    found = ct.rows(snapshot.description, user)
     for schema, relations in ct.COLUMNS.items():
         db.execute(f"CREATE SCHEMA {SCHEMAS[schema]}")
         for name, columns in relations.items():

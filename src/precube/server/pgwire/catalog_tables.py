@@ -1,14 +1,15 @@
-"""The rows of the emulated `pg_catalog` and `information_schema` for one project, made from its metadata
-alone (databases as schemas, tables, columns with their Postgres types, comments): what psql, psycopg and JDBC
-clients read to list and describe tables. OIDs are stable hashes of the names, so an OID a client read in one
-query still names the same table in the next (psql's `\\d` reads it, then asks by it)."""
+"""The rows of the emulated `pg_catalog` and `information_schema` for one project, presenting its catalog
+description (`query.catalog.description`: schemas, tables, columns with computed ones, types) as PostgreSQL
+lists it: names in lower case (PostgreSQL tools quote any other), Postgres types, comments, a model's computed
+column as a stored generated column. What psql, psycopg and JDBC clients read to list and describe tables. OIDs
+are stable hashes of the names, so an OID a client read in one query still names the same table in the next
+(psql's `\\d` reads it, then asks by it)."""
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
 
-from precube.metadata import Table
+from precube.query.catalog.description import CatalogDescription, ColumnDescription, TableDescription
 from precube.server.pgwire import types as pg
 
 CATALOG_NS, INFO_NS, OWNER = 11, 13_000, 10
@@ -186,8 +187,9 @@ def oid_of(kind: str, name: str) -> int:
 Rows = dict[str, list[dict[str, object]]]
 
 
-def rows(project: str, user: str, tables: Iterable[Table]) -> Rows:
-    """Every emulated relation's rows for the project's tables, seen by `user`."""
+def rows(description: CatalogDescription, user: str) -> Rows:
+    """Every emulated relation's rows for the project's catalog, seen by `user`."""
+    project = description.project
     found: Rows = {name: [] for schema in COLUMNS.values() for name in schema}
     found["pg_namespace"] += [
         {"oid": CATALOG_NS, "nspname": "pg_catalog"},
@@ -231,19 +233,17 @@ def rows(project: str, user: str, tables: Iterable[Table]) -> Rows:
                     "typsend": "array_send",
                 }
             )
-    schemas: set[str] = set()
-    for table in sorted(tables, key=lambda t: t.identity):
-        _table(found, project, user, table, schemas)
+    for schema in description.schemas:
+        found["pg_namespace"].append({"oid": oid_of("schema", schema.lower()), "nspname": schema.lower()})
+        found["schemata"].append({"catalog_name": project, "schema_name": schema.lower()})
+    for table in description.tables:
+        _table(found, project, user, table)
     return found
 
 
-def _table(found: Rows, project: str, user: str, table: Table, schemas: set[str]) -> None:
-    schema, name = table.database.lower(), table.name.lower()
+def _table(found: Rows, project: str, user: str, table: TableDescription) -> None:
+    schema, name = table.schema.lower(), table.name.lower()
     namespace, relation = oid_of("schema", schema), oid_of("table", f"{schema}.{name}")
-    if schema not in schemas:
-        schemas.add(schema)
-        found["pg_namespace"].append({"oid": namespace, "nspname": schema})
-        found["schemata"].append({"catalog_name": project, "schema_name": schema})
     found["pg_class"].append(
         {"oid": relation, "relname": name, "relnamespace": namespace, "relnatts": len(table.columns)}
     )
@@ -252,28 +252,43 @@ def _table(found: Rows, project: str, user: str, table: Table, schemas: set[str]
     found["table_privileges"].append(
         {"grantee": user, "table_catalog": project, "table_schema": schema, "table_name": name}
     )
-    if table.table_comment:
+    if table.comment:
         found["pg_description"].append(
-            {"objoid": relation, "classoid": 1259, "objsubid": 0, "description": table.table_comment}
+            {"objoid": relation, "classoid": 1259, "objsubid": 0, "description": table.comment}
         )
-    for position, column in enumerate(table.columns, start=1):
-        typed = pg.of_datatype(column.datatype)
-        found["pg_attribute"].append(
-            {
-                "attrelid": relation,
-                "attname": column.name.lower(),
-                "atttypid": typed.type.oid,
-                "attlen": typed.type.size,
-                "attnum": position,
-                "atttypmod": typed.modifier,
-                "attbyval": 0 < typed.type.size <= 8,
-            }
+    for column in table.columns:
+        _column(found, project, schema, name, relation, column)
+
+
+def _column(found: Rows, project: str, schema: str, table: str, relation: int, column: ColumnDescription) -> None:
+    typed, position = pg.of_datatype(column.datatype), column.position
+    found["pg_attribute"].append(
+        {
+            "attrelid": relation,
+            "attname": column.name.lower(),
+            "atttypid": typed.type.oid,
+            "attlen": typed.type.size,
+            "attnum": position,
+            "atttypmod": typed.modifier,
+            "attbyval": 0 < typed.type.size <= 8,
+            "attnotnull": not column.nullable,
+            "atthasdef": column.computed,
+            "attgenerated": "s" if column.computed else "",
+        }
+    )
+    if column.expression is not None:
+        # adbin holds the expression's text, which the sandbox's pg_get_expr returns as it is
+        default = oid_of("attrdef", f"{schema}.{table}.{position}")
+        found["pg_attrdef"].append({"oid": default, "adrelid": relation, "adnum": position, "adbin": column.expression})
+    if column.comment:
+        found["pg_description"].append(
+            {"objoid": relation, "classoid": 1259, "objsubid": position, "description": column.comment}
         )
-        if column.comment:
-            found["pg_description"].append(
-                {"objoid": relation, "classoid": 1259, "objsubid": position, "description": column.comment}
-            )
-        found["columns"].append(_info_column(project, schema, name, column.name.lower(), position, typed))
+    row = _info_column(project, schema, table, column.name.lower(), position, typed)
+    row["is_nullable"] = "YES" if column.nullable else "NO"
+    if column.expression is not None:
+        row |= {"is_generated": "ALWAYS", "generation_expression": column.expression}
+    found["columns"].append(row)
 
 
 def _info_column(

@@ -133,7 +133,7 @@ class ColumnType:
 
 
 def of_datatype(datatype: str) -> ColumnType:
-    """The Postgres type of a source column's Kylin type name (`varchar(256)`, `decimal(15,2)`, `string`…), by
+    """The Postgres type of a column's Kylin type name (`varchar(256)`, `decimal(15,2)`, `string`…), by
     the same reading of the name as the REST API's JDBC types (`jdbc_types.of_name`)."""
     if _STRING.match(datatype):
         return ColumnType(TEXT, -1, "text")

@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from precube.auth import Permission
 from precube.errors import InvalidInputError
-from precube.jdbc_types import of_arrow, of_name, text_column
+from precube.jdbc_types import of_arrow, text_column
 from precube.query.session import QueryResult
 from precube.query.snapshot import ProjectSnapshot
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
@@ -354,15 +354,15 @@ def tables_and_columns(
     page_size: int = Query(10, ge=1, le=10_000),
     caller: Caller = Depends(requires(Permission.QUERY)),
 ) -> dict[str, Any]:
-    """The project's tables and their columns as BI clients list them (Kylin's TableMeta and ColumnMeta)."""
-    snapshot = state_of(request).queries.snapshot(caller.principal)
-    tables = sorted(snapshot.tables.values(), key=lambda t: t.identity)
+    """The project's tables and their columns as BI clients list them (Kylin's TableMeta and ColumnMeta): the
+    project's catalog description, computed columns included, in upper case."""
+    catalog = state_of(request).queries.catalog(caller.principal)
     metas = []
-    for table in tables:
-        schema, name = table.database.upper(), table.name.upper()
+    for table in catalog.tables:
+        schema, name = table.schema.upper(), table.name.upper()
         columns = []
-        for position, column in enumerate(table.columns, start=1):
-            t = of_name(column.datatype)
+        for column in table.columns:
+            t = column.jdbc
             columns.append(
                 {
                     "TABLE_CAT": "defaultCatalog",
@@ -375,14 +375,14 @@ def tables_and_columns(
                     "BUFFER_LENGTH": -1,
                     "DECIMAL_DIGITS": t.scale,
                     "NUM_PREC_RADIX": 10,
-                    "NULLABLE": 1,
+                    "NULLABLE": 1 if column.nullable else 0,
                     "REMARKS": column.comment,
                     "COLUMN_DEF": None,
                     "SQL_DATA_TYPE": -1,
                     "SQL_DATETIME_SUB": -1,
                     "CHAR_OCTET_LENGTH": -1,
-                    "ORDINAL_POSITION": position,
-                    "IS_NULLABLE": "YES",
+                    "ORDINAL_POSITION": column.position,
+                    "IS_NULLABLE": "YES" if column.nullable else "NO",
                     "SCOPE_CATLOG": None,
                     "SCOPE_SCHEMA": None,
                     "SCOPE_TABLE": None,
@@ -395,7 +395,7 @@ def tables_and_columns(
                 "TABLE_CAT": "defaultCatalog",
                 "TABLE_SCHEM": schema,
                 "TABLE_NAME": name,
-                "TABLE_TYPE": "TABLE",
+                "TABLE_TYPE": table.kind,
                 "REMARKS": None,
                 "TYPE_CAT": None,
                 "TYPE_SCHEM": None,
