@@ -12,7 +12,7 @@ from precube.cli.context import DRY_RUN, PROJECT, YES, confirm_drop, console, pr
 from precube.jobs import lifecycle
 from precube.jobs.lifecycle import FIRST_DAY_OF_WEEK
 from precube.metadata import Project, Table
-from precube.query.session import PUSHDOWN_PROPERTY
+from precube.service.queries import PUSHDOWN_PROPERTY
 
 app = typer.Typer(help="Create, list and delete projects; view or change their segment settings.", no_args_is_help=True)
 

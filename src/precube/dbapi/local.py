@@ -6,19 +6,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from precube.api import connect
-from precube.cache import CachedSession
 from precube.dbapi.errors import error_of
 from precube.errors import PrecubeError
-from precube.query.session import Session
 from precube.service.errors import disposition
 from precube.service.principal import Principal
 from precube.service.queries import QueryService
 from precube.service.sessions import Sessions
 from precube.settings import Settings
+
+if TYPE_CHECKING:
+    from precube.cache import CachedSession
+    from precube.query.session import Session
 
 LOCAL_WORKERS = 4  # statements one in-process connection's cursors run at once
 

@@ -9,15 +9,17 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from precube.auth import Directory
-from precube.cache import ResultCache
 from precube.metadata import MetadataStore, open_store
 from precube.query.history import QueryHistory
 from precube.service.queries import QueryService
 from precube.service.sessions import Sessions, open_cache
 from precube.settings import Settings
+
+if TYPE_CHECKING:
+    from precube.cache import ResultCache
 
 LOG = logging.getLogger("precube.server")
 

@@ -23,10 +23,12 @@ from precube.cache import CachedSession
 from precube.query.cancel import Cancellation
 from precube.query.catalog.description import CatalogDescription
 from precube.query.explain import Explanation
-from precube.query.session import QueryResult, Session
+from precube.query.session import PUSHDOWN_PROPERTY, QueryResult, Session
 from precube.query.snapshot import ProjectSnapshot
 from precube.service.principal import Principal
 from precube.service.sessions import Sessions
+
+__all__ = ["PUSHDOWN_PROPERTY", "Handle", "QueryResult", "QueryService", "RunOptions"]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ import pygwire.messages as m
 
 from precube.auth import User
 from precube.errors import PrecubeError
-from precube.query.session import QueryResult
 from precube.server.pgwire import placeholders
 from precube.server.pgwire.rows import Encoded, encode
 from precube.server.pgwire.session_settings import REPORTED, SessionSettings
@@ -22,7 +21,7 @@ from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, Statement, precube_sql
 from precube.server.pgwire.types import of_arrow, typmod
 from precube.service.principal import Principal
-from precube.service.queries import Handle
+from precube.service.queries import Handle, QueryResult
 
 if TYPE_CHECKING:
     from precube.server.pgwire.listener import PgServer

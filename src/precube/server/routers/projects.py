@@ -17,9 +17,9 @@ from precube.jobs.removal import remove_project
 from precube.metadata import Project
 from precube.metadata.paths import check_project_name
 from precube.metadata.project import AutoMergeTimeRange
-from precube.query.session import PUSHDOWN_PROPERTY
 from precube.server.envelope import ok, page
 from precube.server.security import Caller, requires, state_of
+from precube.service.queries import PUSHDOWN_PROPERTY
 from precube.sources.tables import check_identifier
 
 router = APIRouter(tags=["projects"])

@@ -23,13 +23,12 @@ from starlette.concurrency import run_in_threadpool
 from precube.auth import Permission
 from precube.errors import InvalidInputError
 from precube.jdbc_types import of_arrow, text_column
-from precube.query.session import QueryResult
 from precube.query.snapshot import ProjectSnapshot
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from precube.server.envelope import ok, page
 from precube.server.security import Caller, requires, state_of
 from precube.server.state import ServerState
-from precube.service.queries import RunOptions
+from precube.service.queries import QueryResult, RunOptions
 
 router = APIRouter(tags=["query"])
 
