@@ -18,6 +18,7 @@ from precube.metadata.entity import now_ms
 from precube.query.cancel import Cancellation
 from precube.query.explain import Explanation
 from precube.query.session import Plan, QueryResult, Session
+from precube.query.snapshot import ProjectSnapshot
 from precube.settings import CacheSettings
 
 
@@ -70,36 +71,25 @@ class CachedSession:
         the caller can change it); `no_cache` and `force_pushdown` neither read nor store it."""
         session = self.session
         shape = session.shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
-        # a catalog statement's answer follows the metadata, which the cache's validity does not watch
-        if no_cache or force_pushdown or shape is None or session.catalog.may_answer(sql):
+
+        def run(snapshot: ProjectSnapshot | None = None) -> QueryResult:
             return session.sql(
                 sql,
                 engine=engine,
                 pushdown=pushdown,
                 force_pushdown=force_pushdown,
                 shape=shape,
-                user=user,
-                cancel=cancel,
-                access=access,
-            )
-        started, start_ms = time.perf_counter(), now_ms()
-        result = self.cache.result_cache.answer(
-            session,
-            sql,
-            shape,
-            pushdown,
-            lambda snapshot: session.sql(
-                sql,
-                engine=engine,
-                pushdown=pushdown,
-                shape=shape,
                 snapshot=snapshot,
                 user=user,
                 cancel=cancel,
                 access=access,
-            ),
-            access,
-        )
+            )
+
+        # a catalog statement's answer follows the metadata, which the cache's validity does not watch
+        if no_cache or force_pushdown or shape is None or session.catalog.may_answer(sql):
+            return run()
+        started, start_ms = time.perf_counter(), now_ms()
+        result = self.cache.result_cache.answer(session, sql, shape, pushdown, run, access)
         if result.answered is not None:  # a hit, or the answer of the identical query it waited on
             session.record_answer(sql, start_ms, started, result, user=user)
         return result
