@@ -43,9 +43,9 @@ from precube.metadata import Dataflow, Project, SourceType, TimeRange, open_stor
 from precube.modeling.model_store import create_model, find_model, set_model_rules
 from precube.modeling.partition_format import to_epoch_ms
 from precube.query.frontend import DIALECT
+from precube.query.project_metadata import read_metadata
 from precube.query.recommend import recommend
 from precube.query.session import Session
-from precube.query.snapshot import read_snapshot
 from precube.settings import load_settings
 from precube.sources.tables import load_file_table
 from precube.spark_session import spark_session
@@ -81,7 +81,7 @@ def _prepare(home: Path, data: Path, scale: float, master: str, plan: str) -> tu
             spec = spec.model_copy(update={"aggregation_groups": [], "base_index_type": []})
         model = create_model(store, PROJECT, spec).model
         if plan == "recommended":
-            found = recommend(read_snapshot(store, PROJECT), model.alias, SSB_QUERIES.values())
+            found = recommend(read_metadata(store, PROJECT), model.alias, SSB_QUERIES.values())
             set_model_rules(store, PROJECT, model.alias, found.groups)
     with store.read(PROJECT) as tx:
         built = bool(tx.require(Dataflow, model.uuid).segments)
@@ -167,7 +167,7 @@ def main() -> None:
         raw.execute(f"CREATE VIEW ssb.{name.lower()} AS SELECT * FROM read_parquet('{data / name}/*.parquet')")
     results = []
     session = Session(store, PROJECT, settings.warehouse_root)
-    session.snapshots.get(PROJECT)  # a server has read its metadata before the first query
+    session.metadata.get(PROJECT)  # a server has read its metadata before the first query
     firsts = {}
     for name, sql in queries.items():  # every layout loaded before any steady-state run (as in a server)
         started = time.perf_counter()

@@ -37,9 +37,9 @@ from precube.metadata import Dataflow, Project, SourceType, TimeRange, open_stor
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import add_measures, create_model, find_model, set_model_rules
 from precube.modeling.partition_format import to_epoch_ms
+from precube.query.project_metadata import read_metadata
 from precube.query.recommend import recommend
 from precube.query.session import QueryResult, Session
-from precube.query.snapshot import read_snapshot
 from precube.settings import load_settings
 from precube.sources.tables import load_file_table
 from precube.spark_session import spark_session
@@ -68,7 +68,7 @@ def _prepare(home: Path, scale: float, master: str) -> tuple[Any, Any, float]:
     if model is None:
         spec = parse_spec({**tpch.model_spec(), "base_index_type": []})
         model = create_model(store, PROJECT, spec).model
-        found = recommend(read_snapshot(store, PROJECT), tpch.MODEL, tpch.queries().values())
+        found = recommend(read_metadata(store, PROJECT), tpch.MODEL, tpch.queries().values())
         add_measures(store, PROJECT, tpch.MODEL, found.measures)
         set_model_rules(store, PROJECT, tpch.MODEL, found.groups, None)
     with store.read(PROJECT) as tx:

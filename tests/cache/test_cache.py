@@ -378,16 +378,16 @@ def test_an_answer_records_its_own_filter_also_from_a_reused_plan(cache_model: C
         statements = [dated.format(start, end, i) for i, (start, end) in enumerate(ranges, 1)]
         results = [s.sql(sql) for sql in statements]
         assert [r.plan_cached for r in results] == [False, True, False]
-        snapshot = s.snapshots.get(CACHE_PROJECT)
+        metadata = s.metadata.get(CACHE_PROJECT)
         covered = []
         for sql, result, (start, end) in zip(statements, results, ranges, strict=True):
             assert result.plan is not None and result.params is not None
             matched = [(i, c.match) for i, c in enumerate(result.plan.contexts) if c.match is not None]
-            fast = model_uses(sql, matched, snapshot, result.plan.probes, result.params)
-            assert fast is not None and fast == model_uses(sql, matched, snapshot)
+            fast = model_uses(sql, matched, metadata, result.plan.probes, result.params)
+            assert fast is not None and fast == model_uses(sql, matched, metadata)
             assert fast[0].filter is not None and f"'{start}'" in fast[0].filter and f"'{end}'" in fast[0].filter
             covered.append(fast[0].covered)
-        first, second = (s.segment.id for s in snapshot.models[0].segments)
+        first, second = (s.segment.id for s in metadata.models[0].segments)
         assert covered == [(first,), (first,), (second,)]
 
 

@@ -104,10 +104,10 @@ def test_computed_columns_are_generated_columns_of_their_fact_table(session: Ses
     assert typed in ([("INT", 10, 0)], [("BIGINT", 19, 0)])
 
 
-def test_the_description_is_made_once_per_snapshot(session: Session, query_model: QueryModel) -> None:
-    snapshot = session.snapshots.get(query_model.project)
-    described = snapshot.description
-    assert snapshot.description is described  # cached on the immutable snapshot
+def test_the_description_is_made_once_per_metadata_read(session: Session, query_model: QueryModel) -> None:
+    metadata = session.metadata.get(query_model.project)
+    described = metadata.description
+    assert metadata.description is described  # cached on the immutable metadata read
     assert described.schemas == ("SSB",) and described.default_schema == "SSB"
     lineorder = described.table("SSB", "LINEORDER")
     assert lineorder is not None and lineorder.kind == "TABLE"

@@ -25,8 +25,8 @@ from precube.query.errors import (
     SqlSyntaxError,
     UnknownObjectError,
 )
+from precube.query.project_metadata import MetadataReader
 from precube.query.session import Session
-from precube.query.snapshot import Snapshots
 from precube.settings import QuerySettings
 from tests.query.conftest import QueryModel
 from tests.query.oracle import Case, Oracle, assert_same
@@ -477,7 +477,7 @@ def test_engine_reads_a_source_it_did_not_start_with(query_model: QueryModel, tm
     list grown, before the statement's layouts are registered; both read as DuckDB reads their files."""
     from tests.query.test_duckdb_engine import _layout
 
-    dates = Snapshots(query_model.store).get(query_model.project).tables["SSB.DATES"]
+    dates = MetadataReader(query_model.store).get(query_model.project).tables["SSB.DATES"]
     files = f"read_parquet('{dates.location}/**/*.parquet')"
     engine, scan = _layout(tmp_path)
     try:

@@ -15,9 +15,9 @@ from precube.cli.app import run
 from precube.metadata import IndexPlan, Model, Project, SourceType, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import add_measures, create_model, set_model_rules
+from precube.query.project_metadata import read_metadata
 from precube.query.recommend import recommend
 from precube.query.session import Session
-from precube.query.snapshot import read_snapshot
 from precube.sources.tables import load_file_table
 from precube.ssb.generate import TABLES
 from precube.ssb.queries import SSB_QUERIES
@@ -84,7 +84,7 @@ def test_calls_no_measure_computes_get_the_measures_they_need(ssb_dir: Path, tmp
             "left join ssb.dates on lo_orderdate = d_datekey group by d_year",
             "select avg(lo_quantity) from ssb.lineorder",  # a dimension: not in the layout, a measure instead
         ]
-        found = recommend(read_snapshot(store, "ssb"), "ssb", statements)
+        found = recommend(read_metadata(store, "ssb"), "ssb", statements)
         assert [(m.name, m.expression, m.column) for m in found.measures] == [
             ("COUNT_LO_QUANTITY", "COUNT", "LINEORDER.LO_QUANTITY"),  # SUM: the model's QUANTITY
             ("SUM_LO_TAX", "SUM", "LINEORDER.LO_TAX"),
@@ -97,5 +97,5 @@ def test_calls_no_measure_computes_get_the_measures_they_need(ssb_dir: Path, tmp
         assert not any("LO_QUANTITY" in g.includes for g in found.groups)
         add_measures(store, "ssb", "ssb", found.measures)
         set_model_rules(store, "ssb", "ssb", found.groups, None)
-        again = recommend(read_snapshot(store, "ssb"), "ssb", statements)
+        again = recommend(read_metadata(store, "ssb"), "ssb", statements)
         assert again.measures == [] and again.groups == found.groups

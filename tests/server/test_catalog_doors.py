@@ -16,7 +16,7 @@ import precube.dbapi as db
 from precube.dbapi.dialect import column_type
 from precube.metadata import Model, Table, open_store
 from precube.query.catalog.description import CatalogDescription
-from precube.query.snapshot import read_snapshot
+from precube.query.project_metadata import read_metadata
 from precube.server.pgwire import types as pg
 from tests.server.conftest import ServerHome, data
 from tests.server.live import ADMIN, LiveServer
@@ -35,7 +35,7 @@ def described(server_home: ServerHome) -> CatalogDescription:
     with open_store(settings.metadata_url, settings.metadata.table) as store:
         with store.read(server_home.project) as tx:
             tables, models = tx.list(Table), tx.list(Model)
-        found = read_snapshot(store, server_home.project).description
+        found = read_metadata(store, server_home.project).description
     computed = [cc for m in models for cc in m.computed_columns]
     assert computed, "the shared model defines computed columns"
     assert [t.identity for t in found.tables] == sorted(t.identity for t in tables)

@@ -3,7 +3,7 @@ the query package knows nothing of it.
 
 `CachedSession` has the session's API (`sql`, `explain`, `plan`, `close`, a context manager; any other
 attribute is the wrapped session's). `sql` answers from the cache, or runs the session on the metadata
-snapshot the answer is dated by (once for identical concurrent queries) and admits its answer. `.cache` is the
+read the answer is dated by (once for identical concurrent queries) and admits its answer. `.cache` is the
 cache as this session sees it: `stats()` and `clear(sql=None)` of its store's project.
 """
 
@@ -17,8 +17,8 @@ from precube.cache.result_cache import CacheStats, ResultCache
 from precube.metadata.entity import now_ms
 from precube.query.cancel import Cancellation
 from precube.query.explain import Explanation
+from precube.query.project_metadata import ProjectMetadata
 from precube.query.session import Plan, QueryResult, Session
-from precube.query.snapshot import ProjectSnapshot
 from precube.settings import CacheSettings
 
 
@@ -72,14 +72,14 @@ class CachedSession:
         session = self.session
         shape = session.shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
 
-        def run(snapshot: ProjectSnapshot | None = None) -> QueryResult:
+        def run(metadata: ProjectMetadata | None = None) -> QueryResult:
             return session.sql(
                 sql,
                 engine=engine,
                 pushdown=pushdown,
                 force_pushdown=force_pushdown,
                 shape=shape,
-                snapshot=snapshot,
+                metadata=metadata,
                 user=user,
                 cancel=cancel,
                 access=access,

@@ -42,7 +42,9 @@ class Entry:
 
     table: pa.Table
     cached_ms: int  # epoch ms it was stored
-    snapshot_version: int  # the project's metadata position the answer is known to be valid at
+    # the project's metadata position (`ProjectMetadata.version`) the answer is known to be valid at; named as
+    # the serialized header names it
+    snapshot_version: int
     models: tuple[ModelUse, ...]
     engine: str
     duration_ms: float  # how long the query took when it ran

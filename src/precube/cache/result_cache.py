@@ -1,7 +1,7 @@
 """The result cache: look up before planning, run identical queries once, admit after (`CachedSession` puts it
 in front of a query session).
 
-The hit path is the statement's token shape, the project's metadata snapshot (a change-counter check), the
+The hit path is the statement's token shape, the project's metadata read (a change-counter check), the
 validity check and the entry's table: no parsing, planning or engine. A backend that fails is reported and
 bypassed: the query still runs. Entries live in the scope of the session's metadata store and project.
 """
@@ -22,8 +22,8 @@ from precube.cache.key import CacheKey, cache_key, key_of_sql, scope_of
 from precube.cache.validity import model_uses, stale_reason
 from precube.metadata.entity import now_ms
 from precube.query.plan_cache import Shape
+from precube.query.project_metadata import ProjectMetadata
 from precube.query.session import Answered, QueryResult, Session
-from precube.query.snapshot import ProjectSnapshot
 from precube.settings import CacheSettings
 
 log = logging.getLogger(__name__)
@@ -69,11 +69,11 @@ class ResultCache:
         sql: str,
         shape: Shape,
         pushdown: bool | None,
-        run: Callable[[ProjectSnapshot], QueryResult],
+        run: Callable[[ProjectMetadata], QueryResult],
         access: str = "",
     ) -> QueryResult:
         """The cached answer of `sql` (whose token shape is `shape`) in `session`'s store and project, or the
-        answer `run` computes on a metadata snapshot (once for identical concurrent queries, whose waiters get
+        answer `run` computes on the project's metadata (once for identical concurrent queries, whose waiters get
         it, or its error, even when it is not admitted)."""
         started = time.perf_counter()
         project = session.project
@@ -81,15 +81,15 @@ class ResultCache:
         ran: list[QueryResult] = []
 
         def compute() -> tuple[QueryResult, bool]:
-            snapshot = session.snapshots.get(project)  # the answer is computed on it: the entry is dated by it
-            ran.append(run(snapshot))
-            return ran[0], self._admit(key, sql, snapshot, ran[0])
+            metadata = session.metadata.get(project)  # the answer is computed on it: the entry is dated by it
+            ran.append(run(metadata))
+            return ran[0], self._admit(key, sql, metadata, ran[0])
 
         def take(entry: Entry) -> QueryResult:
             return _result(entry, started, from_cache=False)  # computed just now by the run it waited on
 
         try:
-            hit = self._lookup(key, session.snapshots.get(project), pushdown, started)
+            hit = self._lookup(key, session.metadata.get(project), pushdown, started)
             if hit is not None:
                 return hit
             self.backend.count(key.scope, "misses")
@@ -99,7 +99,7 @@ class ResultCache:
             flying = CacheKey(key.scope, f"{key.digest}.{pushdown}")
             flown = self.flight.run(
                 flying,
-                lambda: self._lookup(key, session.snapshots.get(project), pushdown, started),
+                lambda: self._lookup(key, session.metadata.get(project), pushdown, started),
                 compute,
                 _entry,
                 take,
@@ -109,29 +109,29 @@ class ResultCache:
             return flown.value
         except CacheError as err:
             _bypassed("query cache bypassed: %s", err)
-            return ran[0] if ran else run(session.snapshots.get(project))
+            return ran[0] if ran else run(session.metadata.get(project))
 
     def cached(self, session: Session, shape: Shape, pushdown: bool | None, access: str = "") -> QueryResult | None:
         """The answer of the statement whose token shape is `shape` when this process's memory holds a valid
         one and telling so needs no I/O: an in-process backend, and a recent reading of the metadata's change
-        counter (`Snapshots.known`). A server answers such hits on its event loop; None sends the query on
+        counter (`MetadataReader.known`). A server answers such hits on its event loop; None sends the query on
         to `answer` (which counts the miss)."""
         if not self.backend.in_process:
             return None
-        snapshot = session.snapshots.known(session.project)
-        if snapshot is None:
+        metadata = session.metadata.known(session.project)
+        if metadata is None:
             return None
         started = time.perf_counter()
         key = cache_key(session.store.identity, session.project, shape, access=access)
-        return self._lookup(key, snapshot, pushdown, started)
+        return self._lookup(key, metadata, pushdown, started)
 
     def _lookup(
-        self, key: CacheKey, snapshot: ProjectSnapshot, pushdown: bool | None, started: float
+        self, key: CacheKey, metadata: ProjectMetadata, pushdown: bool | None, started: float
     ) -> QueryResult | None:
         entry = self.backend.get(key)
         if entry is None or (entry.pushdown and pushdown is False):
             return None
-        why = stale_reason(entry, snapshot)
+        why = stale_reason(entry, metadata)
         if why is not None:
             log.debug("cache entry %s dropped: %s", key, why)
             self.backend.delete(key)
@@ -140,21 +140,21 @@ class ResultCache:
         self.backend.count(key.scope, "hits")
         return _result(entry, started)
 
-    def _admit(self, key: CacheKey, sql: str, snapshot: ProjectSnapshot, result: QueryResult) -> bool:
+    def _admit(self, key: CacheKey, sql: str, metadata: ProjectMetadata, result: QueryResult) -> bool:
         """Keep `result` if admitted; whether it was kept. A backend failure only loses the entry."""
         why = refusal(result, self.settings)
         plan = result.plan
         uses = None
         if why is None and plan is not None:
             matched = [(i, m) for i, c in enumerate(plan.contexts) if (m := c.match or c.snapshot) is not None]
-            uses = model_uses(sql, [] if result.pushdown else matched, snapshot, plan.probes, result.params)
-            why = "a model it used is not in the metadata snapshot" if uses is None else None
+            uses = model_uses(sql, [] if result.pushdown else matched, metadata, plan.probes, result.params)
+            why = "a model it used is not in the project's metadata" if uses is None else None
         if why is not None or uses is None:
             log.debug("not cached: %s", why)
             self._count(key.scope, "skipped")
             return False
         try:
-            self.backend.put(key, _entry(result, snapshot.version, uses), self.settings.ttl_s)
+            self.backend.put(key, _entry(result, metadata.version, uses), self.settings.ttl_s)
         except CacheError as err:
             _bypassed("query answer not cached: %s", err)
             return False
@@ -199,12 +199,12 @@ def _bypassed(message: str, err: CacheError) -> None:
     log.log(logging.DEBUG if isinstance(err, CacheUnavailableError) else logging.WARNING, message, err)
 
 
-def _entry(result: QueryResult, snapshot_version: int = 0, uses: tuple[ModelUse, ...] = ()) -> Entry:
-    """`result` as an entry (for the cache, dated by `snapshot_version`; else for waiters)."""
+def _entry(result: QueryResult, version: int = 0, uses: tuple[ModelUse, ...] = ()) -> Entry:
+    """`result` as an entry (for the cache, dated by the project's metadata `version`; else for waiters)."""
     return Entry(
         table=result.table,
         cached_ms=now_ms(),
-        snapshot_version=snapshot_version,
+        snapshot_version=version,
         models=uses,
         engine=result.engine,
         duration_ms=result.duration_ms,

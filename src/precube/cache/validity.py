@@ -24,23 +24,23 @@ from precube.query.lookup_snapshot import SnapshotMatch
 from precube.query.matching import Match, Probe
 from precube.query.matching import probes as probes_of
 from precube.query.plan_cache import ContextProbe, Param
+from precube.query.project_metadata import ModelMetadata, ProjectMetadata
 from precube.query.pruning import ValueRange, may_match
-from precube.query.snapshot import ModelSnapshot, ProjectSnapshot
 
 
-def stale_reason(entry: Entry, snapshot: ProjectSnapshot) -> str | None:
-    """Why `entry` no longer answers its query in `snapshot`; None while it does."""
-    if entry.snapshot_version == snapshot.version:
+def stale_reason(entry: Entry, metadata: ProjectMetadata) -> str | None:
+    """Why `entry` no longer answers its query given the project's current `metadata`; None while it does."""
+    if entry.snapshot_version == metadata.version:
         return None
     for use in entry.models:
-        m = next((m for m in snapshot.models if m.model.uuid == use.uuid), None)
+        m = next((m for m in metadata.models if m.model.uuid == use.uuid), None)
         why = _model_change(use, m)
         if why is not None:
             return why
     return None
 
 
-def _model_change(use: ModelUse, m: ModelSnapshot | None) -> str | None:
+def _model_change(use: ModelUse, m: ModelMetadata | None) -> str | None:
     if m is None:
         return f"model {use.alias} was removed"
     if not m.online:
@@ -62,7 +62,7 @@ def _model_change(use: ModelUse, m: ModelSnapshot | None) -> str | None:
     return None if gone is None else f"segment {gone} of model {use.alias} was removed"
 
 
-def _partition_column(m: ModelSnapshot) -> int | None:
+def _partition_column(m: ModelMetadata) -> int | None:
     desc = m.model.partition_desc
     if desc is None:
         return None
@@ -72,7 +72,7 @@ def _partition_column(m: ModelSnapshot) -> int | None:
         return None
 
 
-def _covers(condition: exp.Expr | None, partition: int | None, m: ModelSnapshot, segment_id: str) -> bool:
+def _covers(condition: exp.Expr | None, partition: int | None, m: ModelMetadata, segment_id: str) -> bool:
     """Whether the filter may match a row of the segment's partition range (other columns: unknown)."""
     if condition is None or partition is None:
         return True
@@ -89,21 +89,21 @@ def _covers(condition: exp.Expr | None, partition: int | None, m: ModelSnapshot,
 def model_uses(
     sql: str,
     matches: Iterable[tuple[int, Match | SnapshotMatch]],
-    snapshot: ProjectSnapshot,
+    metadata: ProjectMetadata,
     probes: Sequence[ContextProbe] = (),
     params: tuple[Param, ...] | None = None,
 ) -> tuple[ModelUse, ...] | None:
     """What validity needs of each model that answered `sql`'s contexts (context index, match), as of
-    `snapshot` (a block answered from lookup snapshots depends on every segment of their models: a build may
+    `metadata` (a block answered from lookup snapshots depends on every segment of their models: a build may
     take new ones); None when a model is not in it (the answer cannot be dated: not cached). The contexts'
     filters come from the plan's `probes` bound to the statement's `params` when given (no parsing: the
     hot path), else from `sql` parsed again."""
     found = list(matches)
     if not found:
         return ()
-    models = {m.model.uuid: m for m in snapshot.models}
+    models = {m.model.uuid: m for m in metadata.models}
     filters: dict[str, list[exp.Expr | None]] = {}
-    blocks = None if params is not None and probes else _blocks(sql, snapshot)
+    blocks = None if params is not None and probes else _blocks(sql, metadata)
     for i, uuid in [(i, m.model.uuid) for i, match in found for m in _models_of(match)]:
         if uuid not in models:
             return None
@@ -135,13 +135,13 @@ def model_uses(
     return tuple(uses)
 
 
-def _models_of(match: Match | SnapshotMatch) -> list[ModelSnapshot]:
+def _models_of(match: Match | SnapshotMatch) -> list[ModelMetadata]:
     return match.models if isinstance(match, SnapshotMatch) else [match.model]
 
 
-def _blocks(sql: str, snapshot: ProjectSnapshot) -> list[QueryContext]:
+def _blocks(sql: str, metadata: ProjectMetadata) -> list[QueryContext]:
     try:
-        return contexts(normalise(parse(sql), snapshot.catalog).copy())
+        return contexts(normalise(parse(sql), metadata.catalog).copy())
     except Exception:  # noqa: BLE001 (it ran, so it parses; if not, the filter is unknown: the whole range)
         return []
 

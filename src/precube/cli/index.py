@@ -23,8 +23,8 @@ from precube.modeling.model_store import (
     rule_from_groups,
     set_model_rules,
 )
+from precube.query.project_metadata import read_metadata
 from precube.query.recommend import recommend
-from precube.query.snapshot import read_snapshot
 
 app = typer.Typer(help="What to precompute: aggregation groups and table indexes.", no_args_is_help=True)
 
@@ -116,7 +116,7 @@ def recommend_rules(
     by itself (review them, then `index set-rules`, or `--apply`)."""
     cli = project_state(ctx, project)
     statements = [s.strip() for s in file.read_text(encoding="utf-8").split(";") if s.strip()]
-    found = recommend(read_snapshot(cli.store(), project), model, statements)
+    found = recommend(read_metadata(cli.store(), project), model, statements)
     for sql, why in found.skipped:
         console.print(f"[yellow]skipped[/] {' '.join(sql.split())[:100]}: {why}", highlight=False)
     for measure in found.measures:

@@ -65,7 +65,7 @@ class LocalBackend:
 
     def default_database(self) -> str:
         with _mapped():
-            return str(self.queries.snapshot(self.principal).default_database).upper()
+            return str(self.queries.metadata(self.principal).default_database).upper()
 
     def close(self) -> None:
         self.queries.close()

@@ -24,7 +24,7 @@ from precube.metadata import Segment, Table, datatypes
 from precube.metadata.lookup_snapshot import LookupSnapshot
 from precube.query.contexts import QueryContext
 from precube.query.frontend import Catalog, spark_sum_types
-from precube.query.snapshot import ModelSnapshot, ProjectSnapshot
+from precube.query.project_metadata import ModelMetadata, ProjectMetadata
 from precube.storage.snapshots import snapshot_path, source_fingerprint
 
 
@@ -58,7 +58,7 @@ class TableSnapshot:
     """The snapshot answering one table of a block."""
 
     alias: str  # the table's query alias
-    model: ModelSnapshot
+    model: ModelMetadata
     segment: Segment
     snapshot: LookupSnapshot
     source: Table
@@ -71,13 +71,13 @@ class SnapshotMatch:
     tables: tuple[TableSnapshot, ...]
 
     @property
-    def model(self) -> ModelSnapshot:
+    def model(self) -> ModelMetadata:
         """The model of the first snapshot (a result names one model; the result cache dates the answer by
         every model in `models`)."""
         return self.tables[0].model
 
     @property
-    def models(self) -> list[ModelSnapshot]:
+    def models(self) -> list[ModelMetadata]:
         return list({t.model.model.uuid: t.model for t in self.tables}.values())
 
     def describe(self) -> list[str]:
@@ -88,7 +88,7 @@ class SnapshotMatch:
         ]
 
 
-def _newest(m: ModelSnapshot, table: str) -> tuple[Segment, LookupSnapshot] | None:
+def _newest(m: ModelMetadata, table: str) -> tuple[Segment, LookupSnapshot] | None:
     """The newest snapshot of `table` the model's queryable segments record."""
     found = [(s.segment, s.segment.lookup_snapshots[table]) for s in m.segments if table in s.segment.lookup_snapshots]
     return max(found, key=lambda f: (f[1].create_time, f[0].last_build_time), default=None)
@@ -100,7 +100,7 @@ def _read_columns(ctx: QueryContext, alias: str) -> set[str]:
     return {c.name.upper() for c in ctx.select.find_all(exp.Column) if c.table == alias}
 
 
-def match_snapshots(ctx: QueryContext, project: ProjectSnapshot) -> SnapshotMatch | list[str]:
+def match_snapshots(ctx: QueryContext, project: ProjectMetadata) -> SnapshotMatch | list[str]:
     """The snapshots that answer every table of the block, or why those of a table do not (none when a table
     has no snapshot at all: a block over a fact table has nothing to learn from them)."""
     chosen: list[TableSnapshot] = []

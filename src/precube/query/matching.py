@@ -32,8 +32,8 @@ from precube.query.aggregates import AggCall, AggWay, agg_call
 from precube.query.contexts import INNER, LEFT, QueryContext
 from precube.query.frontend import canonical
 from precube.query.join_proof import DROPS, KEEPS, LEAVES_OUT, JoinProof, join_proof
+from precube.query.project_metadata import ModelMetadata, SegmentLayouts
 from precube.query.pruning import ValueRange, may_match
-from precube.query.snapshot import ModelSnapshot, SegmentLayouts
 from precube.query.topn import TopNAnswer, topn_answers
 
 ColumnKey = tuple[str, str]  # (query alias, column name), lower case
@@ -57,7 +57,7 @@ class Rejection:
 
 @dataclass
 class Match:
-    model: ModelSnapshot
+    model: ModelMetadata
     layout: Layout
     columns: dict[ColumnKey, int]  # every source column of the block → model column id
     ways: list[AggWay]  # one per aggregate call, for an aggregate layout
@@ -78,7 +78,7 @@ def _join_kind(join_type: JoinType) -> str:
     return LEFT if join_type is JoinType.LEFT else INNER
 
 
-def argument_columns(ctx: QueryContext, m: ModelSnapshot) -> Callable[[exp.Expr], int | None] | None:
+def argument_columns(ctx: QueryContext, m: ModelMetadata) -> Callable[[exp.Expr], int | None] | None:
     """How the context's columns and computed-column expressions map to the model's column ids, when its tables
     and joins are the model's."""
     joins = join_mapping(ctx, m.model)
@@ -162,7 +162,7 @@ def join_mapping(ctx: QueryContext, model: Model) -> JoinMapping | str:
     return reason
 
 
-def _lookup_joins(ctx: QueryContext, m: ModelSnapshot, joins: JoinMapping) -> dict[str, DerivedJoin]:
+def _lookup_joins(ctx: QueryContext, m: ModelMetadata, joins: JoinMapping) -> dict[str, DerivedJoin]:
     """Query alias of each lookup the context joins → how to join it back onto a layout: with the query's
     join type (where it differs from the model's, the proof makes them give the same rows)."""
     aliases = joins.aliases
@@ -200,7 +200,7 @@ def _model_join(model: Model, parent: str, table: str, pairs: set[tuple[str, str
 class _ModelColumns:
     """Query columns → model column ids under one alias mapping; computed-column expressions too."""
 
-    def __init__(self, m: ModelSnapshot, aliases: dict[str, str]) -> None:
+    def __init__(self, m: ModelMetadata, aliases: dict[str, str]) -> None:
         self.m = m
         self.aliases = aliases
 
@@ -235,7 +235,7 @@ def _filter_order(ctx: QueryContext, columns: _ModelColumns) -> list[int]:
     return sorted(ranked, key=lambda c: -ranked[c])
 
 
-def match(ctx: QueryContext, models: list[ModelSnapshot]) -> Match | list[Rejection]:
+def match(ctx: QueryContext, models: list[ModelMetadata]) -> Match | list[Rejection]:
     """The cheapest layout of any model for the context, or each model's reason why none."""
     if ctx.problem is not None:
         return [Rejection("*", ctx.problem)]
@@ -278,7 +278,7 @@ class _Needs:
         return frozenset(self.columns.values())
 
 
-def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
+def _needs(ctx: QueryContext, m: ModelMetadata) -> _Needs | str:
     joins = join_mapping(ctx, m.model)
     if isinstance(joins, str):
         return joins
@@ -325,7 +325,7 @@ def _needs(ctx: QueryContext, m: ModelSnapshot) -> _Needs | str:
     return _Needs(cols, columns, inner, calls, topn, joins)
 
 
-def requirements(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[int, ...], frozenset[int]] | str:
+def requirements(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[int, ...], frozenset[int]] | str:
     """The dimensions and measures of the smallest aggregate layout that answers the context by itself
     (no lookup joined back), or why no aggregate layout of the model can. The dimensions come filter
     columns first, most selective predicate first (the layout's rows are sorted in this order, so a
@@ -355,7 +355,7 @@ def requirements(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[int, ...], 
     return (*first, *rest), frozenset(measures)
 
 
-def _match_model(ctx: QueryContext, m: ModelSnapshot) -> tuple[tuple[object, ...], Match] | str:
+def _match_model(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[object, ...], Match] | str:
     needs = _needs(ctx, m)
     if isinstance(needs, str):
         return needs
@@ -502,11 +502,11 @@ def _why_not(
 class Probe:
     """A model whose tables and joins fit a context, with its column lookup: enough to prune again."""
 
-    model: ModelSnapshot
+    model: ModelMetadata
     columns: _ModelColumns
 
 
-def probes(ctx: QueryContext, models: list[ModelSnapshot]) -> list[Probe]:
+def probes(ctx: QueryContext, models: list[ModelMetadata]) -> list[Probe]:
     """The online models whose join graph holds the context's tables and joins."""
     if ctx.problem is not None:
         return []
@@ -523,7 +523,7 @@ def scanned_ids(condition: exp.Expr | None, probe: Probe) -> tuple[str, ...]:
 
 
 def _prune(
-    condition: exp.Expr | None, m: ModelSnapshot, cols: _ModelColumns
+    condition: exp.Expr | None, m: ModelMetadata, cols: _ModelColumns
 ) -> tuple[list[SegmentLayouts], list[Segment]]:
     if condition is None:
         return list(m.segments), []

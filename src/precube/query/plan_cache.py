@@ -32,7 +32,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from precube.query.frontend import PARAM, tokens_of
 from precube.query.matching import Probe, scanned_ids
-from precube.query.snapshot import ProjectSnapshot
+from precube.query.project_metadata import ProjectMetadata
 
 if TYPE_CHECKING:
     from precube.query.engines import Engine
@@ -210,7 +210,7 @@ def _fill(text: str, params: tuple[Param, ...], dialect: str) -> str:
 
 @dataclass
 class Entry:
-    snapshot: ProjectSnapshot
+    metadata: ProjectMetadata
     fixed: tuple[int, ...]
     contexts: list[ContextProbe]
     variants: dict[tuple[object, ...], Template] = field(default_factory=dict)
@@ -227,7 +227,7 @@ STATEMENTS_PER_SHAPE = 64
 
 
 class PlanCache:
-    """Plans by (shape, pushdown flags) for the current metadata snapshot; least recently used dropped."""
+    """Plans by (shape, pushdown flags) for the project's current metadata read; least recently used dropped."""
 
     def __init__(self, capacity: int = 1024) -> None:
         self.capacity = capacity
@@ -237,14 +237,14 @@ class PlanCache:
         self.misses = 0
 
     def find(
-        self, key: tuple[object, ...], shape: Shape, snapshot: ProjectSnapshot, engine: Engine
+        self, key: tuple[object, ...], shape: Shape, metadata: ProjectMetadata, engine: Engine
     ) -> tuple[Plan, str] | None:
         """The cached plan and the engine's SQL for this statement, or None."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
-        if entry is None or entry.snapshot is not snapshot or len(shape.params) <= max(entry.fixed, default=-1):
+        if entry is None or entry.metadata is not metadata or len(shape.params) <= max(entry.fixed, default=-1):
             self.misses += 1
             return None
         answer = entry.answers.get((engine.name, shape.params))
@@ -266,7 +266,7 @@ class PlanCache:
         self,
         key: tuple[object, ...],
         shape: Shape,
-        snapshot: ProjectSnapshot,
+        metadata: ProjectMetadata,
         plan: Plan,
         qualified: exp.Query,
     ) -> None:
@@ -274,8 +274,8 @@ class PlanCache:
         fixed = tuple(sorted(fixed_params(shape, qualified, plan.tree)))
         with self._lock:
             entry = self._entries.get(key)
-            if entry is None or entry.snapshot is not snapshot or entry.fixed != fixed:
-                entry = Entry(snapshot, fixed, plan.probes)
+            if entry is None or entry.metadata is not metadata or entry.fixed != fixed:
+                entry = Entry(metadata, fixed, plan.probes)
                 self._entries[key] = entry
                 while len(self._entries) > self.capacity:
                     self._entries.popitem(last=False)

@@ -31,8 +31,8 @@ from precube.query.contexts import QueryContext, contexts
 from precube.query.errors import QueryError
 from precube.query.frontend import normalise
 from precube.query.matching import argument_columns, map_aliases, requirements
+from precube.query.project_metadata import ModelMetadata, ProjectMetadata
 from precube.query.reshape import reshape
-from precube.query.snapshot import ModelSnapshot, ProjectSnapshot
 
 
 @dataclass
@@ -53,19 +53,19 @@ _NEEDED = {
 }
 
 
-def recommend(snapshot: ProjectSnapshot, model_alias: str, statements: Iterable[str]) -> Recommendation:
+def recommend(metadata: ProjectMetadata, model_alias: str, statements: Iterable[str]) -> Recommendation:
     """The aggregation groups (and the measures they need) that let the model answer the statements'
     aggregating blocks."""
-    m = next((m for m in snapshot.models if m.model.alias.lower() == model_alias.lower()), None)
+    m = next((m for m in metadata.models if m.model.alias.lower() == model_alias.lower()), None)
     if m is None:
-        raise QueryError(f"project {snapshot.project} has no model {model_alias}")
+        raise QueryError(f"project {metadata.project} has no model {model_alias}")
     statements = list(statements)
-    result = Recommendation(measures=_missing_measures(m, snapshot, statements))
+    result = Recommendation(measures=_missing_measures(m, metadata, statements))
     if result.measures:
         m = _with_measures(m, result.measures)
     needs: Needs = {}  # (first seen)
     for sql in statements:
-        why = _statement_needs(sql, m, snapshot, needs)
+        why = _statement_needs(sql, m, metadata, needs)
         if why is None:
             result.answered.append(sql)
         else:
@@ -74,7 +74,7 @@ def recommend(snapshot: ProjectSnapshot, model_alias: str, statements: Iterable[
     return result
 
 
-def _with_grand_totals(m: ModelSnapshot, needs: Needs) -> Needs:
+def _with_grand_totals(m: ModelMetadata, needs: Needs) -> Needs:
     """The needs with those of no dimension (a grand total; an aggregation group needs one) answered by another
     layout: its measures go to the need with fewest dimensions (rolled up whole), or with none, to a layout of
     the model's first dimension."""
@@ -92,11 +92,11 @@ def _with_grand_totals(m: ModelSnapshot, needs: Needs) -> Needs:
     return {(frozenset({first}), wanted): (first,)}
 
 
-def _blocks(sql: str, snapshot: ProjectSnapshot) -> list[QueryContext]:
-    return contexts(reshape(normalise(sql, snapshot.catalog)))
+def _blocks(sql: str, metadata: ProjectMetadata) -> list[QueryContext]:
+    return contexts(reshape(normalise(sql, metadata.catalog)))
 
 
-def _missing_measures(m: ModelSnapshot, snapshot: ProjectSnapshot, statements: list[str]) -> list[MeasureSpec]:
+def _missing_measures(m: ModelMetadata, metadata: ProjectMetadata, statements: list[str]) -> list[MeasureSpec]:
     """The measures the statements' plain aggregate calls need that the model lacks (`_NEEDED`)."""
     refs = {c.id: c.column for c in m.model.live_columns()}
     have = {(x.function.expression, p.value) for x in m.model.measures() for p in x.function.parameters[:1]}
@@ -104,7 +104,7 @@ def _missing_measures(m: ModelSnapshot, snapshot: ProjectSnapshot, statements: l
     found: dict[tuple[F, str], MeasureSpec] = {}
     for sql in statements:
         try:
-            blocks = _blocks(sql, snapshot)
+            blocks = _blocks(sql, metadata)
         except QueryError:
             continue  # reported when the statement's needs are
         for ctx in blocks:
@@ -137,7 +137,7 @@ def _fresh(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def _with_measures(m: ModelSnapshot, added: list[MeasureSpec]) -> ModelSnapshot:
+def _with_measures(m: ModelMetadata, added: list[MeasureSpec]) -> ModelMetadata:
     """The model as if it held the `added` measures too (ids after its own, as saving them would give)."""
     model = m.model.model_copy(deep=True)
     next_id = max((x.id for x in model.all_measures), default=MEASURE_ID_BASE - 1) + 1
@@ -150,13 +150,13 @@ def _with_measures(m: ModelSnapshot, added: list[MeasureSpec]) -> ModelSnapshot:
 
 def _statement_needs(
     sql: str,
-    m: ModelSnapshot,
-    snapshot: ProjectSnapshot,
+    m: ModelMetadata,
+    metadata: ProjectMetadata,
     needs: Needs,
 ) -> str | None:
     """Add the statement's needs; why one of its blocks cannot be answered, if so."""
     try:
-        blocks = _blocks(sql, snapshot)
+        blocks = _blocks(sql, metadata)
     except QueryError as err:
         return str(err)
     found = []
@@ -174,7 +174,7 @@ def _statement_needs(
     return None
 
 
-def _group(m: ModelSnapshot, dims: tuple[int, ...], measures: frozenset[int]) -> AggregationGroupSpec:
+def _group(m: ModelMetadata, dims: tuple[int, ...], measures: frozenset[int]) -> AggregationGroupSpec:
     named = {c.id: c.name for c in m.model.dimensions()}
     names = [named[c] for c in dims]
     # every layout holds at least one measure; an empty list would mean all of them

@@ -16,8 +16,8 @@ from precube.query.aggregates import filtered
 from precube.query.contexts import LEFT, QueryContext, own_nodes
 from precube.query.frontend import Catalog, spark_sum_types
 from precube.query.matching import DerivedJoin, Match
+from precube.query.project_metadata import ModelMetadata
 from precube.query.pruning import pinned_columns
-from precube.query.snapshot import ModelSnapshot
 from precube.query.topn import fix_limit, unnested
 from precube.storage import columns
 
@@ -37,7 +37,7 @@ class LayoutScan:
     rows: int
     sort_by: tuple[str, ...] = ()  # the columns the layout's rows are sorted by (its dimensions in order)
     pinned: bool = False  # the filter pins the first of them to a few values: it reads a few row groups
-    types: tuple[tuple[str, str], ...] = ()  # file column → Spark type (`ModelSnapshot.layout_types`)
+    types: tuple[tuple[str, str], ...] = ()  # file column → Spark type (`ModelMetadata.layout_types`)
 
 
 def scan_of(match: Match, pinned: frozenset[int]) -> LayoutScan:
@@ -60,7 +60,7 @@ def scan_of(match: Match, pinned: frozenset[int]) -> LayoutScan:
     )
 
 
-def whole_scans(model: ModelSnapshot) -> list[LayoutScan]:
+def whole_scans(model: ModelMetadata) -> list[LayoutScan]:
     """The relation of each layout over all the model's queryable segments (the one a query that prunes
     no segment reads), smallest first: what a server loads at start so that first queries are warm."""
     found = []

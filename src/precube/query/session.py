@@ -42,9 +42,9 @@ from precube.query.literal_lists import abbreviated
 from precube.query.lookup_snapshot import SnapshotMatch, SnapshotScan, match_snapshots, rewrite_snapshots, stale_scans
 from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
+from precube.query.project_metadata import MetadataReader, ProjectMetadata
 from precube.query.reshape import reshaped
 from precube.query.rewrite import LayoutScan, rewrite, whole_scans
-from precube.query.snapshot import ProjectSnapshot, Snapshots
 from precube.query.split_blocks import Split, split_tree
 from precube.settings import QuerySettings
 from precube.storage.paths import layout_path, local_path
@@ -189,14 +189,14 @@ class Session:
         self.store = store
         self.project = project
         self.engine = engine
-        self.snapshots = Snapshots(store, self.settings.metadata_check_ms / 1000)
+        self.metadata = MetadataReader(store, self.settings.metadata_check_ms / 1000)
         self.plans = PlanCache()
         self._shapes: dict[str, Shape | None] = {}  # text → shape: a repeated statement is not tokenized again
         self._shapes_lock = threading.Lock()
         self.duckdb = DuckDBEngine(
             warehouse_root,
             project,
-            sources=self.snapshots.get(project).tables.values(),  # the paths DuckDB may read (guard's backstop)
+            sources=self.metadata.get(project).tables.values(),  # the paths DuckDB may read (guard's backstop)
             memory_limit=self.settings.memory_limit,
             timeout_s=self.settings.timeout_s,
         )
@@ -227,29 +227,29 @@ class Session:
             if self.catalog.recognise(sql) is not None:
                 raise QueryError("a catalog statement is answered from the project's metadata: it has no plan")
             with paused_for(sql):
-                return self._plan(sql, self.snapshots.get(self.project), None, pushdown, force_pushdown)[0]
+                return self._plan(sql, self.metadata.get(self.project), None, pushdown, force_pushdown)[0]
 
     def _plan(
-        self, sql: str, snapshot: ProjectSnapshot, shape: Shape | None, pushdown: bool | None, force_pushdown: bool
+        self, sql: str, metadata: ProjectMetadata, shape: Shape | None, pushdown: bool | None, force_pushdown: bool
     ) -> tuple[Plan, exp.Query]:
         """The plan (with a shape, with its probes) and the qualified tree it came from."""
         depth = self.settings.max_nesting_depth
         parsed = parse(sql, shape.starts, depth, shape.tokens) if shape else parse(sql, None, depth)
-        guard.check(parsed, snapshot.catalog)  # before anything is resolved or reaches an engine
-        tree = normalise(parsed, snapshot.catalog)
-        facts = frozenset(m.model.fact_table.upper() for m in snapshot.models)
+        guard.check(parsed, metadata.catalog)  # before anything is resolved or reaches an engine
+        tree = normalise(parsed, metadata.catalog)
+        facts = frozenset(m.model.fact_table.upper() for m in metadata.models)
         shaped = reshaped(tree)  # the same meaning in blocks layouts answer (pushdown runs `tree`)
-        split, splits = split_tree(shaped, facts, snapshot.catalog)  # model parts apart from subqueries
+        split, splits = split_tree(shaped, facts, metadata.catalog)  # model parts apart from subqueries
         work = split.copy()
         found = contexts(work)
         # each block of `work` → the same block of `split` (the copy walks in the same order), for explain
         blocks = {id(w): t for w, t in zip(work.walk(), split.walk(), strict=True) if isinstance(w, exp.Select)}
         kept = (
-            [ContextProbe(c.filter.copy() if c.filter else None, probes(c, snapshot.models)) for c in found]
+            [ContextProbe(c.filter.copy() if c.filter else None, probes(c, metadata.models)) for c in found]
             if shape is not None
             else []
         )
-        plans = [self._plan_context(ctx, snapshot, blocks[id(ctx.select)]) for ctx in found]
+        plans = [self._plan_context(ctx, metadata, blocks[id(ctx.select)]) for ctx in found]
         # a block over no fact table (a lookup's projection) that neither a layout nor a lookup snapshot answers
         # reads the source tables when other blocks are answered from layouts: its rows are the source's either
         # way (unless it reads an outer block's columns: that block's tables become a layout's)
@@ -264,35 +264,35 @@ class Session:
         if not missing and not force_pushdown:
             try:
                 scans: list[LayoutScan | SnapshotScan] = [
-                    rewrite(ctx, p.match, snapshot.catalog)
+                    rewrite(ctx, p.match, metadata.catalog)
                     for ctx, p in zip(found, plans, strict=True)
                     if p.match is not None
                 ]
                 for ctx, p in zip(found, plans, strict=True):
                     if p.snapshot is not None:
-                        scans += rewrite_snapshots(ctx, p.snapshot, self.duckdb.root, self.project, snapshot.catalog)
+                        scans += rewrite_snapshots(ctx, p.snapshot, self.duckdb.root, self.project, metadata.catalog)
                 lookups = {d.table for p in plans if p.match is not None for d in p.match.derived}
                 read = [ctx for ctx, p in zip(found, plans, strict=True) if p.from_source]
                 lookups |= {t for ctx in read for t in ctx.tables.values()}
                 for ctx in read:  # as a pushdown would run them
-                    spark_sum_types(ctx.select, snapshot.catalog)
+                    spark_sum_types(ctx.select, metadata.catalog)
                 if read:
-                    inline_computed(work, snapshot.computed, snapshot.real_columns)
-                sources = [snapshot.tables[t] for t in sorted(lookups) if t in snapshot.tables]
+                    inline_computed(work, metadata.computed, metadata.real_columns)
+                sources = [metadata.tables[t] for t in sorted(lookups) if t in metadata.tables]
                 plan = Plan(work, False, plans, scans=scans, sources=sources, probes=kept, splits=splits)
                 return plan, tree
             except Exception as err:  # noqa: BLE001 (a rewrite that fails leaves the source tables to answer)
                 reason = f"the rewrite onto layouts failed: {err}"
-        allowed = pushdown if pushdown is not None else _enabled(snapshot)
+        allowed = pushdown if pushdown is not None else _enabled(metadata)
         if not allowed:
             why = "pushdown is forbidden for this query" if pushdown is False else f"{PUSHDOWN_PROPERTY} is false"
             raise NoLayoutError(f"no layout can answer the query and {why}: {reason}")
         tables = {f"{t.db}.{t.name}".upper() for t in tree.find_all(exp.Table) if t.db}
         plan = Plan(
-            spark_sum_types(inline_computed(tree.copy(), snapshot.computed, snapshot.real_columns), snapshot.catalog),
+            spark_sum_types(inline_computed(tree.copy(), metadata.computed, metadata.real_columns), metadata.catalog),
             True,
             plans,
-            sources=[snapshot.tables[t] for t in sorted(tables) if t in snapshot.tables],
+            sources=[metadata.tables[t] for t in sorted(tables) if t in metadata.tables],
             pushdown_reason=reason,
             probes=kept,
             splits=splits,
@@ -303,7 +303,7 @@ class Session:
         self,
         sql: str,
         shape: Shape | None,
-        snapshot: ProjectSnapshot,
+        metadata: ProjectMetadata,
         engine: Engine,
         pushdown: bool | None,
         force_pushdown: bool,
@@ -311,20 +311,20 @@ class Session:
     ) -> tuple[Plan, str, bool]:
         """The plan, the engine's SQL and whether the plan cache had it (plans are kept per `access`)."""
         if shape is None:
-            plan = self._plan(sql, snapshot, None, pushdown, force_pushdown)[0]
+            plan = self._plan(sql, metadata, None, pushdown, force_pushdown)[0]
             return plan, engine.render(plan.tree, plan.scans, plan.sources), False
         key = (shape.key, pushdown, force_pushdown, access)
-        found = self.plans.find(key, shape, snapshot, engine)
+        found = self.plans.find(key, shape, metadata, engine)
         if found is not None and not stale_scans(found[0].scans):  # a lookup's source changed: plan again
             return found[0], found[1], True
-        plan, qualified = self._plan(sql, snapshot, shape, pushdown, force_pushdown)
-        self.plans.store(key, shape, snapshot, plan, qualified)
+        plan, qualified = self._plan(sql, metadata, shape, pushdown, force_pushdown)
+        self.plans.store(key, shape, metadata, plan, qualified)
         return plan, engine.render(plan.tree, plan.scans, plan.sources), False
 
-    def _plan_context(self, ctx: QueryContext, snapshot: ProjectSnapshot, block: exp.Expr) -> ContextPlan:
+    def _plan_context(self, ctx: QueryContext, metadata: ProjectMetadata, block: exp.Expr) -> ContextPlan:
         assert isinstance(block, exp.Select)
         try:
-            found = match(ctx, snapshot.models)
+            found = match(ctx, metadata.models)
         except Exception as err:  # noqa: BLE001 (a block the matcher cannot read is one no layout answers)
             return ContextPlan(block, None, [Rejection("*", f"matching failed: {err}")])
         if isinstance(found, Match):
@@ -332,7 +332,7 @@ class Session:
         rejected = found or [Rejection("*", "the project has no model")]
         if ctx.correlated:  # it reads an outer block's columns: that block's tables must stay, not become a layout's
             return ContextPlan(block, None, rejected)
-        lookups = match_snapshots(ctx, snapshot)
+        lookups = match_snapshots(ctx, metadata)
         if isinstance(lookups, SnapshotMatch):
             return ContextPlan(block, None, rejected, snapshot=lookups)
         return ContextPlan(block, None, [Rejection("*", why) for why in lookups] + rejected)
@@ -346,21 +346,21 @@ class Session:
         force_pushdown: bool = False,
         no_cache: bool = False,
         shape: Shape | None = None,
-        snapshot: ProjectSnapshot | None = None,
+        metadata: ProjectMetadata | None = None,
         user: str | None = None,
         cancel: Cancellation | None = None,
         access: str = "",
     ) -> QueryResult:
         """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts.
         `no_cache` is for a result-cache wrapper (this session has none). A wrapper may pass the statement's
-        `shape` (tokenized once) and the metadata `snapshot` to plan on (its answer is dated by it). `user`:
+        `shape` (tokenized once) and the project's `metadata` read to plan on (its answer is dated by it). `user`:
         who the history records (a server's signed-in caller), else the session's user. `cancel` stops the
         statement; `access` is the digest of what about the caller may change the answer (plans are kept per
         digest)."""
         # both steps raise only one-line QueryErrors (`engine_errors`)
         shape = shape if shape is not None else self.shape_of(sql)  # the plan cache's key
         chosen = engine or self.engine
-        return self._execute(sql, shape, chosen, pushdown, force_pushdown, snapshot, user, cancel, access)
+        return self._execute(sql, shape, chosen, pushdown, force_pushdown, metadata, user, cancel, access)
 
     def shape_of(self, sql: str) -> Shape | None:
         """The statement's token shape (the plan cache's and the result cache's key; None: it has none),
@@ -386,28 +386,28 @@ class Session:
         chosen: str,
         pushdown: bool | None,
         force_pushdown: bool,
-        snapshot: ProjectSnapshot | None = None,
+        metadata: ProjectMetadata | None = None,
         user: str | None = None,
         cancel: Cancellation | None = None,
         access: str = "",
     ) -> QueryResult:
-        """Plan (on `snapshot`, else the latest) and run `sql` on engine `chosen`, recording it in the history."""
+        """Plan (on `metadata`, else the latest) and run `sql` on engine `chosen`, recording it in the history."""
         started, start_ms = time.perf_counter(), now_ms()
         cached = False
         try:
             catalog = self.catalog.recognise(sql)
             if catalog is not None:  # answered from the metadata: no plan, no engine
                 chosen = CATALOG
-                answer = self.catalog.answer(catalog, snapshot or self.snapshots.get(self.project))
+                answer = self.catalog.answer(catalog, metadata or self.metadata.get(self.project))
                 result = QueryResult(answer, None, CATALOG, (time.perf_counter() - started) * 1000)
                 self._record(sql, start_ms, started, CATALOG, result, user=user)
                 return result
             runner = self._engine(chosen)
-            snapshot = snapshot or self.snapshots.get(self.project)
+            metadata = metadata or self.metadata.get(self.project)
             if cancel is not None:
                 cancel.check()
             with paused_for(sql):
-                plan, text, cached = self._planned(sql, shape, snapshot, runner, pushdown, force_pushdown, access)
+                plan, text, cached = self._planned(sql, shape, metadata, runner, pushdown, force_pushdown, access)
             try:
                 table = runner.execute(text, plan.scans, plan.sources, cancel)
             except Exception as failed:
@@ -418,10 +418,10 @@ class Session:
                 unread = error is not None and (error.missing or (isinstance(failed, EngineError) and failed.reading))
                 if error is None or (isinstance(failed, QueryError) and not unread):
                     raise
-                allowed = pushdown if pushdown is not None else _enabled(snapshot)
+                allowed = pushdown if pushdown is not None else _enabled(metadata)
                 if not (self.settings.pushdown_on_failure and allowed):
                     raise error from failed
-                plan, cached = self._plan(sql, snapshot, None, pushdown, True)[0], False
+                plan, cached = self._plan(sql, metadata, None, pushdown, True)[0], False
                 plan.pushdown_reason = f"pushdown on failure: {error}"
                 table = runner.execute(
                     runner.render(plan.tree, plan.scans, plan.sources), plan.scans, plan.sources, cancel
@@ -448,7 +448,7 @@ class Session:
         ahead of their first query, until `stop()`; how many were loaded. Queries wait only for the layout
         being loaded (the engine's lock), not for the rest."""
         loaded = 0
-        for model in self.snapshots.get(self.project).models:
+        for model in self.metadata.get(self.project).models:
             if not model.online:
                 continue
             for scan in whole_scans(model):
@@ -520,8 +520,8 @@ class Session:
         return self._spark_engine
 
 
-def _enabled(snapshot: ProjectSnapshot) -> bool:
-    return snapshot.properties.get(PUSHDOWN_PROPERTY, "true").strip().lower() != "false"
+def _enabled(metadata: ProjectMetadata) -> bool:
+    return metadata.properties.get(PUSHDOWN_PROPERTY, "true").strip().lower() != "false"
 
 
 def _layout_failure(plan: Plan, root: str, project: str, failed: Exception) -> LayoutReadError:

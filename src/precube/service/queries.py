@@ -5,7 +5,7 @@ revoked mid-connection stops the next one) and runs the statement on the project
 own executor, returning a `Handle` at once (a front end binds its parameters first, with the one binder,
 `service.parameters`); `cancel(handle)` interrupts
 the engine running it. `answer_from_memory` is the fast lane: a result-cache hit in this process's memory,
-answered in the caller's thread with the same authorisation. `explain` and `snapshot` serve the rest.
+answered in the caller's thread with the same authorisation. `explain` and `metadata` serve the rest.
 
 The executor's size (`[query] workers`) bounds the statements one process runs at once: admission control
 plugs in here, in front of the executor."""
@@ -23,8 +23,8 @@ from precube.cache import CachedSession
 from precube.query.cancel import Cancellation
 from precube.query.catalog.description import CatalogDescription
 from precube.query.explain import Explanation
+from precube.query.project_metadata import ProjectMetadata
 from precube.query.session import PUSHDOWN_PROPERTY, QueryResult, Session
-from precube.query.snapshot import ProjectSnapshot
 from precube.service.principal import Principal
 from precube.service.sessions import Sessions
 
@@ -201,10 +201,10 @@ class QueryService:
 
     def catalog(self, principal: Principal) -> CatalogDescription:
         """The project's schemas, tables and columns (computed columns included) as every door lists them."""
-        return self.snapshot(principal).description
+        return self.metadata(principal).description
 
-    def snapshot(self, principal: Principal) -> ProjectSnapshot:
+    def metadata(self, principal: Principal) -> ProjectMetadata:
         """The project's metadata as statements see it now (its tables, models and computed columns)."""
         self.authorise(principal)
         session = self.sessions.get(principal.project)
-        return session.snapshots.get(principal.project)
+        return session.metadata.get(principal.project)

@@ -13,7 +13,7 @@ from precube.query.catalog.show import Show, answer_show, parse_show, starts_sho
 from precube.query.catalog.views import InformationSchema, reads_views
 from precube.query.errors import QueryError
 from precube.query.frontend import parse
-from precube.query.snapshot import ProjectSnapshot
+from precube.query.project_metadata import ProjectMetadata
 
 _MENTIONS_VIEWS = re.compile(r"information_schema", re.IGNORECASE)
 
@@ -44,10 +44,10 @@ class CatalogAnswers:
             return None
         return tree if reads_views(tree) else None
 
-    def answer(self, statement: Show | exp.Query, snapshot: ProjectSnapshot) -> pa.Table:
+    def answer(self, statement: Show | exp.Query, metadata: ProjectMetadata) -> pa.Table:
         if isinstance(statement, Show):
-            return answer_show(statement, snapshot)
-        return self.views.query(statement, snapshot)
+            return answer_show(statement, metadata)
+        return self.views.query(statement, metadata)
 
     def close(self) -> None:
         self.views.close()

@@ -1,5 +1,5 @@
-"""The project's catalog as every door lists it, described once per metadata snapshot
-(`ProjectSnapshot.description`): the query session's information_schema and SHOW/DESCRIBE (`rows`, `show`), the
+"""The project's catalog as every door lists it, described once per metadata read
+(`ProjectMetadata.description`): the query session's information_schema and SHOW/DESCRIBE (`rows`, `show`), the
 Postgres wire's pg_catalog and information_schema, REST's tables_and_columns and, through the session's
 information_schema, the DB-API's SQLAlchemy inspector.
 
@@ -20,7 +20,7 @@ from precube.jdbc_types import JdbcType, of_name
 from precube.metadata import Model, Table, datatypes
 
 if TYPE_CHECKING:
-    from precube.query.snapshot import ProjectSnapshot
+    from precube.query.project_metadata import ProjectMetadata
 
 COMPUTED_DEFAULT_TYPE = "double"  # a computed column saved before validation inferred its type
 
@@ -83,13 +83,13 @@ class CatalogDescription:
         return ((t, c) for t in self.tables for c in t.columns)
 
 
-def describe(snapshot: ProjectSnapshot) -> CatalogDescription:
-    """The catalog of the snapshot's project (read it as `snapshot.description`: described once)."""
-    tables = sorted(snapshot.tables.values(), key=lambda t: (t.database, t.name))
-    computed = _computed_by_table(m.model for m in snapshot.models)
+def describe(metadata: ProjectMetadata) -> CatalogDescription:
+    """The catalog of the metadata's project (read it as `metadata.description`: described once)."""
+    tables = sorted(metadata.tables.values(), key=lambda t: (t.database, t.name))
+    computed = _computed_by_table(m.model for m in metadata.models)
     return CatalogDescription(
-        snapshot.project,
-        snapshot.default_database.upper(),
+        metadata.project,
+        metadata.default_database.upper(),
         tuple(sorted({t.database for t in tables})),
         tuple(_table(t, computed.get(t.identity, [])) for t in tables),
     )

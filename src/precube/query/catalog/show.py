@@ -21,7 +21,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 from precube.query.dialect import DIALECT, Precube
 from precube.query.errors import SqlSyntaxError, UnknownObjectError
 from precube.query.frontend import token_message
-from precube.query.snapshot import ProjectSnapshot
+from precube.query.project_metadata import ProjectMetadata
 
 SUPPORTED = "SHOW DATABASES, SHOW TABLES [IN db], SHOW COLUMNS IN table and DESCRIBE table"
 _STARTS = {"SHOW", "DESCRIBE", "DESC"}
@@ -170,9 +170,9 @@ def _matches(found: re.Pattern[str] | None, name: str) -> bool:
     return found is None or found.fullmatch(name) is not None
 
 
-def answer_show(show: Show, snapshot: ProjectSnapshot) -> pa.Table:
+def answer_show(show: Show, metadata: ProjectMetadata) -> pa.Table:
     """The rows of a SHOW or DESCRIBE statement over the project's catalog."""
-    catalog = snapshot.description
+    catalog = metadata.description
     found = _matcher(show.pattern)
     if show.what == "databases":
         names = [d for d in catalog.schemas if _matches(found, d)]

@@ -21,7 +21,7 @@ from precube.query.duckdb_engine import sealed, time_limited
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import UnknownObjectError
 from precube.query.frontend import Catalog
-from precube.query.snapshot import ProjectSnapshot
+from precube.query.project_metadata import ProjectMetadata
 from precube.query.watchdog import Watchdog
 
 SCHEMA = "information_schema"
@@ -47,7 +47,7 @@ def _relation(name: str) -> str:
 
 class InformationSchema:
     """One project's information_schema views, in a connection of their own (made on first use, its tables
-    replaced when the snapshot is a newer one)."""
+    replaced when the project's metadata is a newer read)."""
 
     def __init__(self, memory_limit: str = "", timeout_s: float | None = None) -> None:
         self.memory_limit = memory_limit
@@ -57,8 +57,8 @@ class InformationSchema:
         self._lock = threading.Lock()
         self._watchdog = Watchdog(self._interrupt)
 
-    def query(self, tree: exp.Query, snapshot: ProjectSnapshot) -> pa.Table:
-        """The rows of `tree` (parsed, reading at least one view) over the views of `snapshot`'s project."""
+    def query(self, tree: exp.Query, metadata: ProjectMetadata) -> pa.Table:
+        """The rows of `tree` (parsed, reading at least one view) over the views of `metadata`'s project."""
         guard.check(tree, VIEW_CATALOG)  # table functions, engine catalogs, files; functions off the allow-list
         ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
         for table in tree.find_all(exp.Table):
@@ -75,16 +75,16 @@ class InformationSchema:
                 table.replace(exp.alias_(exp.to_table(_relation(table.name.lower())), alias, table=True))
         text = tree.sql(dialect="duckdb")
         with self._lock, mapped_errors("duckdb"):
-            con = self._connection(snapshot)
+            con = self._connection(metadata)
             return time_limited(self._watchdog, self.timeout_s, lambda: con.sql(text).to_arrow_table())
 
-    def _connection(self, snapshot: ProjectSnapshot) -> duckdb.DuckDBPyConnection:
+    def _connection(self, metadata: ProjectMetadata) -> duckdb.DuckDBPyConnection:
         if self._con is None:
             self._con = sealed(duckdb.connect(), self.memory_limit)
-        if self._version != snapshot.version:
-            for name, rows in view_tables(snapshot.description).items():
+        if self._version != metadata.version:
+            for name, rows in view_tables(metadata.description).items():
                 self._con.register(_relation(name), rows)
-            self._version = snapshot.version
+            self._version = metadata.version
         return self._con
 
     def _interrupt(self) -> None:

@@ -3,7 +3,7 @@
 
 Each project's catalog is a sandboxed in-memory DuckDB (no file or network access, configuration locked,
 one thread) holding only the rows of `catalog_tables` in schemas of its own, rebuilt when the project's
-metadata snapshot moves. A client's statement is rewritten on its parsed tree before it runs there: every
+metadata moves. A client's statement is rewritten on its parsed tree before it runs there: every
 table must be an emulated relation (or a CTE, `unnest`, `generate_series`), `pg_catalog.` prefixes and
 `COLLATE` go, PostgreSQL's functions become macros of the sandbox or the connection's literal values
 (`current_user`, `current_setting(…)`), casts to `regclass`/`regtype`/`name`/`oid` become lookups or plain
@@ -25,7 +25,7 @@ from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.types import TYPES
 
 if TYPE_CHECKING:
-    from precube.query.snapshot import ProjectSnapshot
+    from precube.query.project_metadata import ProjectMetadata
 
 SCHEMAS = {"pg_catalog": "pgw_catalog", "information_schema": "pgw_information"}
 MAX_SANDBOXES = 64  # (project, user) catalogs kept; the least recently built goes first
@@ -134,10 +134,10 @@ class Catalog:
         self._lock = threading.Lock()
         self._sandboxes: dict[tuple[str, str], _Sandbox] = {}
 
-    def answer(self, snapshot: ProjectSnapshot, project: str, tree: exp.Expr, settings: SessionSettings) -> pa.Table:
-        """Run a catalog query on the project's metadata `snapshot` for the connection with these settings."""
-        sandbox = self._sandbox(project, settings.user, snapshot)
-        sql = rewrite(tree, project, snapshot.default_database.lower(), settings).sql(dialect="duckdb")
+    def answer(self, metadata: ProjectMetadata, project: str, tree: exp.Expr, settings: SessionSettings) -> pa.Table:
+        """Run a catalog query on the project's `metadata` for the connection with these settings."""
+        sandbox = self._sandbox(project, settings.user, metadata)
+        sql = rewrite(tree, project, metadata.default_database.lower(), settings).sql(dialect="duckdb")
         cursor = sandbox.db.cursor()
         try:
             table: pa.Table = cursor.sql(sql).to_arrow_table()
@@ -147,14 +147,14 @@ class Catalog:
         finally:
             cursor.close()
 
-    def _sandbox(self, project: str, user: str, snapshot: ProjectSnapshot) -> _Sandbox:
+    def _sandbox(self, project: str, user: str, metadata: ProjectMetadata) -> _Sandbox:
         key = (project, user)
         with self._lock:
             found = self._sandboxes.get(key)
-            if found is None or found.version != snapshot.version:
+            if found is None or found.version != metadata.version:
                 if found is not None:
                     found.db.close()
-                found = _Sandbox(snapshot.version, _build(user, snapshot))
+                found = _Sandbox(metadata.version, _build(user, metadata))
                 self._sandboxes.pop(key, None)
                 self._sandboxes[key] = found
                 while len(self._sandboxes) > MAX_SANDBOXES:
@@ -168,7 +168,7 @@ class Catalog:
             self._sandboxes.clear()
 
 
-def _build(user: str, snapshot: ProjectSnapshot) -> duckdb.DuckDBPyConnection:
+def _build(user: str, metadata: ProjectMetadata) -> duckdb.DuckDBPyConnection:
     db = duckdb.connect(
         ":memory:",
         config={
@@ -179,7 +179,7 @@ def _build(user: str, snapshot: ProjectSnapshot) -> duckdb.DuckDBPyConnection:
             "memory_limit": "256MB",
         },
     )
-    found = ct.rows(snapshot.description, user)
+    found = ct.rows(metadata.description, user)
     for schema, relations in ct.COLUMNS.items():
         db.execute(f"CREATE SCHEMA {SCHEMAS[schema]}")
         for name, columns in relations.items():

@@ -121,8 +121,8 @@ class Executor:
         assert statement.tree is not None
         bound = placeholders.bind(statement.tree, values)
         if kind == Kind.CATALOG:
-            snapshot = queries.snapshot(self.principal)
-            return answer(self.server.catalog.answer(snapshot, self.project, bound, self.session_settings))
+            metadata = queries.metadata(self.principal)
+            return answer(self.server.catalog.answer(metadata, self.project, bound, self.session_settings))
         if kind == Kind.EXPLAIN:
             text = queries.explain(self.principal, precube_sql(bound)).text()
             return answer(pa.table({"QUERY PLAN": text.splitlines()}), tag="EXPLAIN")

@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from precube.auth import Permission
 from precube.errors import InvalidInputError
 from precube.jdbc_types import of_arrow, text_column
-from precube.query.snapshot import ProjectSnapshot
+from precube.query.project_metadata import ProjectMetadata
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from precube.server.envelope import ok, page
 from precube.server.security import Caller, requires, state_of
@@ -110,7 +110,7 @@ def _response(state: ServerState, project: str, body: QueryRequest, result: Quer
     table = result.table
     if body.offset or body.limit:
         table = table.slice(body.offset, body.limit or None)
-    found = _answer(result, table, state.name, lambda: state.queries.sessions.get(project).snapshots.get(project))
+    found = _answer(result, table, state.name, lambda: state.queries.sessions.get(project).metadata.get(project))
     if ARROW_TYPE in accept:
         header = json.dumps(found, separators=(",", ":"), ensure_ascii=True)
         return Response(_ipc(table), media_type=ARROW_TYPE, headers={ANSWER_HEADER: header})
@@ -161,7 +161,7 @@ def _column_metas(schema: pa.Schema) -> list[dict[str, Any]]:
 
 
 def _realizations(
-    result: QueryResult, snapshot: Callable[[], ProjectSnapshot]
+    result: QueryResult, metadata: Callable[[], ProjectMetadata]
 ) -> tuple[list[dict[str, Any]], list[int], list[int]]:
     """Kylin's `realizations` (a layout answered), and the rows and bytes each scanned."""
     if result.pushdown:
@@ -174,7 +174,7 @@ def _realizations(
             for m in result.matches
         ]
     else:  # a result-cache answer: its model and layouts, looked up in the project's metadata
-        models = {m.model.alias: m for m in snapshot().models}
+        models = {m.model.alias: m for m in metadata().models}
         model = models.get(result.model or "")
         found = []
         for layout_id in result.layout_ids:
@@ -214,9 +214,9 @@ def _bytes(match: Any) -> int:
 
 
 def _answer(
-    result: QueryResult, table: pa.Table, server: str, snapshot: Callable[[], ProjectSnapshot]
+    result: QueryResult, table: pa.Table, server: str, metadata: Callable[[], ProjectMetadata]
 ) -> dict[str, Any]:
-    realizations, scan_rows, scan_bytes = _realizations(result, snapshot)
+    realizations, scan_rows, scan_bytes = _realizations(result, metadata)
     return {
         "columnMetas": _column_metas(table.schema),
         "affectedRowCount": 0,

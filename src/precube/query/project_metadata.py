@@ -1,7 +1,7 @@
 """What the query path reads of a project's metadata, in one read transaction: its tables (the SQL
 catalog), and for each model its index plan and queryable segments with the layouts each holds.
 
-A snapshot is immutable; `Snapshots` keeps the latest one per project and re-reads it only when the
+A read is immutable; `MetadataReader` keeps the latest one per project and re-reads it only when the
 project's audit log has moved (one indexed lookup per query instead of parsing every document).
 """
 
@@ -55,7 +55,9 @@ class SegmentLayouts:
 
 
 @dataclass(frozen=True)
-class ModelSnapshot:
+class ModelMetadata:
+    """One model as a metadata read saw it: its index plan, dataflow and queryable segments."""
+
     model: Model
     plan: IndexPlan
     dataflow: Dataflow
@@ -72,7 +74,7 @@ class ModelSnapshot:
     def layouts(self) -> dict[int, Layout]:
         return {lay.id: lay for lay in self.plan.all_layouts()}
 
-    # What matching reads of the model for every query, derived once per snapshot.
+    # What matching reads of the model for every query, derived once per metadata read.
 
     @cached_property
     def layout_columns(self) -> dict[int, frozenset[int]]:
@@ -152,12 +154,14 @@ class ModelSnapshot:
 
 
 @dataclass(frozen=True)
-class ProjectSnapshot:
+class ProjectMetadata:
+    """One read of a project's metadata (`read_metadata`): what planning a statement reads of it."""
+
     project: str
     default_database: str
     properties: dict[str, str]  # the project's overriding Kylin properties
     tables: dict[str, Table]  # DB.TABLE (upper case) → table
-    models: list[ModelSnapshot]
+    models: list[ModelMetadata]
     version: int  # the audit log position it was read at
     catalog: Catalog = field(init=False)
 
@@ -172,7 +176,7 @@ class ProjectSnapshot:
 
     @cached_property
     def description(self) -> CatalogDescription:
-        """The project's catalog as every door lists it (`catalog.description`), described once per snapshot."""
+        """The project's catalog as every door lists it (`catalog.description`), described once per read."""
         from precube.query.catalog.description import describe  # (the catalog package imports this module)
 
         return describe(self)
@@ -183,7 +187,7 @@ class ProjectSnapshot:
         return {name: frozenset(c.name.lower() for c in t.columns) for name, t in self.tables.items()}
 
 
-def _computed_columns(models: list[ModelSnapshot]) -> dict[str, dict[str, str]]:
+def _computed_columns(models: list[ModelMetadata]) -> dict[str, dict[str, str]]:
     """Computed columns are queryable as columns of their fact table (as in Kylin)."""
     extra: dict[str, dict[str, str]] = {}
     for m in models:
@@ -208,7 +212,7 @@ def _retyped(model: Model, tables: dict[str, Table]) -> tuple[frozenset[int], st
     )
 
 
-def read_snapshot(store: MetadataStore, project: str) -> ProjectSnapshot:
+def read_metadata(store: MetadataStore, project: str) -> ProjectMetadata:
     version = _version(store, project)
     with store.read(project) as tx:
         proj = tx.project()
@@ -226,8 +230,8 @@ def read_snapshot(store: MetadataStore, project: str) -> ProjectSnapshot:
                 details = tx.get(SegmentDetails, model.uuid, seg.id)
                 built = {li.layout_id: li for li in details.layout_instances if li.is_ready} if details else {}
                 segments.append(SegmentLayouts(seg, built))
-            models.append(ModelSnapshot(model, plan, dataflow, segments, *_retyped(model, tables)))
-    return ProjectSnapshot(
+            models.append(ModelMetadata(model, plan, dataflow, segments, *_retyped(model, tables)))
+    return ProjectMetadata(
         project, proj.default_database, dict(proj.override_kylin_properties), tables, models, version
     )
 
@@ -239,8 +243,8 @@ def _version(store: MetadataStore, project: str) -> int:
     return max((r.id for r in latest), default=0)
 
 
-class Snapshots:
-    """The latest snapshot of each project, re-read when the project's metadata changed.
+class MetadataReader:
+    """The latest metadata of each project, re-read when the project's metadata changed.
 
     Before each query only the store's change counter is read (microseconds; a reading at most `max_age_s`
     old is reused, see `MetadataStore.last_change`); when it moved, the project's own audit position tells
@@ -248,25 +252,25 @@ class Snapshots:
 
     def __init__(self, store: MetadataStore, max_age_s: float = 0.0) -> None:
         self.store, self.max_age_s = store, max_age_s
-        self._cached: dict[str, tuple[int, ProjectSnapshot]] = {}  # project → (change counter seen, snapshot)
+        self._cached: dict[str, tuple[int, ProjectMetadata]] = {}  # project → (change counter seen, its read)
         self._lock = threading.Lock()
 
-    def known(self, project: str) -> ProjectSnapshot | None:
-        """The project's snapshot when telling that it is current needs no database round trip, else None."""
+    def known(self, project: str) -> ProjectMetadata | None:
+        """The project's metadata when telling that it is current needs no database round trip, else None."""
         seen = self.store.known_change(self.max_age_s)
         cached = self._cached.get(project)
         return cached[1] if seen is not None and cached is not None and cached[0] == seen else None
 
-    def get(self, project: str) -> ProjectSnapshot:
+    def get(self, project: str) -> ProjectMetadata:
         seen = self.store.last_change(self.max_age_s)
         with self._lock:
             cached = self._cached.get(project)
         if cached is not None and cached[0] == seen:
             return cached[1]
         version = _version(self.store, project)
-        snapshot = (
-            cached[1] if cached is not None and cached[1].version == version else read_snapshot(self.store, project)
+        metadata = (
+            cached[1] if cached is not None and cached[1].version == version else read_metadata(self.store, project)
         )
         with self._lock:
-            self._cached[project] = (seen, snapshot)
-        return snapshot
+            self._cached[project] = (seen, metadata)
+        return metadata
