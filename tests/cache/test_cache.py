@@ -1,6 +1,6 @@
 """The result cache's behaviour, the same suite on the in-memory backend and on a real Redis server, over the
 cache tests' own small model (never changed in this module): hits equal uncached answers, spelling does not matter but
-literals do, admission, no_cache, pushdown, errors, single flight and take-over, operations."""
+literals do, keep rules, no_cache, pushdown, errors, single flight and take-over, operations."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_spelling_shares_a_key_but_string_contents_do_not(session: CachedSession
     assert session.sql(f"{SQL};").from_cache and session.sql(f"  {RESPELLED} ;\n").from_cache
 
 
-def test_admission_thresholds_and_no_cache(cache_model: CacheModel, make_cache: MakeCache) -> None:
+def test_keep_rules_thresholds_and_no_cache(cache_model: CacheModel, make_cache: MakeCache) -> None:
     with cache_model.cached(make_cache(min_duration_ms=60_000, min_scanned_rows=10**9)) as s:
         s.sql(SQL)
         assert not s.sql(SQL).from_cache  # fast and small: not kept

@@ -3,8 +3,8 @@ dropped when a segment they could cover changes.
 
 `key` names a statement (its sqlglot token shape, shared with the plan cache) in one metadata store's
 project; `entry` is the cached value and its serialization; `backend` is the Protocol of the stores
-(`memory`, `redis_backend`); `validity` decides on read whether an entry still holds; `flight` runs identical
-concurrent queries once; `admission` and `volatility` decide what is kept; `result_cache` ties them
+(`memory`, `redis_backend`); `validity` decides on read whether an entry still holds; `single_flight` runs
+identical concurrent queries once; `keep_rules` and `volatility` decide what is kept; `result_cache` ties them
 together, and `cached_session` puts them in front of a query session (the query package never imports the
 cache).
 """

@@ -3,8 +3,9 @@ the query package knows nothing of it.
 
 `CachedSession` has the session's API (`sql`, `explain`, `plan`, `close`, a context manager; any other
 attribute is the wrapped session's). `sql` answers from the cache, or runs the session on the metadata
-read the answer is dated by (once for identical concurrent queries) and admits its answer. `.cache` is the
-cache as this session sees it: `stats()` and `clear(sql=None)` of its store's project.
+read the answer is dated by (once for identical concurrent queries) and keeps its answer if the keep rules
+allow (`keep_rules`). `.cache` is the cache as this session sees it: `stats()` and `clear(sql=None)` of its
+store's project.
 """
 
 from __future__ import annotations

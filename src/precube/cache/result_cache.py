@@ -1,4 +1,4 @@
-"""The result cache: look up before planning, run identical queries once, admit after (`CachedSession` puts it
+"""The result cache: look up before planning, run identical queries once, keep after (`CachedSession` puts it
 in front of a query session).
 
 The hit path is the statement's token shape, the project's metadata read (a change-counter check), the
@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from precube.cache.admission import refusal, scanned_rows
 from precube.cache.backend import CacheBackend, open_backend
 from precube.cache.entry import Entry, ModelUse
 from precube.cache.errors import CacheError, CacheUnavailableError
-from precube.cache.flight import Flight
+from precube.cache.keep_rules import refusal, scanned_rows
 from precube.cache.key import CacheKey, cache_key, key_of_sql, scope_of
+from precube.cache.single_flight import SingleFlight
 from precube.cache.validity import model_uses, stale_reason
 from precube.metadata.entity import now_ms
 from precube.query.plan_cache import Shape
@@ -54,7 +54,7 @@ class ResultCache:
     def __init__(self, backend: CacheBackend, settings: CacheSettings | None = None) -> None:
         self.backend = backend
         self.settings = settings or CacheSettings()
-        self.flight = Flight(backend, self.settings.flight_expiry_s, self.settings.flight_wait_s)
+        self.single_flight = SingleFlight(backend, self.settings.flight_expiry_s, self.settings.flight_wait_s)
 
     @classmethod
     def open(cls, settings: CacheSettings) -> ResultCache:
@@ -83,7 +83,7 @@ class ResultCache:
         def compute() -> tuple[QueryResult, bool]:
             metadata = session.metadata.get(project)  # the answer is computed on it: the entry is dated by it
             ran.append(run(metadata))
-            return ran[0], self._admit(key, sql, metadata, ran[0])
+            return ran[0], self._keep(key, sql, metadata, ran[0])
 
         def take(entry: Entry) -> QueryResult:
             return _result(entry, started, from_cache=False)  # computed just now by the run it waited on
@@ -97,7 +97,7 @@ class ResultCache:
                 return compute()[0]
             # identical queries that may get different answers (pushdown allowed or not) fly apart
             flying = CacheKey(key.scope, f"{key.digest}.{pushdown}")
-            flown = self.flight.run(
+            flown = self.single_flight.run(
                 flying,
                 lambda: self._lookup(key, session.metadata.get(project), pushdown, started),
                 compute,
@@ -140,8 +140,8 @@ class ResultCache:
         self.backend.count(key.scope, "hits")
         return _result(entry, started)
 
-    def _admit(self, key: CacheKey, sql: str, metadata: ProjectMetadata, result: QueryResult) -> bool:
-        """Keep `result` if admitted; whether it was kept. A backend failure only loses the entry."""
+    def _keep(self, key: CacheKey, sql: str, metadata: ProjectMetadata, result: QueryResult) -> bool:
+        """Keep `result` if the keep rules allow; whether it was kept. A backend failure only loses the entry."""
         why = refusal(result, self.settings)
         plan = result.plan
         uses = None

@@ -2,7 +2,7 @@
 
 The first sets the key's running marker atomically (SET NX with an expiry) and renews it while it runs, so a
 server that crashes blocks the others only until the marker expires. The others note which run holds the
-marker and poll, backing off from 2 ms to 100 ms, for the answer: in the cache when it was admitted, else
+marker and poll, backing off from 2 ms to 100 ms, for the answer: in the cache when it was kept, else
 handed over by that run (its answer, or the error it ended with) for a few seconds under the run's token.
 Only the queries that waited on that run take it: a later query runs afresh. When the marker is gone with
 neither (the run crashed), one of them takes the marker over and runs the query. Errors are never cached.
@@ -40,7 +40,7 @@ class Flown(Generic[T]):
     waited: bool
 
 
-class Flight:
+class SingleFlight:
     """Runs `compute` for a key at most once at a time across every process of the backend."""
 
     def __init__(self, backend: CacheBackend, expiry_s: float = 30.0, wait_s: float = 300.0) -> None:
@@ -136,7 +136,7 @@ class _Heartbeat:
     def __init__(self, backend: CacheBackend, key: CacheKey, token: str, expiry_s: float) -> None:
         self.backend, self.key, self.token, self.expiry_s = backend, key, token, expiry_s
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="precube-cache-flight", daemon=True)
+        self._thread = threading.Thread(target=self._beat, name="precube-cache-single-flight", daemon=True)
 
     def __enter__(self) -> None:
         self._thread.start()
