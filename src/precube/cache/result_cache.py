@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from precube.cache.admission import refusal, scanned_rows
 from precube.cache.backend import CacheBackend, open_backend
+from precube.cache.cached_result import CachedResult
 from precube.cache.entry import Entry, ModelUse
 from precube.cache.errors import CacheError, CacheUnavailableError
 from precube.cache.flight import Flight
@@ -22,7 +23,7 @@ from precube.cache.key import CacheKey, cache_key, key_of_sql, scope_of
 from precube.cache.validity import model_uses, stale_reason
 from precube.metadata.entity import now_ms
 from precube.query.plan_cache import Shape
-from precube.query.session import Answered, QueryResult, Session
+from precube.query.session import QueryResult, Session
 from precube.query.snapshot import ProjectSnapshot
 from precube.settings import CacheSettings
 
@@ -217,15 +218,17 @@ def _entry(result: QueryResult, snapshot_version: int = 0, uses: tuple[ModelUse,
     )
 
 
-def _result(entry: Entry, started: float, from_cache: bool = True) -> QueryResult:
-    answered = Answered(
-        entry.pushdown, entry.model, entry.layout_ids, entry.segments, entry.cached_ms, entry.pushdown_reason
-    )
-    return QueryResult(
+def _result(entry: Entry, started: float, from_cache: bool = True) -> CachedResult:
+    return CachedResult(
         entry.table,
         None,
         entry.engine,
         (time.perf_counter() - started) * 1000,
         from_cache=from_cache,
-        answered=answered,
+        answered_pushdown=entry.pushdown,
+        answered_model=entry.model,
+        answered_layouts=entry.layout_ids,
+        answered_segments=entry.segments,
+        answered_reason=entry.pushdown_reason,
+        cached_ms=entry.cached_ms,
     )
