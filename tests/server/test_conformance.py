@@ -220,6 +220,19 @@ def test_a_cancel_interrupts_the_engine_and_frees_it(live: LiveServer, server_ho
     assert time.monotonic() - started < 10
 
 
+def test_a_rest_client_that_leaves_cancels_its_statement(live: LiveServer, server_home: ServerHome) -> None:
+    """A client that closes the connection before the answer (a BI tool's tab closed) stops the statement: it
+    leaves the service's running statements at once instead of holding the engine until the time-out."""
+    marker = f"/* {uuid.uuid4().hex} */"
+    sql = f"{SLOW} {marker}"
+    with httpx.Client(base_url=live.url, auth=ADMIN, timeout=1.5) as client, pytest.raises(httpx.ReadTimeout):
+        client.post(QUERY, json={"sql": sql, "project": server_home.project})
+    deadline = time.monotonic() + 10
+    while any(h.statement == sql for h in live.state.queries.running()):
+        assert time.monotonic() < deadline, "the statement ran on after its client left"
+        time.sleep(0.05)
+
+
 def test_a_wire_cancel_request_interrupts_the_engine(live: LiveServer, server_home: ServerHome) -> None:
     with psycopg.connect(
         host="127.0.0.1", port=live.pg_port, dbname=server_home.project, user=ADMIN[0], password=ADMIN[1]

@@ -1,26 +1,32 @@
 """A query session with the result cache in front (DESIGN §7): the cache wraps the session from above, so
 the query package knows nothing of it.
 
-`CachedSession` has the session's API (`sql`, `explain`, `plan`, `close`, a context manager; any other
-attribute is the wrapped session's). `sql` answers from the cache, or runs the session on the metadata
-read the answer is dated by (once for identical concurrent queries) and keeps its answer if the keep rules
-allow (`keep_rules`). `.cache` is the cache as this session sees it: `stats()` and `clear(sql=None)` of its
-store's project.
+`CachedSession` has the session's API (`sql`, `explain`, `plan`, `close`, a context manager, and its parts by
+name: `project`, `store`, `metadata`, `history`, …; `.session` is the wrapped session). `sql` answers from the
+cache, or runs the session on the metadata read the answer is dated by (once for identical concurrent queries)
+and keeps its answer if the keep rules allow (`keep_rules`). `.cache` is the cache as this session sees it:
+`stats()` and `clear(sql=None)` of its store's project.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
 
 from precube.cache.backend import CacheBackend
+from precube.cache.cached_result import CachedResult
 from precube.cache.result_cache import CacheStats, ResultCache
+from precube.metadata import MetadataStore
 from precube.metadata.entity import now_ms
 from precube.query.cancel import Cancellation
+from precube.query.catalog import CatalogAnswers
+from precube.query.duckdb_engine import DuckDBEngine
 from precube.query.explain import Explanation
-from precube.query.project_metadata import ProjectMetadata
+from precube.query.history import QueryHistory
+from precube.query.plan_cache import Shape
+from precube.query.project_metadata import MetadataReader, ProjectMetadata
 from precube.query.session import Plan, QueryResult, Session
-from precube.settings import CacheSettings
+from precube.settings import CacheSettings, QuerySettings
 
 
 class SessionCache:
@@ -53,8 +59,48 @@ class CachedSession:
         self.session = session
         self.cache = SessionCache(cache, session)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.session, name)  # project, store, history, duckdb, explain's settings…
+    # the wrapped session's parts, named (a proxy of every attribute would type them all `Any`)
+    @property
+    def project(self) -> str:
+        return self.session.project
+
+    @property
+    def store(self) -> MetadataStore:
+        return self.session.store
+
+    @property
+    def metadata(self) -> MetadataReader:
+        return self.session.metadata
+
+    @property
+    def history(self) -> QueryHistory | None:
+        return self.session.history
+
+    @property
+    def user(self) -> str:
+        return self.session.user
+
+    @property
+    def settings(self) -> QuerySettings:
+        return self.session.settings
+
+    @property
+    def engine(self) -> str:
+        return self.session.engine
+
+    @property
+    def duckdb(self) -> DuckDBEngine:
+        return self.session.duckdb
+
+    @property
+    def catalog(self) -> CatalogAnswers:
+        return self.session.catalog
+
+    def warm(self, stop: Callable[[], bool] = lambda: False) -> int:
+        return self.session.warm(stop)
+
+    def shape_of(self, sql: str) -> Shape | None:
+        return self.session.shape_of(sql)
 
     def sql(
         self,
@@ -91,7 +137,7 @@ class CachedSession:
             return run()
         started, start_ms = time.perf_counter(), now_ms()
         result = self.cache.result_cache.answer(session, sql, shape, pushdown, run, access)
-        if result.answered is not None:  # a hit, or the answer of the identical query it waited on
+        if isinstance(result, CachedResult):  # a hit, or the answer of the identical query it waited on
             session.record_answer(sql, start_ms, started, result, user=user)
         return result
 

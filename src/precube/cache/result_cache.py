@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from precube.cache.backend import CacheBackend, open_backend
+from precube.cache.cached_result import CachedResult
 from precube.cache.entry import Entry, ModelUse
 from precube.cache.errors import CacheError, CacheUnavailableError
 from precube.cache.keep_rules import refusal, scanned_rows
@@ -23,7 +24,7 @@ from precube.cache.validity import model_uses, stale_reason
 from precube.metadata.entity import now_ms
 from precube.query.plan_cache import Shape
 from precube.query.project_metadata import ProjectMetadata
-from precube.query.session import Answered, QueryResult, Session
+from precube.query.session import QueryResult, Session
 from precube.settings import CacheSettings
 
 log = logging.getLogger(__name__)
@@ -217,15 +218,17 @@ def _entry(result: QueryResult, version: int = 0, uses: tuple[ModelUse, ...] = (
     )
 
 
-def _result(entry: Entry, started: float, from_cache: bool = True) -> QueryResult:
-    answered = Answered(
-        entry.pushdown, entry.model, entry.layout_ids, entry.segments, entry.cached_ms, entry.pushdown_reason
-    )
-    return QueryResult(
+def _result(entry: Entry, started: float, from_cache: bool = True) -> CachedResult:
+    return CachedResult(
         entry.table,
         None,
         entry.engine,
         (time.perf_counter() - started) * 1000,
         from_cache=from_cache,
-        answered=answered,
+        answered_pushdown=entry.pushdown,
+        answered_model=entry.model,
+        answered_layouts=entry.layout_ids,
+        answered_segments=entry.segments,
+        answered_reason=entry.pushdown_reason,
+        cached_ms=entry.cached_ms,
     )

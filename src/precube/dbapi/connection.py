@@ -5,7 +5,8 @@ Arrow table. Two implement it: `local.LocalBackend` (a query session in this pro
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -18,8 +19,9 @@ class Backend(Protocol):
 
     project: str
 
-    def execute(self, sql: str) -> pa.Table:
-        """The statement's rows; a failure is a PEP 249 error carrying precube's one-line message."""
+    def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
+        """The statement's rows, its `?` marks bound to `parameters`; a failure is a PEP 249 error carrying
+        precube's one-line message."""
         ...
 
     def default_database(self) -> str:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from precube.dbapi.binding import bind
 from precube.dbapi.errors import InterfaceError, ProgrammingError
 from precube.dbapi.types import Description, description, rows
 
@@ -51,9 +50,8 @@ class Cursor:
         self._check()
         if not isinstance(operation, str):
             raise ProgrammingError(f"the statement must be a string, not {type(operation).__name__}")
-        sql = bind(operation, parameters)
         self._table, self._at, self._batch, self._batch_at = None, 0, [], 0
-        self._table = self.connection.backend.execute(sql)
+        self._table = self.connection.backend.execute(operation, parameters)
         return self
 
     def executemany(self, operation: str, seq_of_parameters: Sequence[Sequence[Any]]) -> Cursor:

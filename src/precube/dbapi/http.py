@@ -12,11 +12,13 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pyarrow as pa
 
+from precube.dbapi.binding import bind
 from precube.dbapi.errors import Error, InterfaceError, OperationalError, error_of
 from precube.remote import ARROW_TYPE, BASE, JSON_TYPE, failure_of
 
@@ -74,8 +76,9 @@ class HttpBackend:
             raise OperationalError(f"the server answered {response.getheader('content-type')!r}, not {accept}")
         return data
 
-    def execute(self, sql: str) -> pa.Table:
-        data = self._request("POST", "/query", {"sql": sql, "project": self.project}, ARROW_TYPE)
+    def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
+        """Bound here (Kylin's `POST /query` takes SQL text), by the one binder."""
+        data = self._request("POST", "/query", {"sql": bind(sql, parameters), "project": self.project}, ARROW_TYPE)
         table: pa.Table = pa.ipc.open_stream(data).read_all()
         return table
 

@@ -3,10 +3,10 @@ and warehouse, as the machine's user (an embedded caller: no directory of users 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -59,9 +59,9 @@ class LocalBackend:
         self.principal = Principal(self.session.user, project, trusted=True)
         self.queries = QueryService(Sessions.of(self.session), None, workers=LOCAL_WORKERS)
 
-    def execute(self, sql: str) -> pa.Table:
-        with _mapped():
-            return self.queries.execute(self.principal, sql).table
+    def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
+        with _mapped():  # a parameter refused is mapped as every error: by its SQLSTATE
+            return self.queries.execute(self.principal, sql, parameters).table
 
     def default_database(self) -> str:
         with _mapped():

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 from sqlglot import exp
@@ -88,38 +88,26 @@ class Plan:
     splits: list[Split] = field(default_factory=list)  # blocks whose model part became a block (`split_blocks`)
 
 
-@dataclass(frozen=True)
-class Answered:
-    """How a result-cache answer was first computed (it has no plan of its own)."""
-
-    pushdown: bool
-    model: str | None
-    layout_ids: tuple[int, ...]
-    segments: tuple[str, ...]
-    cached_ms: int  # epoch ms it was cached
-    pushdown_reason: str | None = None
-
-
 @dataclass
 class QueryResult:
+    """A statement's answer as the session computed it: the rows, and how (its plan, engine and time). A
+    result-cache answer is the cache's `CachedResult`, read the same way."""
+
     table: pa.Table
-    plan: Plan | None  # for a plan-cache hit, the plan of the statement that first had this shape; None from cache
+    plan: Plan | None  # for a plan-cache hit, the plan of the statement that first had this shape
     engine: str
     duration_ms: float
     plan_cached: bool = False  # the plan came from the plan cache
     params: tuple[Param, ...] | None = None  # the statement's literals, as its plan's probes take them
-    from_cache: bool = False  # the answer came from the result cache (`answered` says how it was computed)
-    answered: Answered | None = None
+    from_cache: ClassVar[bool] = False  # computed now (a `CachedResult` says otherwise)
 
     @property
     def pushdown(self) -> bool:
-        return self.answered.pushdown if self.answered is not None else self.plan is not None and self.plan.pushdown
+        return self.plan is not None and self.plan.pushdown
 
     @property
     def pushdown_reason(self) -> str | None:
         """Why the answer came from the source tables; None when layouts answered it."""
-        if self.answered is not None:
-            return self.answered.pushdown_reason
         return self.plan.pushdown_reason if self.plan is not None and self.plan.pushdown else None
 
     @property
@@ -137,20 +125,16 @@ class QueryResult:
 
     @property
     def model(self) -> str | None:
-        if self.answered is not None:
-            return self.answered.model
         if self.matches:
             return self.matches[0].model.model.alias
         return self.snapshots[0].model.model.alias if self.snapshots else None
 
     @property
     def layout_ids(self) -> list[int]:
-        return list(self.answered.layout_ids) if self.answered is not None else [m.layout.id for m in self.matches]
+        return [m.layout.id for m in self.matches]
 
     @property
     def segments(self) -> list[str]:
-        if self.answered is not None:
-            return list(self.answered.segments)
         snapshotted = {t.segment.id for found in self.snapshots for t in found.tables}
         return sorted({s.segment.id for m in self.matches for s in m.scanned} | snapshotted)
 

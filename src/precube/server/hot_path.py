@@ -61,7 +61,7 @@ class QueryHotPath:
         if "json" not in kind:
             raise InvalidInputError(f"the request body must be JSON (Content-Type: application/json), not {kind!r}")
         body = QueryRequest.model_validate(parsed)
-        return await answer(server, caller, body, headers.get(b"accept", b"").decode("latin-1"))
+        return await answer(server, caller, body, headers.get(b"accept", b"").decode("latin-1"), receive)
 
 
 async def _body(receive: Receive) -> bytes:

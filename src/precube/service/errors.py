@@ -51,6 +51,7 @@ from precube.query.errors import (
     StatementTooLargeError,
     UnknownObjectError,
 )
+from precube.service.parameters import ParameterError, ParameterMarksError
 from precube.sources.errors import UnreadableSourceError, UnsupportedTypeError
 from precube.sources.roots import SourceAccessError
 
@@ -105,6 +106,9 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     QueryCancelledError: (400, "57014", "CANCELLED"),  # query_canceled: the client asked for it
     EngineError: (400, "22000", "INVALID_ARGUMENT"),  # data_exception: a type error, an overflow in the SQL
     LayoutReadError: (500, "58030", "INTERNAL"),  # io_error: the server's layout files
+    # parameters bound as literals
+    ParameterError: (400, "0A000", "UNIMPLEMENTED"),  # feature_not_supported: a value with no SQL literal
+    ParameterMarksError: (400, "42P02", "INVALID_ARGUMENT"),  # undefined_parameter: marks and values disagree
     # the result cache
     CacheError: (503, "58000", "UNAVAILABLE"),  # system_error
     # builds and jobs

@@ -15,16 +15,24 @@ typed as Spark types it:
   (precube's timestamps are UTC); time → a string (Spark SQL has no TIME type)
 
 Anything else (a list, a timedelta, a NaN decimal, …) raises `ParameterError`: each front end answers it in its
-own terms (PEP 249's NotSupportedError, SQLSTATE 22P02)."""
+own terms (PEP 249's NotSupportedError, SQLSTATE 0A000).
+
+`bind(sql, parameters)` puts the literals in place of a statement's `?` marks (paramstyle qmark: the DB-API's,
+and the query service's `run(…, parameters)`); the wire places its `$n` through its own parse
+(`pgwire/placeholders.py`), with the same literals. A `?` inside a string, a quoted name or a comment is not a
+mark (the tokenizer says which are); marks that do not match the parameters raise `ParameterMarksError`."""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.tokenizer_core import Token, TokenType
 
 from precube.errors import InvalidInputError
 from precube.modeling.spark_types import MAX_PRECISION
@@ -33,6 +41,10 @@ from precube.query.dialect import DIALECT
 
 class ParameterError(InvalidInputError):
     """A parameter has no literal that reads back as its value: its type, or a value such as a NaN decimal."""
+
+
+class ParameterMarksError(ParameterError):
+    """The statement's `?` marks do not match the parameters given (their number, a named mark, no statement)."""
 
 
 class Real(float):
@@ -96,3 +108,47 @@ def _float(value: float) -> exp.Expr:
 
 def _typed(text: str, kind: str) -> exp.Expr:
     return exp.cast(exp.Literal.string(text), exp.DataType.build(kind))
+
+
+def bind(sql: str, parameters: Sequence[Any] | Mapping[str, Any] | None) -> str:
+    """`sql` with each `?` replaced by the literal of the parameter at its position (None: `sql` as written)."""
+    if parameters is None:
+        return sql
+    if isinstance(parameters, Mapping | str | bytes) or not isinstance(parameters, Sequence):
+        raise ParameterMarksError("parameters are positional (paramstyle qmark): give a list or tuple for the ? marks")
+    dialect = DIALECT()
+    try:
+        tokens = _numbered(dialect.tokenize(sql))
+        parsed = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
+    except SqlglotError as err:
+        raise ParameterMarksError(f"cannot parse the SQL to bind its parameters: {str(err).splitlines()[0]}") from err
+    except RecursionError as err:
+        raise ParameterMarksError("the statement nests too deeply to bind its parameters") from err
+    if len(parsed) != 1:
+        raise ParameterMarksError(f"give one statement to bind parameters in, not {len(parsed)}")
+    [tree] = parsed
+    marks = list(tree.find_all(exp.Placeholder))
+    named = sorted({str(m.this) for m in marks if not str(m.this).isdigit()})
+    if named:
+        raise ParameterMarksError(f"named parameters (:{named[0]}) are not supported: use ? (paramstyle qmark)")
+    if len(marks) != len(parameters):
+        raise ParameterMarksError(f"the statement has {len(marks)} ? marks but {len(parameters)} parameters were given")
+    for mark in marks:
+        mark.replace(literal(parameters[int(mark.this)]))
+    return tree.sql(dialect=DIALECT)
+
+
+def _numbered(tokens: list[Token]) -> list[Token]:
+    """The tokens with the i-th `?` as the named placeholder `:i` (the parsed tree keeps no positions: the
+    names say which parameter each placeholder is)."""
+    out: list[Token] = []
+    marks = 0
+    for token in tokens:
+        if token.token_type is TokenType.PLACEHOLDER and token.text == "?":
+            at = (token.line, token.col, token.start)
+            out.append(Token(TokenType.COLON, ":", *at, token.start))
+            out.append(Token(TokenType.VAR, str(marks), *at, token.end))
+            marks += 1
+        else:
+            out.append(token)
+    return out

@@ -1,9 +1,9 @@
 """The query service: the one door every front end runs statements through.
 
-`run(principal, statement, options)` authorises the principal on its project (every statement, so a grant
-revoked mid-connection stops the next one) and runs the statement on the project's session in the service's
-own executor, returning a `Handle` at once (a front end binds its parameters first, with the one binder,
-`service.parameters`); `cancel(handle)` interrupts
+`run(principal, statement, parameters, options)` authorises the principal on its project (every statement, so
+a grant revoked mid-connection stops the next one), binds the statement's `?` marks to `parameters` (the one
+binder, `service.parameters`; the wire binds its `$n` with the same literals) and runs it on the project's
+session in the service's own executor, returning a `Handle` at once; `cancel(handle)` interrupts
 the engine running it. `answer_from_memory` is the fast lane: a result-cache hit in this process's memory,
 answered in the caller's thread with the same authorisation. `explain` and `metadata` serve the rest.
 
@@ -15,20 +15,24 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from precube.auth import AccessDeniedError, Directory, Permission
 from precube.cache import CachedSession
 from precube.query.cancel import Cancellation
 from precube.query.catalog.description import CatalogDescription
+from precube.query.errors import QueryCancelledError
 from precube.query.explain import Explanation
 from precube.query.project_metadata import ProjectMetadata
 from precube.query.session import PUSHDOWN_PROPERTY, QueryResult, Session
+from precube.service.parameters import bind
 from precube.service.principal import Principal
 from precube.service.sessions import Sessions
 
-__all__ = ["PUSHDOWN_PROPERTY", "Handle", "QueryResult", "QueryService", "RunOptions"]
+__all__ = ["PUSHDOWN_PROPERTY", "Handle", "QueryCancelledError", "QueryResult", "QueryService", "RunOptions"]
 
 
 @dataclass(frozen=True)
@@ -75,9 +79,7 @@ class QueryService:
 
     def close(self) -> None:
         """Cancel what runs and stop the executor (statements not yet started never start)."""
-        with self._lock:
-            running = list(self._running.values())
-        for handle in running:
+        for handle in self.running():
             self.cancel(handle)
         self._executor.shutdown(wait=False, cancel_futures=True)
 
@@ -101,14 +103,16 @@ class QueryService:
         self,
         principal: Principal,
         statement: str,
+        parameters: Sequence[Any] | Mapping[str, Any] | None = None,
         options: RunOptions = RunOptions(),
     ) -> Handle:
-        """Submit `statement`; the handle's result is the answer. Authorisation fails here, before anything is
-        queued."""
+        """Submit `statement` (its `?` marks bound to `parameters`); the handle's result is the answer.
+        Authorisation and binding fail here, before anything is queued."""
         self.authorise(principal)
+        text = bind(statement, parameters)
         session = self.sessions.get(principal.project)
         future: Future[QueryResult] = Future()
-        handle = Handle(principal, statement, future)
+        handle = Handle(principal, text, future)
         with self._lock:
             self._running[handle.id] = handle
         try:
@@ -122,10 +126,11 @@ class QueryService:
         self,
         principal: Principal,
         statement: str,
+        parameters: Sequence[Any] | Mapping[str, Any] | None = None,
         options: RunOptions = RunOptions(),
     ) -> QueryResult:
         """`run`, waiting for the answer (for a caller already on its own thread)."""
-        return self.run(principal, statement, options).result()
+        return self.run(principal, statement, parameters, options).result()
 
     def _run(self, handle: Handle, session: Session | CachedSession, options: RunOptions) -> None:
         future = handle.future
@@ -180,9 +185,10 @@ class QueryService:
         statement not yet running never starts."""
         handle.cancellation.cancel()
 
-    def running(self, handle_id: str) -> Handle | None:
-        """A submitted statement not yet finished, by its id."""
-        return self._running.get(handle_id)
+    def running(self) -> list[Handle]:
+        """The statements submitted and not yet finished."""
+        with self._lock:
+            return list(self._running.values())
 
     # -- the rest ---------------------------------------------------------------------------------------
 
@@ -190,13 +196,17 @@ class QueryService:
         self,
         principal: Principal,
         statement: str,
+        parameters: Sequence[Any] | Mapping[str, Any] | None = None,
         options: RunOptions = RunOptions(),
     ) -> Explanation:
         """How the statement would be answered, without running it."""
         self.authorise(principal)
         session = self.sessions.get(principal.project)
         return session.explain(
-            statement, engine=options.engine, pushdown=options.pushdown, force_pushdown=options.force_pushdown
+            bind(statement, parameters),
+            engine=options.engine,
+            pushdown=options.pushdown,
+            force_pushdown=options.force_pushdown,
         )
 
     def catalog(self, principal: Principal) -> CatalogDescription:

@@ -8,6 +8,7 @@ the issue requires bad input to be a 4xx, and every client then sees a failure t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import uuid
@@ -19,6 +20,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
+from starlette.types import Receive
 
 from precube.auth import Permission
 from precube.errors import InvalidInputError
@@ -28,7 +30,7 @@ from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from precube.server.envelope import ok, page
 from precube.server.security import Caller, requires, state_of
 from precube.server.state import ServerState
-from precube.service.queries import QueryResult, RunOptions
+from precube.service.queries import Handle, QueryCancelledError, QueryResult, RunOptions
 
 router = APIRouter(tags=["query"])
 
@@ -86,24 +88,47 @@ ASK_QUERY = requires(Permission.QUERY)  # the route's dependency; `server.hot_pa
 @router.post(QUERY_PATH, response_model=None)
 async def query(body: QueryRequest, request: Request, caller: Caller = Depends(ASK_QUERY)) -> Response:
     """Answer SQL over the project's tables (Kylin's answer; `Accept: application/vnd.apache.arrow.stream`:
-    the rows as Arrow, the rest in the `X-Precube-Answer` header)."""
-    return await answer(state_of(request), caller, body, request.headers.get("accept", ""))
+    the rows as Arrow, the rest in the `X-Precube-Answer` header). A client that closes the connection before
+    the answer cancels the statement."""
+    return await answer(state_of(request), caller, body, request.headers.get("accept", ""), request.receive)
 
 
 LOOP_ANSWER_CELLS = 20_000  # a larger answer is encoded in a worker thread, not on the event loop
 
 
-async def answer(state: ServerState, caller: Caller, body: QueryRequest, accept: str) -> Response:
+async def answer(state: ServerState, caller: Caller, body: QueryRequest, accept: str, receive: Receive) -> Response:
     """The response to `POST /query` (the route's and the hot path's one implementation): the query service's
     fast lane when this process's result cache holds the answer, else its executor; the event loop waits on
-    neither."""
+    neither. `receive` (the request's, its body read) tells when the client has gone: the statement is then
+    cancelled."""
     principal, options = caller.principal, _options(body)
     result = state.queries.answer_from_memory(principal, body.sql, options)
     if result is None:
-        result = await state.queries.run(principal, body.sql, options=options).wait()
+        result = await _until_gone(state, state.queries.run(principal, body.sql, options=options), receive)
     if result.table.num_rows * result.table.num_columns <= LOOP_ANSWER_CELLS:
         return _response(state, principal.project, body, result, accept)
     return await run_in_threadpool(_response, state, principal.project, body, result, accept)
+
+
+async def _until_gone(state: ServerState, handle: Handle, receive: Receive) -> QueryResult:
+    """The handle's answer, or its cancellation when the client closes the connection first."""
+    done = asyncio.wrap_future(handle.future)
+    gone = asyncio.ensure_future(_disconnect(receive))
+    try:
+        await asyncio.wait((done, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if not done.done():
+        state.queries.cancel(handle)  # the engine is interrupted and freed; nobody reads the answer
+        done.add_done_callback(lambda f: f.exception())
+        raise QueryCancelledError("the client closed the connection before the answer")
+    return done.result()
+
+
+async def _disconnect(receive: Receive) -> None:
+    """Returns once the client has closed the connection (the body was read: nothing else may come)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _response(state: ServerState, project: str, body: QueryRequest, result: QueryResult, accept: str) -> Response:
