@@ -71,6 +71,7 @@ def test_typed_parameters() -> None:
     assert placeholders.literal(None, pg.INT4.oid, False).sql() == "NULL"
     refused = [(b"1 or 1=1", pg.INT4.oid), (b"1e400x", pg.FLOAT8.oid), (b"2024-13-01", pg.DATE.oid)]
     refused += [(b"NaN", pg.NUMERIC.oid), (b"0." + b"1" * 38, pg.NUMERIC.oid)]  # SQL's DECIMAL holds neither
+    refused += [(b"0001-01-01 00:00:00+02", pg.TIMESTAMPTZ.oid)]  # in year 0 in UTC
     for raw, oid in refused:
         with pytest.raises(PgError) as bad:
             placeholders.literal(raw, oid, False)

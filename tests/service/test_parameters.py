@@ -223,6 +223,11 @@ def test_a_datetime_is_a_utc_timestamp(value: dt.datetime, utc: dt.datetime, duc
     assert answer == utc.replace(tzinfo=dt.UTC)
 
 
+def test_an_aware_datetime_out_of_range_in_utc_is_refused() -> None:
+    with pytest.raises(ParameterError, match="out of range in UTC"):
+        literal(dt.datetime(1, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=2))))
+
+
 def test_a_time_is_text(duck: duckdb.DuckDBPyConnection) -> None:
     """Spark SQL has no TIME type."""
     value = dt.time(12, 30, 15, 5)

@@ -7,8 +7,9 @@ typed as Spark types it:
 
 - None → NULL; bool → TRUE/FALSE
 - int → a number (INT, BIGINT, or DECIMAL(p, 0) past BIGINT); Decimal → its exact digits, never via a float
-  (`12.50` is DECIMAL(4, 2)). Either refused past 38 digits as written (a 0 before the point counts): Spark's
-  and DuckDB's widest DECIMAL holds 38, and both read longer text as a DOUBLE, losing digits.
+  (`12.50` is DECIMAL(4, 2)). Either refused past 38 digits as written (a 0 before the point counts): the widest
+  DECIMAL of Spark and of DuckDB, which read a longer fraction as a DOUBLE, losing digits (and Spark has no
+  exact type for a longer integer).
 - float → `CAST('repr' AS DOUBLE)` (a bare `1.5` would be a DECIMAL), NaN and ±Infinity included; `Real` → FLOAT
 - str → a string (quotes, backslashes, NULs and any unicode are its content); bytes → `X'hex'` (BINARY)
 - date → `CAST('yyyy-mm-dd' AS DATE)`; datetime → `CAST(… AS TIMESTAMP)`, an aware one moved to UTC first
@@ -74,7 +75,10 @@ def literal(value: Any) -> exp.Expr:
         return exp.HexString(this=bytes(value).hex())
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+            try:
+                value = value.astimezone(dt.UTC).replace(tzinfo=None)
+            except OverflowError as err:  # 0001-01-01 00:00 at +02:00 is in year 0
+                raise ParameterError(f"the timestamp {value} is out of range in UTC") from err
         return _typed(value.isoformat(sep=" "), "timestamp")
     if isinstance(value, dt.date):
         return _typed(value.isoformat(), "date")
