@@ -17,7 +17,7 @@ import pygwire.messages as m
 import pytest
 from pygwire import FrontendConnection
 
-from precube.metadata import Table, open_store
+from precube.metadata import Model, Table, open_store
 from tests.query.oracle import Oracle
 from tests.server.conftest import ServerHome
 from tests.server.live import ADMIN, LiveServer, free_port, live_server
@@ -61,8 +61,16 @@ def test_psql_queries_and_lists_the_projects_tables(live: LiveServer, server_hom
     lineorder = next(t for t in tables if t.name == "LINEORDER")
     described = psql(live, project, "\\d lineorder")
     assert described.returncode == 0, described.stderr
-    columns = [line.split("|")[0] for line in described.stdout.strip().splitlines()[2:]]
-    assert columns[: len(lineorder.columns)] == [c.name.lower() for c in lineorder.columns]
+    shown = [line.split("|") for line in described.stdout.strip().splitlines()[2:]]
+    with open_store(settings.metadata_url, settings.metadata.table) as store, store.read(project) as tx:
+        computed = [cc for m in tx.list(Model) for cc in m.computed_columns if cc.table_identity == "SSB.LINEORDER"]
+    assert computed  # a model's computed columns follow the table's own, as stored generated columns
+    assert [r[0] for r in shown] == [c.name.lower() for c in lineorder.columns] + [
+        cc.column_name.lower() for cc in computed
+    ]
+    assert [r[4] for r in shown[len(lineorder.columns) :]] == [
+        f"generated always as ({cc.expression}) stored" for cc in computed
+    ]
 
     wrong = psql(live, project, "select 1", password="Wr0ng-password!")
     assert wrong.returncode != 0 and "wrong user name or password" in wrong.stderr
