@@ -21,6 +21,7 @@ from precube.auth import Permission
 from precube.errors import PrecubeError
 from precube.query.errors import QueryCancelledError
 from precube.query.session import SHAPE_MEMO_CHARS
+from precube.service.errors import disposition
 from precube.service.principal import Principal
 from tests.server.conftest import ServerHome
 from tests.server.live import ADMIN, LiveServer
@@ -38,7 +39,11 @@ SLOW = "select sum(a.lo_revenue * b.lo_quantity) as s from ssb.lineorder a cross
 
 
 class RefusedError(Exception):
-    """A door's refusal, reduced to its one-line message."""
+    """A door's refusal: its one-line message and SQLSTATE."""
+
+    def __init__(self, message: str, sqlstate: str | None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
 
 
 class Door:
@@ -71,7 +76,7 @@ class Rest(Door):
         response = self.client.post(QUERY, json={"sql": sql, "project": self.project})
         body = response.json()
         if response.status_code != 200:
-            raise RefusedError(body["msg"])
+            raise RefusedError(body["msg"], body.get("sqlstate"))
         return [tuple(_text(v) for v in row) for row in body["data"]["results"]]
 
     def close(self) -> None:
@@ -92,7 +97,7 @@ class Wire(Door):
                 cur.execute(sql.encode())  # as text, not a psycopg template: no placeholders
                 return [tuple(_text(v) for v in row) for row in cur.fetchall()]
         except psycopg.Error as err:
-            raise RefusedError(str(err.diag.message_primary)) from err
+            raise RefusedError(str(err.diag.message_primary), err.sqlstate) from err
 
     def close(self) -> None:
         self.con.close()
@@ -108,7 +113,7 @@ class DbApi(Door):
             cur.execute(sql)
             return [tuple(_text(v) for v in row) for row in cur.fetchall()]
         except db.Error as err:
-            raise RefusedError(err.message) from err
+            raise RefusedError(err.message, err.sqlstate) from err
 
     def close(self) -> None:
         self.con.close()
@@ -168,25 +173,29 @@ def test_a_statement_longer_than_the_shape_memo(door_of: DoorMaker, live: LiveSe
 
 
 @pytest.mark.parametrize(
-    ("sql", "said"),
+    ("sql", "said", "same_on_the_wire"),
     [
-        ("select nope from ssb.lineorder", "nope"),
-        ("select from where", "parse"),
-        ("select * from read_parquet('/etc/passwd')", "read_parquet"),
-        ("select * from ssb.no_such_table", "no_such_table"),
+        ("select nope from ssb.lineorder", "nope", True),
+        ("select from where", "parse", True),
+        # the wire reads PostgreSQL: the table function becomes Spark's file read, refused in its own words
+        ("select * from read_parquet('/etc/passwd')", "not allowed", False),
+        ("select * from ssb.no_such_table", "no_such_table", True),
     ],
     ids=["unknown-column", "syntax", "forbidden-function", "unknown-table"],
 )
-def test_every_door_refuses_with_the_same_message(
-    door_of: DoorMaker, live: LiveServer, server_home: ServerHome, sql: str, said: str
+def test_every_door_refuses_as_the_service(
+    door_of: DoorMaker, live: LiveServer, server_home: ServerHome, sql: str, said: str, same_on_the_wire: bool
 ) -> None:
+    """Each door refuses with the service's one-line message and the SQLSTATE of the one error map."""
     with pytest.raises(PrecubeError) as raised:
         live.state.queries.execute(Principal(ADMIN[0], server_home.project), sql)
     door = door_of(ADMIN)
     with pytest.raises(RefusedError) as refused:
         door.rows(sql)
-    assert str(refused.value) == raised.value.message.splitlines()[0]
+    assert refused.value.sqlstate == disposition(raised.value).sqlstate
     assert said.lower() in str(refused.value).lower()
+    if door.name != "wire" or same_on_the_wire:
+        assert str(refused.value) == raised.value.message.splitlines()[0]
 
 
 def test_a_grant_revoked_mid_connection_stops_the_next_statement(
@@ -237,7 +246,8 @@ def test_a_wire_cancel_request_interrupts_the_engine(live: LiveServer, server_ho
     with psycopg.connect(
         host="127.0.0.1", port=live.pg_port, dbname=server_home.project, user=ADMIN[0], password=ADMIN[1]
     ) as con:
-        timer = threading.Timer(1.0, con.cancel)
+        # cancel_safe: cancel() holds the GIL while libpq waits for the server, which runs in this process
+        timer = threading.Timer(1.0, con.cancel_safe)
         timer.start()
         started = time.monotonic()
         with pytest.raises(psycopg.errors.QueryCanceled), con.cursor() as cur:

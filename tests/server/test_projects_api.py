@@ -209,15 +209,15 @@ def test_push_down_config_is_what_the_query_session_reads(
     with open_store(live.settings.metadata_url, live.settings.metadata.table) as store:
         load_file_table(store, project, server_home.ssb_dir / "DATES", SourceType.PARQUET, database="SSB")
     sql = "select count(*) from SSB.DATES"
-    session = live.state.session(project)
+    session = live.state.queries.sessions.get(project)
     assert session.sql(sql).rows  # no layout: answered by pushdown
     off = data(admin.put(f"{API}/projects/{project}/push_down_config", json={"push_down_enabled": False}))
     assert off == {"project": project, "push_down_enabled": False}
     assert live.state.store.get_project(project).override_kylin_properties[PUSHDOWN_PROPERTY] == "false"
     with pytest.raises(NoLayoutError, match="pushdown-enabled is false"):
-        live.state.session(project).sql(sql)
+        live.state.queries.sessions.get(project).sql(sql)
     data(admin.put(f"{API}/projects/{project}/push_down_config", json={"push_down_enabled": True}))
-    assert live.state.session(project).sql(sql).rows
+    assert live.state.queries.sessions.get(project).sql(sql).rows
     error(admin.put(f"{API}/projects/{project}/push_down_config", json={"push_down_enabled": "x"}), 400)
     error(admin.put(f"{API}/projects/{project}/push_down_config", json={}), 400)
 

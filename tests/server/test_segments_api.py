@@ -58,7 +58,7 @@ def test_builds_run_by_the_server_answer_like_the_oracle(live: LiveServer, serve
     ]
     assert all(s["status_to_display"] == "ONLINE" and s["index_count"] == s["index_count_total"] > 0 for s in segments)
     assert all(s["source_count"] > 0 and s["bytes_size"] > 0 and s["last_build_time"] > 0 for s in segments)
-    answer = live.state.session(tiny.project).sql(QUERY.format(where=""), pushdown=False)
+    answer = live.state.queries.sessions.get(tiny.project).sql(QUERY.format(where=""), pushdown=False)
     assert rows(answer.table) == oracle_rows(server_home.ssb_dir, "1994-01-01")
 
 
@@ -102,7 +102,7 @@ def test_refresh_merge_and_delete_with_its_preview(live: LiveServer, server_home
         wait_job(admin, tiny.project, merge["job_id"])
         [merged] = listed(admin)
         assert (merged["start_time"], merged["end_time"]) == (ms("1992-01-01"), ms("1994-01-01"))
-        answer = live.state.session(tiny.project).sql(QUERY.format(where=""), pushdown=False)
+        answer = live.state.queries.sessions.get(tiny.project).sql(QUERY.format(where=""), pushdown=False)
         assert rows(answer.table) == oracle_rows(server_home.ssb_dir, "1994-01-01")
 
         expected = preview_segment_removal(

@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs
 
-from pydantic import ValidationError
+from fastapi.exceptions import RequestValidationError
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from precube.errors import InvalidInputError, PrecubeError
 from precube.server.envelope import error, invalid_input, unexpected
-from precube.server.routers.query import ASK_QUERY, QUERY_PATH, QueryRequest, answer
+from precube.server.routers.query import ASK_QUERY, QUERY_PATH, answer, query_request
 from precube.server.security import Requirement, parse_json
 
 
@@ -42,8 +42,8 @@ class QueryHotPath:
             response = await self._answer(scope, receive, state)
         except PrecubeError as err:
             response = error(err, rid)
-        except ValidationError as err:
-            response = invalid_input(err.errors(include_url=False), rid)
+        except RequestValidationError as err:
+            response = invalid_input(err.errors(), rid)
         except Exception as err:  # noqa: BLE001 (answered in the envelope and logged, as the app's handler does)
             response = unexpected(err, rid)
         await response(scope, receive, send)
@@ -58,9 +58,7 @@ class QueryHotPath:
         given = [*_query_values(scope["query_string"], "project"), named]
         # the permission first, as the route's dependency: a caller without it learns nothing of the body's faults
         caller = self.requirement.check(server.directory, state["principal"], given)
-        if "json" not in kind:
-            raise InvalidInputError(f"the request body must be JSON (Content-Type: application/json), not {kind!r}")
-        body = QueryRequest.model_validate(parsed)
+        body = query_request(kind, parsed)
         return await answer(server, caller, body, headers.get(b"accept", b"").decode("latin-1"), receive)
 
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import pyarrow as pa
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive
 
@@ -28,7 +29,7 @@ from precube.jdbc_types import of_arrow, text_column
 from precube.query.project_metadata import ProjectMetadata
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from precube.server.envelope import ok, page
-from precube.server.security import Caller, requires, state_of
+from precube.server.security import Caller, parse_json, requires, state_of
 from precube.server.state import ServerState
 from precube.service.queries import Handle, QueryCancelledError, QueryResult, RunOptions
 
@@ -85,11 +86,33 @@ QUERY_PATH = "/query"
 ASK_QUERY = requires(Permission.QUERY)  # the route's dependency; `server.hot_path` checks its `requirement`
 
 
-@router.post(QUERY_PATH, response_model=None)
-async def query(body: QueryRequest, request: Request, caller: Caller = Depends(ASK_QUERY)) -> Response:
+def query_request(content_type: str, parsed: Any) -> QueryRequest:
+    """The body of `POST /query` as the route and the hot path both read it: JSON (`parsed`, None when the body
+    was not JSON or empty), validated by `QueryRequest`."""
+    if "json" not in content_type:
+        raise InvalidInputError(f"the request body must be JSON (Content-Type: application/json), not {content_type!r}")
+    try:
+        return QueryRequest.model_validate(parsed)
+    except ValidationError as err:
+        raise RequestValidationError(err.errors(include_url=False)) from err
+
+
+_JSON_BODY = {  # the route reads its body itself (`query_request`): its schema is declared for OpenAPI
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": QueryRequest.model_json_schema(by_alias=True)}},
+    }
+}
+
+
+@router.post(QUERY_PATH, response_model=None, openapi_extra=_JSON_BODY)
+async def query(request: Request, caller: Caller = Depends(ASK_QUERY)) -> Response:
     """Answer SQL over the project's tables (Kylin's answer; `Accept: application/vnd.apache.arrow.stream`:
     the rows as Arrow, the rest in the `X-Precube-Answer` header). A client that closes the connection before
     the answer cancels the statement."""
+    kind = request.headers.get("content-type", "application/json").lower()
+    raw = await request.body()
+    body = query_request(kind, parse_json(raw) if "json" in kind and raw else None)
     return await answer(state_of(request), caller, body, request.headers.get("accept", ""), request.receive)
 
 
