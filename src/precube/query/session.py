@@ -193,6 +193,11 @@ class Session:
         self.user = user
 
     def close(self) -> None:
+        """Close the engines, first stopping what they run (a statement of another thread fails at once rather
+        than holding the connection being closed)."""
+        for engine in (self.duckdb, self._spark_engine):
+            if engine is not None:
+                engine.interrupt()
         self.duckdb.close()
         self.catalog.close()
         if self.history is not None:
