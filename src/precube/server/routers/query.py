@@ -31,7 +31,7 @@ from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from precube.server.envelope import ok, page
 from precube.server.security import Caller, parse_json, requires, state_of
 from precube.server.state import ServerState
-from precube.service.queries import Handle, QueryCancelledError, QueryResult, RunOptions
+from precube.service.queries import Handle, QueryResult, RunOptions
 
 router = APIRouter(tags=["query"])
 
@@ -133,25 +133,35 @@ async def answer(state: ServerState, caller: Caller, body: QueryRequest, accept:
     return await run_in_threadpool(_response, state, principal.project, body, result, accept)
 
 
+WATCH_AFTER_S = 0.05  # a statement answered sooner is not worth a watcher on its connection
+
+
 async def _until_gone(state: ServerState, handle: Handle, receive: Receive) -> QueryResult:
-    """The handle's answer, or its cancellation when the client closes the connection first."""
-    done = asyncio.wrap_future(handle.future)
-    gone = asyncio.ensure_future(_disconnect(receive))
+    """The handle's answer; a client that closes the connection first has the statement cancelled (its answer
+    is then the cancellation). Only a statement still running after `WATCH_AFTER_S` gets a watcher: most are
+    answered sooner, and a task per request costs them time for nothing."""
+    loop = asyncio.get_running_loop()
+    watcher: asyncio.Task[None] | None = None
+
+    def watch() -> None:
+        nonlocal watcher
+        watcher = loop.create_task(_cancel_when_gone(state, handle, receive))
+
+    timer = loop.call_later(WATCH_AFTER_S, watch)
     try:
-        await asyncio.wait((done, gone), return_when=asyncio.FIRST_COMPLETED)
+        return await handle.wait()
     finally:
-        gone.cancel()
-    if not done.done():
-        state.queries.cancel(handle)  # the engine is interrupted and freed; nobody reads the answer
-        done.add_done_callback(lambda f: f.exception())
-        raise QueryCancelledError("the client closed the connection before the answer")
-    return done.result()
+        timer.cancel()
+        if watcher is not None:
+            watcher.cancel()
 
 
-async def _disconnect(receive: Receive) -> None:
-    """Returns once the client has closed the connection (the body was read: nothing else may come)."""
+async def _cancel_when_gone(state: ServerState, handle: Handle, receive: Receive) -> None:
+    """Cancel the statement once the client has closed the connection (the body was read: nothing else may
+    come); the engine is interrupted and freed."""
     while (await receive())["type"] != "http.disconnect":
         pass
+    state.queries.cancel(handle)
 
 
 def _response(state: ServerState, project: str, body: QueryRequest, result: QueryResult, accept: str) -> Response:
