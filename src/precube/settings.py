@@ -93,7 +93,7 @@ class QuerySettings(_Section):
 
 class CacheSettings(_Section):
     """The query result cache (DESIGN §7). `url`: `memory` (an in-process LRU bounded by `memory_mb`) or
-    `redis://host:port/db` (shared by every process). A result is admitted when the query took at least
+    `redis://host:port/db` (shared by every process). A result is kept when the query took at least
     `min_duration_ms` or scanned at least `min_scanned_rows` layout rows, and has at most `max_cells`
     rows times columns. Identical concurrent queries run once (`single_flight`): the first holds a marker that
     expires `flight_expiry_s` after its last renewal; the others wait at most `flight_wait_s`. A Redis call

@@ -104,7 +104,7 @@ class MemoryBackend:
     def hand_over(self, key: CacheKey, token: str, handed: Handed, expiry_s: float) -> None:
         now = time.monotonic()
         with self._lock:
-            if len(self._handed) >= SWEEP_AT:  # most answers are not admitted: forget the expired ones
+            if len(self._handed) >= SWEEP_AT:  # most answers are not kept: forget the expired ones
                 self._handed = {k: v for k, v in self._handed.items() if v[1] > now}
             self._handed[key, token] = (handed, now + expiry_s)
 

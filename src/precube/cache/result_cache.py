@@ -41,7 +41,7 @@ class CacheStats:
     stale: int  # hits dropped because a segment or the model changed
     waits: int  # queries that waited for an identical one
     stores: int
-    skipped: int  # answers not admitted
+    skipped: int  # answers not kept (too large or too cheap)
     entries: int
     bytes: int
 
@@ -75,7 +75,7 @@ class ResultCache:
     ) -> QueryResult:
         """The cached answer of `sql` (whose token shape is `shape`) in `session`'s store and project, or the
         answer `run` computes on the project's metadata (once for identical concurrent queries, whose waiters get
-        it, or its error, even when it is not admitted)."""
+        it, or its error, even when it is not kept)."""
         started = time.perf_counter()
         project = session.project
         key = cache_key(session.store.identity, project, shape, access=access)

@@ -49,7 +49,7 @@ export async function render(view) {
           ["Backend", h("code", {}, st.backend)],
           ["Stale drops", `${fmt.num(st.stale)} (a segment or the model changed after the answer was cached)`],
           ["Waits", `${fmt.num(st.waits)} (queries that waited for an identical one running)`],
-          ["Not admitted", `${fmt.num(st.skipped)} (answers too large or too cheap to keep)`],
+          ["Not kept", `${fmt.num(st.skipped)} (answers too large or too cheap to keep)`],
         ]),
         { subtitle: ctx.isAdmin ? "Counters of this project, shared by every server on the same backend." : "Clearing the cache needs a system admin." },
       ),
