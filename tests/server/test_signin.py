@@ -7,6 +7,7 @@ a silent start-up and refuses connections past its cap (53300)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import statistics
@@ -23,8 +24,11 @@ import psycopg
 import pytest
 
 from precube.auth import Directory, Permission
+from precube.auth.throttle import Throttle
 from precube.cli.app import run
 from precube.metadata import Project, open_store
+from precube.server.signin import SignIn
+from precube.settings import AuthSettings
 from tests.server.conftest import data, error, server_settings
 from tests.server.live import ADMIN, LiveServer, ServerProcess, free_port, live_server
 
@@ -305,3 +309,37 @@ def test_the_wire_drops_a_silent_start_up_and_caps_its_connections(hygienic: Liv
             password=ADMIN[1],
             connect_timeout=10,
         )
+
+
+def test_password_checks_are_bounded_and_the_excess_refused_at_once(tmp_path: Path) -> None:
+    """One check at a time on the pool, one waiting; the others are refused before any hashing (429)."""
+    settings = server_settings(tmp_path)
+    with open_store(settings.metadata_url, settings.metadata.table) as store:
+        directory = Directory(store, refresh_s=0)
+        directory.add_user("bob", PASSWORD, [])
+        signin = SignIn(directory, Throttle(store, AuthSettings(max_failures=0, address_max_failures=0)), 1, 1)
+        running, peak = 0, 0
+        authenticate = directory.authenticate
+
+        def counted(username: str, password: str) -> Any:
+            nonlocal running, peak
+            running += 1
+            peak = max(peak, running)
+            try:
+                return authenticate(username, password)
+            finally:
+                running -= 1
+
+        directory.authenticate = counted  # type: ignore[method-assign]
+
+        async def five() -> list[Any]:
+            return await asyncio.gather(*(signin("bob", WRONG, None) for _ in range(5)), return_exceptions=True)
+
+        try:
+            answers = asyncio.run(five())
+        finally:
+            signin.close()
+    kinds = sorted(type(a).__name__ for a in answers)
+    assert kinds == ["AuthenticationError"] * 2 + ["SignInThrottledError"] * 3, answers
+    assert peak == 1
+    assert all("too many sign-ins are being checked at once" in str(a) for a in answers[2:])

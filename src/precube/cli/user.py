@@ -138,10 +138,11 @@ def unlock(
 ) -> None:
     """Lift a sign-in lock (and forget the failures that caused it) before it runs out."""
     from precube.auth import check_user_name
+    from precube.auth.throttle import ADDRESS, USER
 
     if not address:
         check_user_name(name)
-    record = _throttle(ctx).unlock("address" if address else "user", name)
+    record = _throttle(ctx).unlock(ADDRESS if address else USER, name)
     console.print(f"unlocked {'client address' if address else 'user'} [bold]{record.name}[/]")
 
 
