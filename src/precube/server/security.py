@@ -107,7 +107,8 @@ def _credentials(header: str) -> tuple[str, str]:
 async def _sign_in(scope: Scope, header: str) -> User:
     """The user of an `Authorization` header's credentials (401, or 429 while throttled, otherwise)."""
     client = scope.get("client")
-    return await scope["app"].state.server.signin(*_credentials(header), client[0] if client else None)
+    user: User = await scope["app"].state.server.signin(*_credentials(header), client[0] if client else None)
+    return user
 
 
 class Authenticate:

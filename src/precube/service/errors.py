@@ -99,7 +99,7 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     # users and permissions
     AuthenticationError: (401, "28P01", "UNAUTHENTICATED"),  # invalid_password
     SignInLockedError: (401, "28000", "UNAUTHENTICATED"),  # invalid_authorization_specification: until it ends
-    SignInThrottledError: (429, "08004", "RESOURCE_EXHAUSTED"),  # sqlserver_rejected_establishment_of_sqlconnection
+    SignInThrottledError: (429, "08004", "UNAVAILABLE"),  # sqlserver_rejected_establishment_of_sqlconnection
     AccessDeniedError: (403, "42501", "PERMISSION_DENIED"),  # insufficient_privilege
     UnknownUserError: (404, "42704", "NOT_FOUND"),  # undefined_object
     UserExistsError: (409, "42710", "ALREADY_EXISTS"),  # duplicate_object
