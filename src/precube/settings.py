@@ -135,6 +135,36 @@ class ServerSettings(_Section):
     pg_port: int | None = Field(default=None, ge=0, le=65535)  # the Postgres wire protocol's port (None: off)
     pg_tls_cert: str | None = None  # a PEM certificate (chain) and its key: the wire front end then offers TLS
     pg_tls_key: str | None = None
+    # connection hygiene: a connection that has not sent a request's headers within header_timeout_s (after it
+    # opened, or after its last answer) is closed; keep_alive_s: an idle keep-alive connection's life (uvicorn's
+    # timeout_keep_alive); max_connections: more open HTTP connections or requests get 503 (uvicorn's
+    # limit_concurrency); the wire: pg_startup_timeout_s for start-up and sign-in, pg_max_connections at once
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    keep_alive_s: float = Field(default=5.0, gt=0)
+    max_connections: int = Field(default=1000, ge=1)
+    pg_startup_timeout_s: float = Field(default=10.0, gt=0)
+    pg_max_connections: int = Field(default=100, ge=1)
+
+
+class AuthSettings(_Section):
+    """Sign-in throttling, on HTTP and the wire alike. Failed sign-ins are counted per user name (of an existing
+    user; a success resets it) and per client address (any names). From half of its threshold on, a name's or
+    address's next try is refused (429, Retry-After) until `delay_s` after its last failure, doubling per further
+    failure up to `max_delay_s`; at `max_failures` (an address: `address_max_failures`) it is locked for `lock_s`,
+    and each failure after a lock ran out locks it again for twice as long, up to `max_lock_s`. Failures are
+    forgotten `failure_window_s` after the last one (or the end of the last lock). 0 as a threshold: never
+    throttled. The counts live in the metadata store (every server and worker on it shares them). `password_checks`:
+    bcrypt checks run at once per process (0: half the CPU cores, at least 1), at most `password_queue` more wait."""
+
+    max_failures: int = Field(default=5, ge=0)
+    address_max_failures: int = Field(default=50, ge=0)
+    delay_s: float = Field(default=1.0, ge=0)
+    max_delay_s: float = Field(default=30.0, ge=0)
+    lock_s: float = Field(default=300.0, gt=0)
+    max_lock_s: float = Field(default=86_400.0, gt=0)
+    failure_window_s: float = Field(default=900.0, gt=0)
+    password_checks: int = Field(default=0, ge=0, le=256)
+    password_queue: int = Field(default=256, ge=0)
 
 
 class Settings(BaseSettings):
@@ -157,6 +187,7 @@ class Settings(BaseSettings):
     query: QuerySettings = Field(default_factory=QuerySettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

@@ -19,6 +19,7 @@ import httpx
 import uvicorn
 
 from precube.server.app import create_app
+from precube.server.connections import uvicorn_options
 from precube.settings import Settings
 
 ADMIN = ("ADMIN", "Adm1n-test!")  # set through [server] admin_password in the test settings
@@ -39,7 +40,14 @@ class LiveServer:
         self.settings = settings
         self.pg_port = settings.server.pg_port  # the Postgres wire protocol's, when set
         self.app = create_app(settings, name=f"127.0.0.1:{self.port}", run_jobs=run_jobs, hot_path=hot_path)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_config=None, access_log=False)
+        config = uvicorn.Config(
+            self.app,
+            host="127.0.0.1",
+            port=self.port,
+            log_config=None,
+            access_log=False,
+            **uvicorn_options(settings.server),  # as `precube serve` bounds its connections
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="precube-test-server", daemon=True)
         self._thread.start()

@@ -32,7 +32,10 @@ _PARAM = re.compile(r"\{(\w+)(?::[^}]*)?\}")
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    settings = server_settings(tmp_path_factory.mktemp("security-home"))
+    # sign-in throttling off: every route is tried with a wrong password, each must be the 401 itself (the
+    # throttle has tests of its own: test_signin.py)
+    no_throttle = {"max_failures": 0, "address_max_failures": 0}
+    settings = server_settings(tmp_path_factory.mktemp("security-home"), auth=no_throttle)
     with open_store(settings.metadata_url, settings.metadata.table) as store:
         store.create_project(Project(name=PROJECT))
         store.create_project(Project(name=OTHER))

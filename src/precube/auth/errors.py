@@ -33,3 +33,22 @@ class UserExistsError(AuthError):
     """A user of that name (in any letter case, as Kylin compares them) already exists (HTTP 409)."""
 
     code = "ALREADY_EXISTS"
+
+
+class SignInLockedError(AuthenticationError):
+    """A user name or client address locked after too many failed sign-ins (HTTP 401): refused whatever the
+    password, until the lock runs out or an admin lifts it."""
+
+    code = "USER_LOCKED"
+
+
+class SignInThrottledError(AuthenticationError):
+    """A sign-in refused unchecked because the name or address failed just before (or too many are being
+    checked at once): retry after `retry_after_s` (HTTP 429 with Retry-After)."""
+
+    code = "SIGN_IN_THROTTLED"
+    retryable = True
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

@@ -64,7 +64,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "serve",
         "Serve Kylin's REST API (/kylin/api) with users and project permissions; run queued jobs.",
     ),
-    "user": ("user", "app", "The server's users: add, list, change passwords, delete."),
+    "user": ("user", "app", "The server's users: add, list, change passwords, delete, unlock."),
     "acl": ("user", "acl_app", "Project permissions of users and groups: grant, revoke, list."),
 }
 

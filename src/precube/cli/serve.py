@@ -38,6 +38,7 @@ def serve(
     import uvicorn
 
     from precube.server.app import SERVE_ENV, configure_logging, create_app
+    from precube.server.connections import uvicorn_options
 
     cli: CliContext = ctx.obj
     settings = cli.settings
@@ -52,6 +53,7 @@ def serve(
         "access_log": False,  # precube.access logs one line per request, with its request id and user
         "log_config": None,  # keep the logging configured above
         "timeout_graceful_shutdown": 30,
+        **uvicorn_options(settings.server),  # header and keep-alive timeouts, the cap on connections
     }
     if count == 1:
         uvicorn.run(create_app(settings, run_jobs=not no_jobs), **options)

@@ -1,6 +1,6 @@
-"""`precube user add|list|passwd|delete` and `precube acl grant|revoke|list`: the server's users and project
-ACLs, edited on the metadata store directly (the same `Directory` the server reads; a running server sees
-a change within a second)."""
+"""`precube user add|list|passwd|delete|locked|unlock` and `precube acl grant|revoke|list`: the server's users,
+sign-in locks and project ACLs, edited on the metadata store directly (the same `Directory` and `Throttle` the
+server reads; a running server sees a change within a second)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from precube.cli.context import DRY_RUN, FORMAT, YES, OutputFormat, confirm_drop
 
 if TYPE_CHECKING:
     from precube.auth import Directory
+    from precube.auth.throttle import Throttle
 
-app = typer.Typer(help="The server's users: add, list, change passwords, delete.", no_args_is_help=True)
+app = typer.Typer(help="The server's users: add, list, change passwords, delete, unlock.", no_args_is_help=True)
 acl_app = typer.Typer(help="Project permissions of users and groups: grant, revoke, list.", no_args_is_help=True)
 
 PASSWORD_STDIN = typer.Option(
@@ -28,6 +29,13 @@ def _directory(ctx: typer.Context) -> Directory:
 
     cli = state(ctx)
     return Directory(cli.store(), refresh_s=0, writer=cli.writer)
+
+
+def _throttle(ctx: typer.Context) -> Throttle:
+    from precube.auth.throttle import Throttle
+
+    cli = state(ctx)
+    return Throttle(cli.store(), cli.settings.auth, refresh_s=0, writer=cli.writer)
 
 
 def _password(from_stdin: bool) -> str:
@@ -103,6 +111,39 @@ def delete(
         return
     directory.delete_user(name)
     console.print(f"deleted user [bold]{name}[/]")
+
+
+@app.command("locked")
+def locked(ctx: typer.Context, fmt: OutputFormat = FORMAT) -> None:
+    """User names and client addresses locked after failed sign-ins, and until when."""
+    records = [r.public() for r in _throttle(ctx).locks()]
+    print_records(
+        fmt,
+        records,
+        {
+            "type": _cell("type"),
+            "name": _cell("name"),
+            "failures": _cell("wrong_time"),
+            "locked since (UTC)": lambda r: when(r["locked_time"]),
+            "until (UTC)": lambda r: when(r["locked_until"]),
+        },
+    )
+
+
+@app.command("unlock")
+def unlock(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The user (or, with --address, the client address) to unlock."),
+    address: bool = typer.Option(False, "--address", help="NAME is a client address (as `precube user locked` shows)."),
+) -> None:
+    """Lift a sign-in lock (and forget the failures that caused it) before it runs out."""
+    from precube.auth import check_user_name
+    from precube.auth.throttle import ADDRESS, USER
+
+    if not address:
+        check_user_name(name)
+    record = _throttle(ctx).unlock(ADDRESS if address else USER, name)
+    console.print(f"unlocked {'client address' if address else 'user'} [bold]{record.name}[/]")
 
 
 @acl_app.command("grant")

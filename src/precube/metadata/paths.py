@@ -3,6 +3,7 @@
 /_global/project/{name}.json
 /_global/acl/{project}.json            the project's access control list
 /_global/user/{name}.json, /_global/user_group/{name}.json
+/_global/signin/{user|address}/{name}.json   failed sign-ins and locks of a user name or client address
 /{project}/{kind}/{name}.json          table, table_exd, model_desc, index_plan, dataflow, job_stats,
                                        job_lease
 /{project}/dataflow_details/{dataflow}/{segment}.json
@@ -37,7 +38,7 @@ PROJECT_KINDS = (
     "job_stats",
     "job_lease",
 )
-GLOBAL_KINDS = ("project", "acl", "user", "user_group", "sys_acl", "resource_group", "store")
+GLOBAL_KINDS = ("project", "acl", "user", "user_group", "sys_acl", "resource_group", "store", "signin")
 # Global kinds whose documents belong to one project (named by the document), e.g. its ACL: they are
 # written and deleted in that project's transactions, so deleting a project takes them along.
 PROJECT_OWNED_GLOBAL_KINDS = ("project", "acl")

@@ -6,6 +6,7 @@ failure also says `Retry-After`)."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,11 +35,18 @@ def page(items: list[Any], offset: int, size: int, key: str = "value") -> dict[s
 def error(err: PrecubeError, request_id: str = "") -> JSONResponse:
     """The failure envelope of one of precube's errors, as the service's map says."""
     how = disposition(err)
-    return failure(how.http_status, err.message, err.code, request_id, how.sqlstate, how.retryable)
+    retry_after = getattr(err, "retry_after_s", None)  # an error that knows when a retry may succeed
+    return failure(how.http_status, err.message, err.code, request_id, how.sqlstate, how.retryable, retry_after)
 
 
 def failure(
-    status: int, msg: str, error_code: str, request_id: str = "", sqlstate: str = "", retryable: bool = False
+    status: int,
+    msg: str,
+    error_code: str,
+    request_id: str = "",
+    sqlstate: str = "",
+    retryable: bool = False,
+    retry_after_s: float | None = None,
 ) -> JSONResponse:
     """The envelope of a failed request: one line, never a stack trace; `sqlstate` (when known) and `retryable`
     tell a client what kind of failure it is, as the Postgres wire's SQLSTATE does."""
@@ -57,7 +65,7 @@ def failure(
     if status == 401:
         headers["WWW-Authenticate"] = 'Basic realm="precube"'
     if retryable:
-        headers["Retry-After"] = str(RETRY_AFTER_S)
+        headers["Retry-After"] = str(RETRY_AFTER_S if retry_after_s is None else max(1, math.ceil(retry_after_s)))
     return JSONResponse(body, status_code=status, headers=headers or None)
 
 

@@ -1,7 +1,8 @@
 """The one place where requests are authenticated and permissions checked: every route declares what it
 needs as a dependency (`requires(Permission.QUERY)`, `requires(admin=True)`, `requires()` for any
 signed-in user); no handler decides access itself. The Postgres wire front end signs its connections in
-with the same `sign_in` and checks QUERY with the directory's `require`, as the routes' dependency does.
+with the same `ServerState.signin` (`server/signin.py`: throttled, its password checks bounded) and checks QUERY
+with the directory's `require`, as the routes' dependency does.
 
 Credentials are HTTP Basic, checked by the `Authenticate` middleware for every path but `/health` and a GET of
 the web UI's static files (`public()` routes: they hold no data) before the request is routed or its body
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
-from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from precube.auth import AuthenticationError, Directory, Permission, User
@@ -104,19 +104,11 @@ def _credentials(header: str) -> tuple[str, str]:
     return username, password
 
 
-async def sign_in(directory: Directory, username: str, password: str) -> User:
-    """The user these credentials belong to (`AuthenticationError` otherwise): a remembered password costs no
-    hashing, a new one is verified in a worker thread (bcrypt's ~50 ms would stall the event loop). The REST
-    API's `Authenticate` and the Postgres wire front end sign users in here."""
-    user = directory.remembered(username, password)
-    if user is None:
-        user = await run_in_threadpool(directory.authenticate, username, password)
+async def _sign_in(scope: Scope, header: str) -> User:
+    """The user of an `Authorization` header's credentials (401, or 429 while throttled, otherwise)."""
+    client = scope.get("client")
+    user: User = await scope["app"].state.server.signin(*_credentials(header), client[0] if client else None)
     return user
-
-
-async def _sign_in(directory: Directory, header: str) -> User:
-    """The user of an `Authorization` header's credentials (401 otherwise)."""
-    return await sign_in(directory, *_credentials(header))
 
 
 class Authenticate:
@@ -140,7 +132,7 @@ class Authenticate:
         header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
         rid = str(state.get("request_id", ""))
         try:
-            user = await _sign_in(scope["app"].state.server.directory, header)
+            user = await _sign_in(scope, header)
         except PrecubeError as err:
             await error(err, rid)(scope, receive, send)
             return

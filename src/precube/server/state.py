@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from precube.auth import Directory
+from precube.auth.throttle import Throttle
 from precube.metadata import MetadataStore, open_store
 from precube.query.history import QueryHistory
+from precube.server.signin import SignIn
 from precube.service.queries import QueryService
 from precube.service.sessions import Sessions, open_cache
 from precube.settings import Settings
@@ -33,6 +35,7 @@ class ServerState:
     history: QueryHistory | None
     name: str  # host:port, the `server` field of query answers
     queries: QueryService
+    signin: SignIn  # both doors' sign-in: throttled, its password checks bounded
     jobs: Any = None  # the job service, when this server runs jobs (set at start-up)
     _closing: threading.Event = field(default_factory=threading.Event)
     _warmer: threading.Thread | None = None
@@ -43,7 +46,9 @@ class ServerState:
         history = QueryHistory(settings.metadata_url, settings.metadata.table) if settings.query.history else None
         directory, cache = Directory(store, writer="server"), open_cache(settings)
         queries = QueryService(Sessions.serving(settings, store, history, cache), directory, settings.query.workers)
-        return cls(settings, store, directory, cache, history, name, queries)
+        auth = settings.auth
+        signin = SignIn(directory, Throttle(store, auth), auth.password_checks, auth.password_queue)
+        return cls(settings, store, directory, cache, history, name, queries, signin)
 
     def start_warming(self) -> None:
         """Open every project's session and load its layouts in a background thread, so that the first query on
@@ -69,6 +74,7 @@ class ServerState:
         if self._warmer is not None:
             self._warmer.join(timeout=30)
         self.queries.close()
+        self.signin.close()
         self.store.close()
 
 

@@ -24,7 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from precube.auth.errors import AccessDeniedError, AuthenticationError, UnknownUserError, UserExistsError
+from precube.auth.errors import (
+    AccessDeniedError,
+    AuthenticationError,
+    SignInLockedError,
+    SignInThrottledError,
+    UnknownUserError,
+    UserExistsError,
+)
 from precube.cache.errors import CacheError
 from precube.engine.errors import BuildConflictError, BuildError
 from precube.errors import ConfigError, EnvironmentMissingError, PrecubeError
@@ -91,6 +98,8 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     InvalidJobStateError: (409, "55000", "FAILED_PRECONDITION"),  # object_not_in_prerequisite_state
     # users and permissions
     AuthenticationError: (401, "28P01", "UNAUTHENTICATED"),  # invalid_password
+    SignInLockedError: (401, "28000", "UNAUTHENTICATED"),  # invalid_authorization_specification: until it ends
+    SignInThrottledError: (429, "08004", "UNAVAILABLE"),  # sqlserver_rejected_establishment_of_sqlconnection
     AccessDeniedError: (403, "42501", "PERMISSION_DENIED"),  # insufficient_privilege
     UnknownUserError: (404, "42704", "NOT_FOUND"),  # undefined_object
     UserExistsError: (409, "42710", "ALREADY_EXISTS"),  # duplicate_object

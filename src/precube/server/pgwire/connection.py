@@ -29,7 +29,6 @@ from precube.server.pgwire.session_settings import SessionSettings
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, Statement, classify, split
 from precube.server.pgwire.types import TEXT
-from precube.server.security import sign_in
 from precube.service.principal import Principal
 
 if TYPE_CHECKING:
@@ -74,6 +73,7 @@ class Connection:
     prepared: dict[str, Prepared] = field(default_factory=dict)
     portals: dict[str, Portal] = field(default_factory=dict)
     canceled: asyncio.Event = field(default_factory=asyncio.Event)
+    over_cap: bool = False  # opened past `[server] pg_max_connections`: refused at its start-up message (53300)
     _failed: bool = False  # an extended-protocol error: skip messages until Sync
     _executor: Executor | None = None
 
@@ -166,6 +166,9 @@ class Connection:
     async def _startup(self, message: m.StartupMessage) -> _Start:
         if message.protocol_version >> 16 != 3:
             raise PgError("0A000", f"unsupported frontend protocol {message.protocol_version >> 16}", fatal=True)
+        if self.over_cap:
+            limit = self.server.max_connections
+            raise PgError("53300", f"sorry, too many clients already (at most {limit})", fatal=True)
         options = [key for key in message.params if key.startswith("_pq_.")]
         if message.protocol_version & 0xFFFF or options:
             self._send(m.NegotiateProtocolVersion(newest_minor=0, unrecognized=options))
@@ -182,7 +185,8 @@ class Connection:
         self.decoder.phase = ConnectionPhase.READY
         state = self.server.state
         try:
-            user = await sign_in(state.directory, user_name, answer.password)
+            peer = self.writer.get_extra_info("peername")
+            user = await state.signin(user_name, answer.password, peer[0] if isinstance(peer, tuple) else None)
             check_project_name(project)
             state.queries.authorise(Principal(user.username, project))  # checked again for every statement
             state.store.require_project(project)

@@ -40,7 +40,8 @@ class PgServer:
     state: ServerState
     tls: ssl.SSLContext | None
     max_message_bytes: int
-    startup_timeout_s: float = 60.0
+    startup_timeout_s: float = 10.0  # start-up and sign-in, else the connection is closed (pg_startup_timeout_s)
+    max_connections: int = 100  # more at once are refused with 53300 (as PostgreSQL's max_connections)
     catalog: Catalog = field(default_factory=Catalog)
     port: int = 0
     _server: asyncio.Server | None = None
@@ -51,15 +52,22 @@ class PgServer:
     async def start(cls, state: ServerState, host: str, port: int, reuse_port: bool = False) -> PgServer:
         """Listen on host:port (`reuse_port`: several `--workers` processes share it)."""
         settings = state.settings.server
-        server = cls(state, tls_context(settings), settings.max_body_bytes)
+        server = cls(
+            state,
+            tls_context(settings),
+            settings.max_body_bytes,
+            settings.pg_startup_timeout_s,
+            settings.pg_max_connections,
+        )
         server._server = await asyncio.start_server(server._accept, host, port, reuse_port=reuse_port or None)
         server.port = server._server.sockets[0].getsockname()[1]
         LOG.info("Postgres wire protocol on %s:%d%s", host, server.port, " (TLS)" if server.tls else "")
         return server
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        over_cap = len(self._connections) >= self.max_connections  # refused once its start-up message is read
         pid = next(self._pids) & 0x7FFFFFFF
-        connection = Connection(self, reader, writer, pid, secrets.token_bytes(4))
+        connection = Connection(self, reader, writer, pid, secrets.token_bytes(4), over_cap=over_cap)
         task = asyncio.current_task()
         assert task is not None
         self._connections[pid] = (connection, task)

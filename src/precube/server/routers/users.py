@@ -1,15 +1,18 @@
 """Kylin 5's user, user-group and project-ACL endpoints: `/api/user…`, `/api/user_group`,
-`/api/access/project` and `/api/access/acls`. Users and groups are the system admin's; a project's ACL is
-its ADMIN's. Password hashes never leave the directory."""
+`/api/access/project` and `/api/access/acls`, and precube's sign-in locks (`/api/user/locked`,
+`/api/user/unlock`: Kylin has no endpoint for them). Users, groups and locks are the system admin's; a project's
+ACL is its ADMIN's. Password hashes never leave the directory."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from precube.auth import Permission, User
+from precube.auth import Permission, User, check_user_name
+from precube.auth.throttle import ADDRESS, USER
 from precube.errors import InvalidInputError
 from precube.server.envelope import ok, page
 from precube.server.security import Caller, requires, state_of
@@ -46,6 +49,11 @@ class PasswordChange(_Body):
 
 class UserName(_Body):
     username: str = Field(max_length=100)
+
+
+class Unlock(_Body):
+    username: str | None = Field(default=None, max_length=100, description="The user to unlock.")
+    address: str | None = Field(default=None, max_length=100, description="Or the client address to unlock.")
 
 
 class Grant(_Body):
@@ -88,13 +96,15 @@ def list_users(
     page_size: int = PAGE_SIZE,
     caller: Caller = Depends(requires(admin=True)),
 ) -> dict[str, Any]:
-    users = state_of(request).directory.users()
+    state = state_of(request)
+    users = state.directory.users()
+    locked = {r.name.lower() for r in state.signin.throttle.locks() if r.kind == USER}
     if name:
         if is_case_sensitive:
             users = [u for u in users if name in u.username]
         else:
             users = [u for u in users if name.lower() in u.username.lower()]
-    return ok(page([u.public() for u in users], page_offset, page_size))
+    return ok(page([{**u.public(), "locked": u.username.lower() in locked} for u in users], page_offset, page_size))
 
 
 @router.post("/user")
@@ -138,6 +148,33 @@ def delete_user_by_body(
     """Kylin 5's form of the delete: the name in the body."""
     state_of(request).directory.delete_user(body.username, writer=caller.writer)
     return ok("")
+
+
+@router.get("/user/locked")
+def locked_users(request: Request, caller: Caller = Depends(requires(admin=True))) -> dict[str, Any]:
+    """The user names and client addresses locked after failed sign-ins: `{type: user|address, name,
+    wrong_time, last_failure, locked_time, locked_until}` (times in epoch ms)."""
+    return ok([r.public() for r in state_of(request).signin.throttle.locks()])
+
+
+@router.put("/user/unlock")
+def unlock(request: Request, body: Unlock, caller: Caller = Depends(requires(admin=True))) -> dict[str, Any]:
+    """Lift the sign-in lock of a user (`username`) or a client address (`address`) before it runs out."""
+    throttle = state_of(request).signin.throttle
+    if (body.username is None) == (body.address is None):
+        raise InvalidInputError("give either username or address")
+    if body.username is not None:
+        record = throttle.unlock(USER, check_user_name(body.username), writer=caller.writer)
+    else:
+        record = throttle.unlock(ADDRESS, _address(str(body.address)), writer=caller.writer)
+    return ok(record.public())
+
+
+def _address(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError as err:
+        raise InvalidInputError(f"address: {text[:100]!r} is not an IP address") from err
 
 
 @router.get("/user_group")
