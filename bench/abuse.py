@@ -609,7 +609,7 @@ def measure(bench: Bench, key: str, args: argparse.Namespace) -> dict[str, Any]:
     ended_s = time.perf_counter() - started
     time.sleep(max(0.0, bench.seconds - ended_s))  # the good client runs for at least --seconds
     good_stats = good.stop()
-    settled_s = settle(server.process.pid, bench.settle_s)  # the RSS guard still watches what the abuse left
+    settled_s = settle(server.process.pid, bench.settle_s, before + GB // 2)  # the RSS guard still watches
     peak = sampler.stop()
     state = bench.check(server, sampler.guard_hit)
     if state == "alive" and settled_s is None:  # still working for the abuse: the next abuse gets a fresh server
@@ -636,14 +636,15 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime: the stat's fields 14 and 15
 
 
-def settle(pid: int, limit_s: float) -> float | None:
-    """Seconds until the process tree is quiet (under 0.2 CPU seconds a second: what the abuse started has
-    ended), None when it is not within `limit_s`."""
+def settle(pid: int, limit_s: float, rss_ceiling: int) -> float | None:
+    """Seconds until the process tree is quiet (under 0.2 CPU seconds a second, and at most `rss_ceiling` bytes:
+    on a loaded machine a statement still running may get little CPU, but holds its memory), None when it is not
+    within `limit_s`."""
     started = time.perf_counter()
     while time.perf_counter() - started < limit_s:
         before = sum(_cpu_s(p) for p in _tree(pid))
         time.sleep(1.0)
-        if sum(_cpu_s(p) for p in _tree(pid)) - before < 0.2:
+        if sum(_cpu_s(p) for p in _tree(pid)) - before < 0.2 and tree_rss(pid) <= rss_ceiling:
             return round(time.perf_counter() - started, 1)
     return None
 
