@@ -73,6 +73,7 @@ class Server:
         workers: int = 1,
         args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        start_timeout_s: float = 300.0,
     ) -> None:
         self.port, self.workers = _free_port(), workers
         self.url = f"http://127.0.0.1:{self.port}"
@@ -96,6 +97,9 @@ class Server:
         while True:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the server exited: {self.log.read_text()[-2000:]}")
+            if time.perf_counter() - self.started > start_timeout_s:
+                self.stop()
+                raise RuntimeError(f"the server did not answer /health within {start_timeout_s:g} s")
             try:
                 if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
                     break
@@ -123,8 +127,13 @@ class Server:
             wire.close()
 
     def stop(self) -> None:
+        """Terminate the server; killed when it has not exited after 60 s."""
         self.process.terminate()
-        self.process.wait(60)
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
 
 
 def _body(sql: str, cache: bool) -> dict[str, Any]:
@@ -136,9 +145,10 @@ class Wire:
     bytes are made once and the answer is read by its Content-Length. httpx spends 1-4 ms of CPU a request,
     which on a 2-core machine shared with the server measures the client rather than the server."""
 
-    def __init__(self, url: str, auth: tuple[str, str] = ADMIN) -> None:
+    def __init__(self, url: str, auth: tuple[str, str] = ADMIN, timeout_s: float | None = None) -> None:
         self.host, port = url.removeprefix("http://").split(":")
         self.port = int(port)
+        self.timeout_s = timeout_s  # of each connect and read (None: none)
         self._token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
         self._sock: socket.socket | None = None
         self._file: Any = None
@@ -157,7 +167,7 @@ class Wire:
         server closed while idle (uvicorn's keep-alive timeout, 5 s) is reopened once."""
         for attempt in (1, 2):
             if self._sock is None:
-                self._sock = socket.create_connection((self.host, self.port))
+                self._sock = socket.create_connection((self.host, self.port), self.timeout_s)
                 self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 self._file = self._sock.makefile("rb")
             try:
