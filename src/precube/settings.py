@@ -40,7 +40,9 @@ class WarehouseSettings(_Section):
 
 
 class SparkSettings(_Section):
-    """How the Spark session is created for builds, sampling and pushdown."""
+    """How the Spark session is created for builds, sampling and pushdown. A job runner's session is supervised
+    (`jobs.spark_supervisor`): probed every `probe_interval_s`, and replaced when its JVM is gone or a probe gets
+    no answer within `probe_timeout_s` (a wedged JVM)."""
 
     master: str = "local[*]"
     app_name: str = "precube"
@@ -49,6 +51,8 @@ class SparkSettings(_Section):
     ui_enabled: bool = False
     bind_address: str = "127.0.0.1"
     conf: dict[str, str] = Field(default_factory=dict)
+    probe_interval_s: float = Field(default=2.0, gt=0)
+    probe_timeout_s: float = Field(default=20.0, gt=0)
 
 
 class SamplingSettings(_Section):
@@ -60,11 +64,14 @@ class SamplingSettings(_Section):
 
 class JobSettings(_Section):
     """The job scheduler: how many jobs run at once (of different models), how long a silent lease
-    holder is trusted, and how old unreferenced warehouse directories must be before GC removes them."""
+    holder is trusted, and how old unreferenced warehouse directories must be before GC removes them.
+    `engine_resumes`: how often a job whose Spark session died under it is resumed by itself on the next session
+    before it is left in ERROR."""
 
     concurrency: int = Field(default=1, ge=1, le=16)
     lease_ttl_s: float = Field(default=30.0, gt=0)
     gc_grace_hours: float = Field(default=24.0, ge=0)
+    engine_resumes: int = Field(default=3, ge=0, le=100)
 
 
 class QuerySettings(_Section):

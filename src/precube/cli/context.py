@@ -18,6 +18,7 @@ from rich.console import Console
 if TYPE_CHECKING:  # imported when used: `precube --help` must not pay for them (`app`)
     from pyspark.sql import SparkSession
 
+    from precube.jobs.spark_supervisor import SparkSupervisor
     from precube.metadata import MetadataStore
     from precube.remote import Remote
     from precube.settings import Settings
@@ -41,6 +42,7 @@ class CliContext:
     server: str | None = None  # --server: commands that can go through a server's REST API do
     _store: MetadataStore | None = field(default=None, repr=False)
     _remote: Remote | None = field(default=None, repr=False)
+    _supervisor: SparkSupervisor | None = field(default=None, repr=False)
 
     @cached_property
     def settings(self) -> Settings:
@@ -66,6 +68,21 @@ class CliContext:
         with err_console.status("starting Spark…"):  # its console output goes to the log, not among the bars
             return spark_session(self.settings, console_log=self.settings.home / "logs" / "spark.log")
 
+    def spark_supervisor(self) -> SparkSupervisor:
+        """The supervised Spark session jobs run on in this process (`jobs run`, `--wait`), started on first use:
+        one that dies is replaced, and the jobs it took down resume on the new one."""
+        if self._supervisor is None:
+            from precube.jobs.spark_supervisor import SparkSupervisor
+
+            supervisor = SparkSupervisor(self.settings, console_log=self.settings.home / "logs" / "spark.log")
+            with err_console.status("starting Spark…"):
+                supervisor.start()
+            if supervisor.start_failure is not None:  # a command fails at once with the fix (no Java, a bad conf)
+                supervisor.stop(stop_session=False)
+                raise supervisor.start_failure
+            self._supervisor = supervisor
+        return self._supervisor
+
     def remote(self) -> Remote | None:
         """The server to talk to (`--server`, else `[server] url`), signed in as `[server] user`; None: work
         on the metadata store directly."""
@@ -80,6 +97,9 @@ class CliContext:
         return self._remote
 
     def close(self) -> None:
+        if self._supervisor is not None:
+            self._supervisor.stop(stop_session=False)  # the JVM ends with this process, as it always did
+            self._supervisor = None
         if self._remote is not None:
             self._remote.close()
             self._remote = None

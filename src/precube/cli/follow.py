@@ -30,10 +30,11 @@ _OVER = frozenset({JobState.SUCCEED, JobState.DISCARDED, JobState.ERROR, JobStat
 
 
 def scheduler(cli: CliContext, project: str, listener: Listener) -> Scheduler:
-    """A scheduler on this process's Spark session, as the settings configure it."""
-    ctx = BuildContext(cli.spark(), cli.store(), project, cli.settings.warehouse_root, cli.writer)
+    """A scheduler on this process's supervised Spark session, as the settings configure it."""
+    spark = cli.spark_supervisor()
+    ctx = BuildContext(spark.session, cli.store(), project, cli.settings.warehouse_root, cli.writer)
     jobs = cli.settings.jobs
-    return Scheduler(ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, listener)
+    return Scheduler(ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, listener, spark=spark)
 
 
 def result(job: Job, project: str) -> str:

@@ -14,14 +14,17 @@ lease over and resumed the job stops at its next write and publishes nothing.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import socket
 import time
 import uuid
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from precube.engine.context import BuildContext, BuildReport
 from precube.engine.operations import build_layouts, build_segment, merge_segments, refresh_segment
+from precube.jobs.engine_loss import ENGINE_RESUMES, put_back, resumed_note
 from precube.jobs.errors import JobError
 from precube.jobs.joblog import for_job
 from precube.jobs.lease import LeaseLostError
@@ -39,6 +42,9 @@ from precube.metadata import (
 )
 from precube.metadata.entity import now_ms
 
+if TYPE_CHECKING:
+    from precube.jobs.spark_supervisor import SparkSupervisor
+
 # The steps of each job type, in order; the build's progress stages name which one is running.
 STEPS: dict[JobType, tuple[str, ...]] = {
     JobType.FULL_BUILD: ("dictionaries", "layers", "commit"),
@@ -48,6 +54,7 @@ STEPS: dict[JobType, tuple[str, ...]] = {
     JobType.INDEX_MERGE: ("merge", "commit"),
 }
 SAVE_EVERY_S = 0.5  # progress is written at most this often (and at every change of step)
+SPARK_LOG = logging.getLogger("precube.jobs.spark")
 
 
 class JobInterruptedError(JobError):
@@ -171,16 +178,21 @@ def _advance(job: Job, step: int) -> None:
         current.state, current.start_time, current.error = JobState.RUNNING, current.start_time or now, None
 
 
-def run_job(ctx: BuildContext, job_id: str) -> Job:
+def run_job(ctx: BuildContext, job_id: str, spark: SparkSupervisor | None = None) -> Job:
     """Run a READY job to its end here: SUCCEED, ERROR (with the error on the job and its step), or left
-    PAUSED/DISCARDED by a user. Returns the job as stored at the end."""
+    PAUSED/DISCARDED by a user. Returns the job as stored at the end. With `spark` (the supervisor of
+    `ctx.spark`), a job that fails because the session died is READY again instead (`engine_loss.put_back`)."""
     recorder = _Recorder(ctx, job_id)
+    ticket = spark.ticket() if spark is not None else None  # the session this run starts on
+    note: list[str] = []
 
     def start(job: Job) -> None:
         job.move_to(JobState.RUNNING)
         job.start_time = job.start_time or now_ms()
         job.error = None
         job.runner = recorder.runner
+        if spark is not None:
+            note[:] = filter(None, [resumed_note(job, spark.resumes)])
 
     log = for_job(job_id)
     try:
@@ -193,6 +205,8 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
     log.info(
         "%s on model %s%s started", job.job_type.value, job.model_alias, f" {job.time_range}" if job.time_range else ""
     )
+    for line in note:
+        log.info("%s", line)
     report = BuildReport()
     build_ctx = dataclasses.replace(ctx, job_id=job_id, progress=recorder.progress, fence=recorder.fence, report=report)
     try:
@@ -206,6 +220,10 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
             log.warning("stopped: %s by a user", stopped.state.value)
         return stopped
     except Exception as err:  # noqa: BLE001 (any failure, Spark's included, ends the job in ERROR, resumable)
+        lost = spark.lost(err, ticket) if spark is not None else None
+        if lost is not None:
+            assert spark is not None
+            return _engine_lost(recorder, job_id, lost, spark.resumes, err)
         message = f"{type(err).__name__}: {err}"
         log.error("failed (resumable): %s", message.splitlines()[0])
 
@@ -216,6 +234,7 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
                 return
             failed.move_to(JobState.ERROR)
             failed.error = message
+            failed.params.pop(ENGINE_RESUMES, None)  # a resume by a user starts the count of automatic ones again
             step = failed.current_step
             if step is not None:
                 step.state, step.error, step.end_time = JobState.ERROR, message, now_ms()
@@ -228,6 +247,33 @@ def run_job(ctx: BuildContext, job_id: str) -> Job:
         log.info("%s", line)
     log.info("succeeded in %.1f s%s", done.duration_ms / 1000, f": segment {segment.name}" if segment else "")
     return done
+
+
+def _engine_lost(recorder: _Recorder, job_id: str, reason: str, most: int, err: Exception) -> Job:
+    """The session died under the job: READY again to resume on the next one, or ERROR after `most` resumes.
+    The raw error is logged for debugging only: the job's log and document say what happened in words."""
+    first = (str(err).strip().splitlines() or [""])[0]
+    SPARK_LOG.debug("job %s lost its build engine: %s: %s", job_id, type(err).__name__, first)
+    log = for_job(job_id)
+    outcome: list[bool] = []
+
+    def back(job: Job) -> None:
+        if job.state is not JobState.RUNNING or job.runner != recorder.runner:  # a user's action or another run
+            return
+        outcome.append(put_back(job, reason, most))
+
+    ended = recorder.update(back, force=True, running=False)
+    assert ended is not None
+    if outcome == [True]:
+        log.warning(
+            "the build engine stopped (%s); the job resumes once it has restarted (%s of at most %d)",
+            reason,
+            ended.params[ENGINE_RESUMES],
+            most,
+        )
+    elif outcome == [False]:
+        log.error("failed (resumable): %s", ended.error)
+    return ended
 
 
 SCAN = "source_scan"  # Job.params: what the build read of its source, and what it skipped

@@ -15,8 +15,11 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING
 
+from precube.engine.code_tables import CodeTables
 from precube.engine.context import BuildContext
+from precube.engine.kept_lookups import KeptLookups
 from precube.errors import PrecubeError
 from precube.jobs.lease import TTL_S, Lease
 from precube.jobs.lifecycle import Aftermath, after_success
@@ -24,6 +27,9 @@ from precube.jobs.queue import ready_jobs, recover
 from precube.jobs.runner import run_job
 from precube.jobs.shutdown import take_over
 from precube.metadata import Job, JobState
+
+if TYPE_CHECKING:
+    from precube.jobs.spark_supervisor import SparkSupervisor
 
 Listener = Callable[[Job, Aftermath | None], None]  # told of every job that ended here (and its aftermath)
 
@@ -44,14 +50,18 @@ class Scheduler:
         lease_ttl_s: float = TTL_S,
         listener: Listener = _quiet,
         resume: bool = False,
+        spark: SparkSupervisor | None = None,
     ) -> None:
         """`resume` (a server): on taking the lease, the jobs a dead runner left RUNNING and a stopped server
         paused are made READY at once (`shutdown.take_over`); otherwise a dead runner's become ERROR, for a
-        user to resume (`queue.recover`)."""
+        user to resume (`queue.recover`). `spark`: the supervisor of the session jobs run on (`ctx.spark` is
+        then its current session): jobs start only while it accepts them, each on its latest session."""
         if concurrency < 1:
             raise ValueError(f"the scheduler needs at least one worker, not {concurrency}")
         self.ctx, self.concurrency, self.poll_s, self.listener = ctx, concurrency, poll_s, listener
         self.resume = resume
+        self.spark = spark
+        self._generation = spark.generation if spark is not None else 0  # the session `ctx` holds
         self.lease = Lease(ctx.store, ctx.project, lease_ttl_s, ctx.writer)
         self._fenced = dataclasses.replace(ctx, fence=self.lease.fence)  # jobs start and write only under the lease
         self.recovered: list[Job] = []  # jobs a dead (or stopped) process left, found when the lease was taken
@@ -80,6 +90,8 @@ class Scheduler:
         for future in [f for f in self._running if f.done()]:
             job = self._running.pop(future)
             ended = future.result()  # run_job ends every job itself: an exception here is a bug
+            if ended.state is JobState.READY:  # put back after its Spark session died: it runs again, not ended
+                continue
             aftermath = None
             if ended.state is JobState.SUCCEED:
                 try:
@@ -88,7 +100,25 @@ class Scheduler:
                     aftermath = Aftermath(skipped=f"retention and auto-merge after job {job.uuid} failed: {err}")
             self.listener(ended, aftermath)
 
+    def _bind(self) -> bool:
+        """Whether jobs may start now; after the supervisor started a new session, they run on it, with the
+        Spark data kept across builds (code tables, lookups) forgotten: it lived in the old JVM."""
+        spark = self.spark
+        if spark is None:
+            return True
+        if not spark.accepting:
+            return False
+        if spark.generation != self._generation:
+            self._generation = spark.generation
+            self.ctx = dataclasses.replace(
+                self.ctx, spark=spark.session, code_tables=CodeTables(), lookups=KeptLookups()
+            )
+            self._fenced = dataclasses.replace(self.ctx, fence=self.lease.fence)
+        return True
+
     def _launch(self) -> None:
+        if not self._bind():
+            return
         busy_models = {j.target_model for j in self._running.values()}
         for job in ready_jobs(self.ctx.store, self.ctx.project):
             if len(self._running) >= self.concurrency:
@@ -96,7 +126,7 @@ class Scheduler:
             if job.target_model in busy_models:  # a running job's own model is busy too
                 continue
             busy_models.add(job.target_model)
-            self._running[self._pool.submit(run_job, self._fenced, job.uuid)] = job
+            self._running[self._pool.submit(run_job, self._fenced, job.uuid, self.spark)] = job
 
     def tick(self) -> bool:
         """One turn: keep the lease, take in finished jobs, start ready ones. True if jobs are running."""

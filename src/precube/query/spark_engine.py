@@ -49,19 +49,19 @@ class SparkEngine:
         self.root = warehouse_root
         self.project = project
         self.timeout_s = timeout_s
-        self._ready = False
+        self._ready: object = None  # the session the UDFs are registered in (a job runner may replace it)
         self._lock = threading.Lock()
         self._running: dict[str, Callable[[], None]] = {}  # each running statement's job tag → how to stop it
 
     def _session(self) -> SparkSession:
         session = self._spark()
-        if not self._ready:
+        if self._ready is not session:
             session.udf.register(
                 "precube_bitmap_count", lambda v: cells.bitmap_cardinality(cells.bitmap_union(_blobs(v))), "bigint"
             )
             session.udf.register("precube_hll_count", lambda v: round(cells.hll_estimate(_blobs(v))), "bigint")
             session.udf.register("precube_kll_quantile", lambda v, q: cells.kll_quantile(_blobs(v), q), "double")
-            self._ready = True
+            self._ready = session
         return session
 
     def _spark_tree(self, tree: exp.Query) -> exp.Query:

@@ -3,7 +3,9 @@ all on one warm Spark session, driven by one background thread that also finds p
 
 Spark starts in the background when the server starts, so the first build does not pay the JVM start
 and the server answers queries meanwhile; if it cannot start, the jobs run and fail at once with the
-reason (one line, resumable once Spark is fixed) and the server keeps serving.
+reason (one line, resumable once Spark is fixed) and the server keeps serving. The session is supervised
+(`jobs.spark_supervisor`): one that dies (its JVM killed, out of memory, wedged) is replaced by a new one within
+seconds, and the jobs it took down resume on it by themselves (`jobs.engine_loss`); `/ready` tells its state.
 
 A scheduler taking a project's lease (at start-up, or from a server that died) makes READY, in one
 transaction, the jobs a dead runner left RUNNING and those a stopped server paused (`jobs.shutdown.take_over`).
@@ -20,15 +22,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from precube.engine.context import BuildContext
-from precube.errors import EnvironmentMissingError, PrecubeError
+from precube.errors import PrecubeError
 from precube.jobs.joblog import detach, log_to_file
 from precube.jobs.scheduler import Scheduler
 from precube.jobs.shutdown import pause_for_stop
+from precube.jobs.spark_supervisor import SparkSupervisor
 from precube.metadata import Job
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from precube.server.state import ServerState
 
 LOG = logging.getLogger("precube.server.jobs")
@@ -39,25 +40,14 @@ JOB_LOG = "jobs-server.log"  # under HOME/logs, beside the background runners' j
 PAUSE_WAIT_S = 20.0  # at stop: how long running jobs get to reach the end of their current layout
 
 
-class _NoSpark:
-    """Stands for the Spark session that could not start: a job touching it fails with the reason."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    def __getattr__(self, name: str) -> Any:
-        raise EnvironmentMissingError(f"Spark could not start in the server: {self.reason}")
-
-
 class JobService:
     """Runs every project's queued jobs in this process; `start(state)` … `stop()`."""
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.schedulers: dict[str, Scheduler] = {}
-        self.spark: SparkSession | _NoSpark | None = None
-        self.spark_error: str | None = None
-        self._owns_spark = False
+        settings = state.settings
+        self.spark = SparkSupervisor(settings, console_log=settings.home / "logs" / "spark.log")
         self._log: logging.Handler | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="precube-job-service", daemon=True)
@@ -71,24 +61,8 @@ class JobService:
 
     # -- the service thread ------------------------------------------------------------------------
 
-    def _start_spark(self) -> None:
-        from precube.spark_session import spark_session
-
-        try:
-            from pyspark.sql import SparkSession
-
-            self._owns_spark = SparkSession._instantiatedSession is None  # the test run's own session is not ours
-            settings = self.state.settings
-            self.spark = spark_session(settings, console_log=settings.home / "logs" / "spark.log")
-            LOG.info("Spark session ready for jobs")
-        except Exception as err:  # noqa: BLE001 (no Java, a bad conf, a JVM that dies: jobs fail with the reason)
-            self.spark_error = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
-            self.spark = _NoSpark(self.spark_error)
-            self._owns_spark = False
-            LOG.error("Spark could not start; jobs will fail until the server restarts: %s", self.spark_error)
-
     def _serve(self) -> None:
-        self._start_spark()
+        self.spark.start()  # here, not in start(): the server answers queries while the JVM starts
         discovered = 0.0
         while not self._stop.is_set():
             if time.monotonic() - discovered > DISCOVER_S:
@@ -110,8 +84,10 @@ class JobService:
             self._retire(gone, self.schedulers.pop(gone))
         jobs = self.state.settings.jobs
         for name in sorted(names - set(self.schedulers)):
-            ctx = BuildContext(self.spark, self.state.store, name, self.state.settings.warehouse_root, WRITER)  # type: ignore[arg-type]
-            self.schedulers[name] = Scheduler(ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, self._ended, resume=True)
+            ctx = BuildContext(self.spark.session, self.state.store, name, self.state.settings.warehouse_root, WRITER)
+            self.schedulers[name] = Scheduler(
+                ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, self._ended, resume=True, spark=self.spark
+            )
 
     def _tick(self, project: str, scheduler: Scheduler) -> None:
         try:
@@ -136,12 +112,9 @@ class JobService:
     # -- what the routes ask ---------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """Whether Spark is up, and the projects whose jobs this server runs."""
-        return {
-            "spark": "failed" if self.spark_error else ("ready" if self.spark is not None else "starting"),
-            "spark_error": self.spark_error,
-            "projects": sorted(p for p, s in self.schedulers.items() if s.lease.held),
-        }
+        """Spark's state (`UP`, `DOWN`, `STARTING`; why a start failed; its restarts and why the last session
+        was lost), and the projects whose jobs this server runs."""
+        return {**self.spark.status(), "projects": sorted(p for p, s in self.schedulers.items() if s.lease.held)}
 
     # -- stop ------------------------------------------------------------------------------------
 
@@ -158,11 +131,7 @@ class JobService:
         deadline = time.monotonic() + PAUSE_WAIT_S
         while any(s.busy for s in self.schedulers.values()) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if self._owns_spark and self.spark is not None and not isinstance(self.spark, _NoSpark):
-            try:
-                self.spark.stop()  # cancels a layout still building: its job stays PAUSED
-            except Exception as err:  # noqa: BLE001 (a JVM already gone: nothing left to stop)
-                LOG.warning("stopping Spark: %s", err)
+        self.spark.stop()  # cancels a layout still building: its job stays PAUSED
         for project, scheduler in self.schedulers.items():
             self._retire(project, scheduler)
         self.schedulers.clear()

@@ -1,7 +1,8 @@
 """`GET /health` (the process answers; the one route without credentials) and `GET /ready` (what a load
 balancer asks: any signed-in user, e.g. its check user). `/ready` is 503 while the metadata store is unreachable
 (this server can answer nothing: the balancer routes around it) and 200 otherwise, saying whether the result
-cache is `UP`, `DEGRADED` (a shared cache that cannot be reached: queries are answered without it) or `OFF`."""
+cache is `UP`, `DEGRADED` (a shared cache that cannot be reached: queries are answered without it) or `OFF`, and
+whether the job service's Spark session is `UP`, `DOWN`, `STARTING` (`OFF`: this server runs no jobs)."""
 
 from __future__ import annotations
 
@@ -36,5 +37,10 @@ def ready(request: Request) -> dict[str, Any] | JSONResponse:
         "cache": "OFF" if cache is None else ("UP" if cache.backend.available else "DEGRADED"),
         "cache_backend": None if cache is None else cache.backend.name,
         "jobs": None if state.jobs is None else state.jobs.status(),
+        # Spark DOWN keeps /ready 200: queries do not need it (layouts and pushdown run in-process on DuckDB
+        # unless `[query] engine = spark`), and a build submitted meanwhile waits for the new session, which the
+        # supervisor starts within seconds; taking the server out of the balancer would refuse every query for
+        # nothing.
+        "spark": "OFF" if state.jobs is None else state.jobs.spark.state.value,
     }
     return ok(answer)
