@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from precube import metrics
 from precube.cache.backend import CacheBackend, Failure
 from precube.cache.entry import Entry
 from precube.cache.errors import CacheError, CacheUnavailableError
@@ -137,6 +138,8 @@ class SingleFlight:
     ) -> T:
         """`compute()` under the marker; `again`: the run of a waiter after a failed run, whose failure is then
         shared (but for its own client's cancel)."""
+        if again:
+            metrics.FLIGHT_TAKEOVERS.inc()
         with _Heartbeat(self.backend, key, token, self.expiry_s):
             try:
                 value, cached = compute()

@@ -22,6 +22,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from precube import metrics
 from precube.auth import AuthenticationError, Directory, Permission, User
 from precube.errors import InvalidInputError, PrecubeError
 from precube.metadata.paths import check_project_name
@@ -110,7 +111,11 @@ async def sign_in(directory: Directory, username: str, password: str) -> User:
     API's `Authenticate` and the Postgres wire front end sign users in here."""
     user = directory.remembered(username, password)
     if user is None:
-        user = await run_in_threadpool(directory.authenticate, username, password)
+        try:
+            user = await run_in_threadpool(directory.authenticate, username, password)
+        except AuthenticationError:
+            metrics.SIGN_IN_FAILURES.inc()
+            raise
     return user
 
 
