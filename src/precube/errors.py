@@ -2,7 +2,8 @@
 
 Each domain package defines one base class under `PrecubeError` and its specific errors below that.
 Every error has a stable `code` (for the CLI, the REST API and tests) and says whether retrying the
-same call may succeed (`retryable`), e.g. a version conflict or an unreachable server.
+same call may succeed (`retryable`), e.g. a version conflict or an unreachable server, and whether it follows
+from the call alone (`deterministic`), e.g. a syntax error, so an identical call fails the same way.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ class PrecubeError(Exception):
 
     code: str = "PRECUBE_ERROR"
     retryable: bool = False
+    # The failure follows from the statement and what it names (its text, the metadata, the caller's rights), not
+    # from the run (an engine failure, a timeout, a bound, a cancel): an identical concurrent statement would fail
+    # the same way, so the result cache's single flight hands it to the waiters instead of running it again.
+    deterministic: bool = False
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -23,6 +28,7 @@ class InvalidInputError(PrecubeError):
     """A value given by the user is malformed or refers to something that does not exist."""
 
     code = "INVALID_INPUT"
+    deterministic = True
 
 
 class ConfigError(PrecubeError):

@@ -20,7 +20,8 @@ import pytest
 from precube.cache import CachedSession, ResultCache, open_backend
 from precube.cache.key import key_of_sql
 from precube.cache.validity import model_uses
-from precube.query.errors import NoLayoutError
+from precube.query.cancel import Cancellation
+from precube.query.errors import NoLayoutError, QueryCancelledError, SqlSyntaxError
 from precube.query.session import QueryResult, Session
 from precube.settings import CacheSettings
 from tests.cache.conftest import ADMIT_ALL, CACHE_PROJECT, CacheModel, MakeCache, _free_port, start_redis
@@ -51,13 +52,15 @@ class Counted:
     real engine underneath."""
 
     def __init__(self, session: CachedSession, delay_s: float = 0.0, fail_first: bool = False) -> None:
-        self.calls = 0  # statements run to their end
+        self.calls = 0  # statements handed to the real engine
         self.failed = 0
+        self.started = threading.Event()  # a statement reached the engine
         self._failing: int | None = None
         self._lock = threading.Lock()
         real = session.duckdb.execute
 
         def execute(*args: Any) -> Any:
+            self.started.set()
             me = threading.get_ident()
             with self._lock:
                 if fail_first and self._failing is None:
@@ -180,15 +183,85 @@ def test_without_single_flight_they_all_run(cache_model: CacheModel, make_cache:
         assert counted.calls == 5  # the check above would catch a single flight that did nothing
 
 
-def test_the_runners_error_is_given_to_its_waiters(cache_model: CacheModel, make_cache: MakeCache) -> None:
+def test_a_failed_run_is_run_again_by_one_waiter(cache_model: CacheModel, make_cache: MakeCache) -> None:
+    """The first run fails with an unexpected engine error: the runner alone gets it, one waiter runs the query
+    again and the others take that run's answer (2 engine runs, not 1 failure for all nor 1 run per waiter)."""
     with cache_model.cached(make_cache()) as s:
+        expected = _uncached(s, SQL)
         counted = Counted(s, delay_s=0.3, fail_first=True)
         results, errors = _concurrently(8, lambda: s.sql(SQL))
+        assert len(errors) == 1 and "first run fails" in str(errors[0])
+        assert len(results) == 7 and all(r.rows == expected for r in results)
+        assert counted.failed == 1 and counted.calls == 1
+        assert s.cache.stats().stores == 1  # the second run's answer, not an error, was kept
+
+
+def test_a_cancelled_run_is_run_again_for_its_waiters(cache_model: CacheModel, make_cache: MakeCache) -> None:
+    """The first of 7 identical queries is cancelled by its client while the others wait on it: it alone fails,
+    the others get the answer of the run one of them makes (exactly 2 engine runs)."""
+    with cache_model.cached(make_cache()) as s:
+        expected = _uncached(s, SQL)
+        counted = Counted(s, delay_s=1.5)
+        cancel = Cancellation()
+        outcomes: list[Any] = []
+
+        def one(c: Cancellation | None) -> None:
+            try:
+                outcomes.append(s.sql(SQL, cancel=c))
+            except Exception as err:  # noqa: BLE001 (checked below)
+                outcomes.append(err)
+
+        first = threading.Thread(target=one, args=(cancel,))
+        first.start()
+        assert counted.started.wait(30)  # the first run is in the engine, holding the flight
+        waiters = [threading.Thread(target=one, args=(None,)) for _ in range(6)]
+        for t in waiters:
+            t.start()
+        time.sleep(0.2)  # they wait on the first run (which sleeps 1.5 s before its engine sees the cancel)
+        cancel.cancel()
+        for t in [first, *waiters]:
+            t.join(timeout=60)
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        assert len(outcomes) == 7 and len(errors) == 1 and isinstance(errors[0], QueryCancelledError)
+        assert all(o.rows == expected for o in outcomes if isinstance(o, QueryResult))
+        assert counted.calls == 2
+
+
+@pytest.mark.parametrize(
+    ("sql", "pushdown", "error"),
+    [
+        ("select lo_discount from ssb.lineorder where", None, SqlSyntaxError),
+        ("select lo_orderkey, lo_tax from ssb.lineorder order by lo_orderkey limit 3", False, NoLayoutError),
+    ],
+)
+def test_the_statements_own_error_is_given_to_its_waiters(
+    cache_model: CacheModel, make_cache: MakeCache, sql: str, pushdown: bool | None, error: type[Exception]
+) -> None:
+    """A syntax error, or no layout with pushdown forbidden: running it again would fail the same way, so all 8
+    get the runner's error and the statement ran once."""
+    with cache_model.cached(make_cache()) as s:
+        runs = _slowed(s, 0.5)
+        results, errors = _concurrently(8, lambda: s.sql(sql, pushdown=pushdown))
         assert not results and len(errors) == 8
-        assert all("first run fails" in str(e) and type(e) is type(errors[0]) for e in errors)
-        assert counted.failed == 1 and counted.calls == 0  # nobody ran it again
-        assert s.cache.stats().stores == 0
-        assert s.sql(SQL).rows == _uncached(s, SQL) and counted.calls == 2  # a later query runs afresh
+        assert all(type(e) is error for e in errors), errors
+        assert runs == [1]
+        with pytest.raises(error):  # a later query runs afresh
+            s.sql(sql, pushdown=pushdown)
+        assert runs == [2]
+
+
+def _slowed(s: CachedSession, delay_s: float) -> list[int]:
+    """Counts (in its one item) the statements the wrapped session runs, each delayed by `delay_s` first."""
+    runs = [0]
+    real = s.session.sql
+
+    def sql(*args: Any, **kwargs: Any) -> QueryResult:
+        runs[0] += 1
+        time.sleep(delay_s)
+        return real(*args, **kwargs)
+
+    s.session.sql = sql  # type: ignore[method-assign]
+    return runs
 
 
 PUSHDOWN_SQL = "select lo_orderkey, lo_tax from ssb.lineorder order by lo_orderkey, lo_tax limit 3"  # no layout
@@ -352,15 +425,17 @@ def test_cli_query_says_cached_and_operates_the_cache(
 
 
 def test_memory_backend_forgets_expired_handed_answers() -> None:
+    from precube.cache.backend import Failure
     from precube.cache.key import CacheKey
     from precube.cache.memory import SWEEP_AT, MemoryBackend
 
     backend = MemoryBackend()
     for i in range(3 * SWEEP_AT):  # every distinct fast query of a server hands its answer over, briefly
-        backend.hand_over(CacheKey("p", str(i)), "run", RuntimeError("x"), expiry_s=0.0)
+        backend.hand_over(CacheKey("p", str(i)), "run", Failure(RuntimeError("x"), True), expiry_s=0.0)
     assert len(backend._handed) <= SWEEP_AT
-    backend.hand_over(CacheKey("p", "live"), "run", RuntimeError("live"), expiry_s=60.0)
-    assert str(backend.handed(CacheKey("p", "live"), "run")) == "live"
+    backend.hand_over(CacheKey("p", "live"), "run", Failure(RuntimeError("live"), True), expiry_s=60.0)
+    found = backend.handed(CacheKey("p", "live"), "run")
+    assert isinstance(found, Failure) and str(found.error) == "live"
     assert backend.handed(CacheKey("p", "live"), "another run") is None
 
 

@@ -21,6 +21,7 @@ class AccessDeniedError(AuthError):
     """The user is known but lacks the permission the action needs (HTTP 403)."""
 
     code = "ACCESS_DENIED"
+    deterministic = True
 
 
 class UnknownUserError(AuthError):

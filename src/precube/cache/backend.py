@@ -6,6 +6,7 @@ shares them."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from precube.cache.entry import Entry
@@ -15,8 +16,18 @@ from precube.settings import CacheSettings
 
 STATS = ("hits", "misses", "stale", "waits", "stores", "skipped")
 
-# What a run hands its waiters: its answer as an entry, or the error it ended with.
-Handed = Entry | BaseException
+
+@dataclass(frozen=True)
+class Failure:
+    """The error a run ended with, and whether its waiters take it (`shared`) or one of them runs the query
+    again (after a failure of the run, not of the statement: `precube.cache.single_flight`)."""
+
+    error: BaseException
+    shared: bool
+
+
+# What a run hands its waiters: its answer as an entry, or how it failed.
+Handed = Entry | Failure
 
 
 class CacheBackend(Protocol):

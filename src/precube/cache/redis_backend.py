@@ -3,7 +3,8 @@ the same answers and runs an identical query once.
 
 Keys, per scope (a store's identity and a project): `precube:{scope}:e:{digest}` (a serialized entry, with the
 TTL as its expiry), `…:run:{digest}` (the running marker: SET NX PX), `…:hand:{digest}:{run}` (what a run
-handed its waiters: an entry, or its error's class and message), `precube:{scope}:stats` (a hash of counters).
+handed its waiters: an entry, or its error's class and message and whether they share it),
+`precube:{scope}:stats` (a hash of counters).
 
 A Redis that cannot be reached must not slow queries down: calls time out after `[cache] redis_timeout_s`, and
 the first call that fails to reach Redis marks it down (one warning in the log): from then on every call fails
@@ -20,7 +21,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from precube.cache.backend import STATS, Handed, register
+from precube.cache.backend import STATS, Failure, Handed, register
 from precube.cache.entry import Entry, dumps, loads
 from precube.cache.errors import CacheError, CacheUnavailableError
 from precube.cache.key import CacheKey
@@ -156,17 +157,19 @@ class RedisBackend:
         if isinstance(handed, Entry):
             data = b"E" + dumps(handed)
         else:
-            kind = type(handed)
-            data = (
-                b"X" + json.dumps({"type": f"{kind.__module__}:{kind.__qualname__}", "message": str(handed)}).encode()
-            )
+            kind = type(handed.error)
+            failed = {"type": f"{kind.__module__}:{kind.__qualname__}", "message": str(handed.error)}
+            data = b"X" + json.dumps({**failed, "shared": handed.shared}).encode()
         self._call(self.client.set, f"{self._key(key, 'hand')}:{token}", data, px=_ms(expiry_s))
 
     def handed(self, key: CacheKey, token: str) -> Handed | None:
         data = self._call(self.client.get, f"{self._key(key, 'hand')}:{token}")
         if data is None:
             return None
-        return loads(data[1:]) if data[:1] == b"E" else _error(json.loads(data[1:]))
+        if data[:1] == b"E":
+            return loads(data[1:])
+        failed = json.loads(data[1:])
+        return Failure(_error(failed), bool(failed.get("shared", False)))
 
     def count(self, scope: str, stat: str, n: int = 1) -> None:
         self._call(self.client.hincrby, f"precube:{scope}:stats", stat, n)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from precube import metrics
 from precube.cache.backend import CacheBackend, open_backend
 from precube.cache.cached_result import CachedResult
 from precube.cache.entry import Entry, ModelUse
@@ -93,6 +94,7 @@ class ResultCache:
             hit = self._lookup(key, session.metadata.get(project), pushdown, started)
             if hit is not None:
                 return hit
+            metrics.CACHE_MISS.inc()  # counted even when the backend's own counter cannot be reached
             self.backend.count(key.scope, "misses")
             if not self.settings.single_flight:
                 return compute()[0]
@@ -139,6 +141,7 @@ class ResultCache:
             self.backend.count(key.scope, "stale")
             return None
         self.backend.count(key.scope, "hits")
+        metrics.CACHE_HIT.inc()
         return _result(entry, started)
 
     def _keep(self, key: CacheKey, sql: str, metadata: ProjectMetadata, result: QueryResult) -> bool:

@@ -3,9 +3,16 @@
 The first sets the key's running marker atomically (SET NX with an expiry) and renews it while it runs, so a
 server that crashes blocks the others only until the marker expires. The others note which run holds the
 marker and poll, backing off from 2 ms to 100 ms, for the answer: in the cache when it was kept, else
-handed over by that run (its answer, or the error it ended with) for a few seconds under the run's token.
-Only the queries that waited on that run take it: a later query runs afresh. When the marker is gone with
-neither (the run crashed), one of them takes the marker over and runs the query. Errors are never cached.
+handed over by that run (its answer, or how it failed) for a few seconds under the run's token. Only the
+queries that waited on that run take it: a later query runs afresh. When the marker is gone with neither (the
+run crashed), one of them takes the marker over and runs the query. Errors are never cached.
+
+A failure of the statement itself (`PrecubeError.deterministic`: a syntax error, a forbidden or unknown name,
+no layout, no permission) is every waiter's: running it again would fail the same way. A failure of the run
+(an engine failure, a timeout, a memory bound, its client's cancel) is only the runner's: one waiter takes the
+marker over and runs the query again while the others wait for that run, whose failure, if it fails too, is
+then everyone's (so a query that always fails runs twice, not once per waiter). A cancel is its runner's alone
+and never counts: the next waiter runs the query, as after a crash.
 """
 
 from __future__ import annotations
@@ -19,10 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from precube.cache.backend import CacheBackend
+from precube import metrics
+from precube.cache.backend import CacheBackend, Failure
 from precube.cache.entry import Entry
 from precube.cache.errors import CacheError, CacheUnavailableError
 from precube.cache.key import CacheKey
+from precube.errors import PrecubeError
+from precube.query.errors import QueryCancelledError
 
 T = TypeVar("T")
 
@@ -63,63 +73,97 @@ class SingleFlight:
         deadline = time.monotonic() + self.wait_s
         delay = FIRST_DELAY_S
         waited = False
-        awaited: set[str] = set()  # the runs this call waited on
+        awaited: set[str] = set()  # the runs this call waits on
+        ended: set[str] = set()  # the runs this call waited on that failed: never waited on again
+        failed: list[str] = []  # of those, the ones that failed by no cancel of their own client
         while True:
             holder = self.backend.claim(key, token, self.expiry_s)
             if holder is None:
                 try:
                     # the run waited on may have ended just now: its answer is cached or handed over
-                    found = self._ready(key, lookup, take, awaited) if waited else None
+                    found = self._ready(key, lookup, take, awaited, ended, failed) if waited else None
                     if found is not None:
                         return Flown(found, False, waited)
-                    return Flown(self._compute(key, token, compute, share), True, waited)
+                    return Flown(self._compute(key, token, compute, share, again=bool(failed)), True, waited)
                 finally:
                     self.backend.release(key, token)
-            if holder:
+            if holder and holder not in ended:  # a failed run may hold its marker a moment after its hand-over
                 awaited.add(holder)
             waited = True
             time.sleep(delay)
             delay = min(delay * 2, MAX_DELAY_S)
-            found = self._ready(key, lookup, take, awaited)
+            found = self._ready(key, lookup, take, awaited, ended, failed)
             if found is not None:
                 return Flown(found, False, waited)
             if time.monotonic() > deadline:
                 return Flown(compute()[0], True, waited)
 
     def _ready(
-        self, key: CacheKey, lookup: Callable[[], T | None], take: Callable[[Entry], T], awaited: set[str]
+        self,
+        key: CacheKey,
+        lookup: Callable[[], T | None],
+        take: Callable[[Entry], T],
+        awaited: set[str],
+        ended: set[str],
+        failed: list[str],
     ) -> T | None:
-        """The cached answer, else what a run this call waited on handed over (its error is raised)."""
+        """The cached answer, else what a run this call waited on handed over. Its error is raised when shared,
+        or when a run failed before it (a cancel by its client aside); else the run is noted as `ended` and, but
+        for a cancel, `failed`, and this call tries to run the query."""
         found = lookup()
         if found is not None:
             return found
-        for run in awaited:
+        for run in list(awaited):
             handed = self.backend.handed(key, run)
-            if isinstance(handed, BaseException):
-                raise _copy(handed)
+            if isinstance(handed, Failure):
+                cancelled = isinstance(handed.error, QueryCancelledError)  # its client's: no fault of the query
+                if handed.shared or (failed and not cancelled):
+                    raise _copy(handed.error)
+                awaited.discard(run)  # taken over: its failure is not waited on again
+                ended.add(run)
+                if not cancelled:
+                    failed.append(run)
+                return None
             if handed is not None:
                 return take(handed)
         return None
 
     def _compute(
-        self, key: CacheKey, token: str, compute: Callable[[], tuple[T, bool]], share: Callable[[T], Entry]
+        self,
+        key: CacheKey,
+        token: str,
+        compute: Callable[[], tuple[T, bool]],
+        share: Callable[[T], Entry],
+        again: bool = False,
     ) -> T:
+        """`compute()` under the marker; `again`: the run of a waiter after a failed run, whose failure is then
+        shared (but for its own client's cancel)."""
+        if again:
+            metrics.FLIGHT_TAKEOVERS.inc()
         with _Heartbeat(self.backend, key, token, self.expiry_s):
             try:
                 value, cached = compute()
             except Exception as err:
-                self._hand(key, token, err)
+                self._hand(key, token, Failure(err, _shared(err, again)))
                 raise
         if not cached:
             self._hand(key, token, share(value))
         return value
 
-    def _hand(self, key: CacheKey, token: str, handed: Entry | BaseException) -> None:
+    def _hand(self, key: CacheKey, token: str, handed: Entry | Failure) -> None:
         try:
             self.backend.hand_over(key, token, handed, HANDED_S)
         except CacheError as err:  # the waiters then take over and run it themselves
             level = logging.DEBUG if isinstance(err, CacheUnavailableError) else logging.WARNING
             log.log(level, "query answer not handed to waiters: %s", err)
+
+
+def _shared(err: BaseException, again: bool) -> bool:
+    """Whether the waiters take `err`: it follows from the statement alone (every identical statement fails so),
+    or the query failed a second time, unless its runner's client cancelled it (another waiter then runs it)."""
+    if isinstance(err, PrecubeError) and err.deterministic:
+        return True
+    return again and not isinstance(err, QueryCancelledError)
 
 
 def _copy(err: BaseException) -> BaseException:

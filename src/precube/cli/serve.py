@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -72,4 +74,19 @@ def serve(
     os.environ["PRECUBE__SERVER__HOST"], os.environ["PRECUBE__SERVER__PORT"] = options["host"], str(options["port"])
     if settings.server.pg_port is not None:  # each worker listens on it too (SO_REUSEPORT)
         os.environ["PRECUBE__SERVER__PG_PORT"] = str(settings.server.pg_port)
+    share_metrics(settings.home, settings.server.port)
     uvicorn.run("precube.server.app:from_environment", factory=True, workers=count, **options)
+
+
+def share_metrics(home: Path, port: int) -> None:
+    """Have the workers keep their Prometheus metrics in files, so a scrape of any worker sums them all
+    (prometheus_client's multiprocess mode): HOME/metrics/PORT (one server per port), emptied (an earlier run's
+    values would add up), unless the operator set PROMETHEUS_MULTIPROC_DIR."""
+    from precube.metrics import MULTIPROC_ENV
+
+    if os.environ.get(MULTIPROC_ENV):
+        return
+    folder = home / "metrics" / str(port)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    os.environ[MULTIPROC_ENV] = str(folder)

@@ -15,24 +15,28 @@ class SqlSyntaxError(QueryError):
     """The SQL does not parse, or is not a query."""
 
     code = "SQL_SYNTAX"
+    deterministic = True
 
 
 class UnknownObjectError(QueryError):
     """A table or column the SQL names does not exist in the project."""
 
     code = "UNKNOWN_OBJECT"
+    deterministic = True
 
 
 class NoLayoutError(QueryError):
     """No layout can answer the query and pushdown is forbidden; the message gives each model's reason."""
 
     code = "NO_LAYOUT"
+    deterministic = True
 
 
 class PushdownError(QueryError):
     """The query cannot run on the source tables with the chosen engine."""
 
     code = "PUSHDOWN"
+    deterministic = True
 
 
 class ForbiddenSqlError(QueryError):
@@ -40,6 +44,7 @@ class ForbiddenSqlError(QueryError):
     catalog, or calls a function that is not an ordinary SQL function."""
 
     code = "FORBIDDEN_SQL"
+    deterministic = True
 
 
 class QueryTimeoutError(QueryError):

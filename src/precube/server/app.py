@@ -26,12 +26,13 @@ from precube.server.state import ServerState, freeze_heap
 from precube.settings import Settings
 
 BASE = "/kylin/api"
-ROOT_ROUTERS = ("health", "docs", "web")  # /health; /docs and /openapi.json; the web UI at / and /web/…
+ROOT_ROUTERS = ("health", "metrics", "docs", "web")  # /health, /ready, /metrics; /docs; the web UI at / and /web/…
 # Each module has `router`; all but those of ROOT_ROUTERS are mounted under BASE, in this order. A request is
 # matched against the routes in order (FastAPI walks every included router, each route twice), so the hot path,
 # `query`, comes first: matching the last of some 70 routes cost more than the rest of a cache hit.
 ROUTERS = (
-    "query", "health", "docs", "users", "projects", "tables", "models", "index_plans", "segments", "jobs", "web"
+    "query", "health", "metrics", "docs", "users", "projects", "tables", "models", "index_plans", "segments", "jobs",
+    "web",
 )  # fmt: skip
 
 

@@ -14,6 +14,7 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from precube import metrics
 from precube.auth import AuthenticationError, Directory, User
 from precube.auth.errors import SignInThrottledError
 from precube.auth.throttle import Throttle
@@ -33,10 +34,14 @@ class SignIn:
     async def __call__(self, username: str, password: str, address: str | None) -> User:
         """The user these credentials belong to; `AuthenticationError` (or its locked and throttled kinds)
         otherwise. `address`: the client's IP address (None when unknown)."""
-        self.throttle.check(username, address)
-        user = self.directory.remembered(username, password)
-        if user is None:
-            return await self._verify(username, password, address)
+        try:
+            self.throttle.check(username, address)
+            user = self.directory.remembered(username, password)
+            if user is None:
+                return await self._verify(username, password, address)
+        except AuthenticationError:
+            metrics.SIGN_IN_FAILURES.inc()
+            raise
         if self.throttle.has_failures(user.username):  # rare: a store write, off the event loop
             await asyncio.to_thread(self.throttle.succeeded, user.username)
         return user

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -28,6 +29,7 @@ from precube.query.errors import QueryCancelledError
 from precube.query.explain import Explanation
 from precube.query.project_metadata import ProjectMetadata
 from precube.query.session import PUSHDOWN_PROPERTY, QueryResult, Session
+from precube.service.metrics import record
 from precube.service.parameters import bind
 from precube.service.principal import Principal
 from precube.service.sessions import Sessions
@@ -56,6 +58,7 @@ class Handle:
     future: Future[QueryResult]
     cancellation: Cancellation = field(default_factory=Cancellation)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    submitted: float = field(default_factory=time.perf_counter)  # its latency counts the wait for a worker
 
     def result(self, timeout: float | None = None) -> QueryResult:
         """The answer (its error raised), waiting at most `timeout` seconds (None: until it is done)."""
@@ -149,8 +152,10 @@ class QueryService:
                 access=handle.principal.access,
             )
         except BaseException as err:  # noqa: BLE001 (the caller gets it from the handle)
+            record(None, time.perf_counter() - handle.submitted)
             future.set_exception(err)
         else:
+            record(result, time.perf_counter() - handle.submitted)
             future.set_result(result)
         finally:
             self._finish(handle)
@@ -170,8 +175,9 @@ class QueryService:
         session = self.sessions.opened(principal.project)
         if not isinstance(session, CachedSession):
             return None
+        started = time.perf_counter()
         self.authorise(principal)
-        return session.cached(
+        result = session.cached(
             statement,
             pushdown=options.pushdown,
             force_pushdown=options.force_pushdown,
@@ -179,6 +185,9 @@ class QueryService:
             user=principal.user,
             access=principal.access,
         )
+        if result is not None:
+            record(result, time.perf_counter() - started)
+        return result
 
     def cancel(self, handle: Handle) -> None:
         """Stop the statement: the engine running it is interrupted (its connection freed at once); a
