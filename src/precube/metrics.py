@@ -50,7 +50,7 @@ FLIGHT_TAKEOVERS = Counter(
 )
 SIGN_IN_FAILURES = Counter(
     "precube_sign_in_failures",
-    "Sign-ins refused (a wrong user name or password, a locked or throttled name or address; REST and the Postgres wire).",
+    "Sign-ins refused (a wrong name or password, a locked or throttled name or address; REST and the wire).",
     registry=REGISTRY,
 )
 
