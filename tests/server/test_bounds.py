@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,13 +15,14 @@ import pyarrow as pa
 import pytest
 from fastapi.responses import JSONResponse
 
+from precube.metadata import Project, SourceType, open_store
 from precube.query.errors import QueryTimeoutError
 from precube.server.envelope import ok
 from precube.server.routers.query import ENCODE_ROWS, _json_in_parts, _results
-from tests.server.conftest import ServerHome, error
+from precube.sources.tables import load_file_table
+from precube.ssb.generate import TABLES
+from tests.server.conftest import error, server_settings
 from tests.server.live import ADMIN, LiveServer, free_port
-
-pytestmark = pytest.mark.spark
 
 QUERY = "/kylin/api/query"
 TIMEOUT_S = 4.0
@@ -28,20 +30,24 @@ MAX_ROWS = 5_000
 MAX_BYTES = 4 * 2**20
 CROSS_JOIN = "select * from lineorder a, lineorder b, lineorder c"
 HUGE_VALUE = "select repeat('x', 2000000000)"
-SLOW = "select count(*) from lineorder a, lineorder b, lineorder c where a.lo_revenue + b.lo_revenue < c.lo_tax"
+SLOW = "select count(*) from lineorder a, lineorder b where (a.lo_orderkey * b.lo_revenue) % 9973 = 17"
 NORMAL = "select count(*) from lineorder"
 
 
 @pytest.fixture(scope="module")
-def bounded(server_home: ServerHome) -> Iterator[LiveServer]:
-    """A server over the shared project with small bounds (and the result cache off: each statement runs)."""
-    settings = server_home.settings.model_copy(deep=True)
+def bounded(ssb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server with small bounds over project `ssb`, whose SSB tables are file sources (no model: every
+    statement is pushed down to DuckDB, and no build needs Spark); the result cache is off (each statement runs)."""
+    settings = server_settings(tmp_path_factory.mktemp("bounds-home"))
+    with open_store(settings.metadata_url, settings.metadata.table) as store:
+        store.create_project(Project(name="ssb", default_database="SSB"))
+        for name in TABLES:
+            load_file_table(store, "ssb", ssb_dir / name, SourceType.PARQUET)
     settings.query.timeout_s = TIMEOUT_S
     settings.query.memory_limit = "512MB"
     settings.query.max_result_rows = MAX_ROWS
     settings.query.max_result_bytes = MAX_BYTES
     settings.cache.enabled = False
-    settings.server.preload = False
     settings.server.pg_port = free_port()
     server = LiveServer(settings, run_jobs=False)
     yield server

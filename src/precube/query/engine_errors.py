@@ -92,8 +92,10 @@ def query_error(err: BaseException, engine: str | None = None) -> PrecubeError:
     if isinstance(err, duckdb.InvalidInputException) and MARK in str(err):  # a guard of `value_bounds`
         return ResultTooLargeError(first_line(err).partition(MARK)[2])
     if isinstance(err, duckdb.Error):
-        found = EngineError(f"DuckDB cannot run the statement: {_duckdb_line(err)}")
-        found.reading = isinstance(err, duckdb.IOException) or "parquet" in str(err).lower()
+        line = _duckdb_line(err)
+        found = EngineError(f"DuckDB cannot run the statement: {line}")
+        # the first line only: the rest quotes the SQL, whose relations may read Parquet (a type error is no read)
+        found.reading = isinstance(err, duckdb.IOException) or "parquet" in line.lower()
         return found
     if type(err).__module__.startswith(_SPARK_MODULES):
         found = EngineError(f"Spark cannot run the statement: {_spark_line(err)}")
