@@ -70,7 +70,7 @@ def engine(tmp_path: Path) -> Iterator[DuckDBEngine]:
     found.close()
 
 
-@pytest.mark.parametrize("rows", [10, 1_000, 5_000])  # the tuple path, its edge, DuckDB's Arrow export
+@pytest.mark.parametrize("rows", [10, 1_000, 1_001, 5_000])  # the tuple path, its edges, DuckDB's Arrow export
 def test_an_answer_within_the_bounds_is_whole(engine: DuckDBEngine, rows: int) -> None:
     for _ in range(2):  # the engine's first statement is exported as Arrow, later ones may be fetched as tuples
         table = engine.execute(f"select range as x, 'v' || range as s from range({rows})", [], [])

@@ -358,7 +358,7 @@ class DuckDBEngine:
         if len(rows) <= SMALL_RESULT_ROWS:
             return head
         rest = _arrow_of_cursor(cursor, self.bounds, head.num_rows, head.nbytes)
-        return pa.concat_tables([head, rest.cast(schema)])
+        return pa.concat_tables([head, rest.cast(schema)]) if rest.num_columns else head
 
     def _capped(self, sql: str) -> str:
         """`sql` producing at most one row past `[query] max_result_rows`: enough to tell that its answer is too
@@ -451,6 +451,8 @@ def _arrow_of_cursor(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         reader = cursor.to_arrow_reader(BATCH_ROWS)
+        if reader is None:  # an earlier fetch took every row
+            return pa.table({})
         table = bounds.collect(reader.schema, reader, rows, size)
     schema = pa.schema([f.with_type(_decoded(f.type)) for f in table.schema])
     return table if schema == table.schema else table.cast(schema)
