@@ -79,7 +79,8 @@ class QuerySettings(_Section):
         records every query of a project beside the metadata (table `{metadata.table}_query_history`).
 
         Limits that keep one statement from holding the engine: `timeout_s` per statement, `memory_limit`
-        of the in-process engine (DuckDB's syntax, e.g. "4GB"; empty: DuckDB's default of 80% of RAM),
+        of each in-process engine's database (DuckDB's syntax, e.g. "4GB"; empty: half the machine's memory over
+        the server's processes, `precube.query.bounds`), `max_result_rows` and `max_result_bytes` of an answer,
         `max_statement_chars` and `max_nesting_depth` of the SQL text and its tree. `pushdown_on_failure`: a
         statement over layouts that fails on the engine is re-run on the source tables (off: it is an error
         naming the layout and segments, so an answer never silently changes source). `metadata_check_ms`: how
@@ -91,6 +92,8 @@ class QuerySettings(_Section):
     history: bool = True
     timeout_s: float = Field(default=60.0, gt=0)
     memory_limit: str = ""
+    max_result_rows: int = Field(default=1_000_000, gt=0)  # Kylin's kylin.query.max-result-rows
+    max_result_bytes: int = Field(default=256 * 2**20, gt=0)
     max_statement_chars: int = Field(default=1_000_000, gt=0)
     max_nesting_depth: int = Field(default=200, gt=0)
     pushdown_on_failure: bool = False

@@ -72,6 +72,7 @@ def serve(
         {"config": str(cli.config) if cli.config else None, "home": str(settings.home), "jobs": not no_jobs}
     )
     os.environ["PRECUBE__SERVER__HOST"], os.environ["PRECUBE__SERVER__PORT"] = options["host"], str(options["port"])
+    os.environ["PRECUBE__SERVER__WORKERS"] = str(count)  # each process's share of the memory (`query.bounds`)
     if settings.server.pg_port is not None:  # each worker listens on it too (SO_REUSEPORT)
         os.environ["PRECUBE__SERVER__PG_PORT"] = str(settings.server.pg_port)
     share_metrics(settings.home, settings.server.port)

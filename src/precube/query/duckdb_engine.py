@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from precube.metadata import SourceType, Table, datatypes
 from precube.metadata.csv_options import CsvOptions
+from precube.query.bounds import UNBOUNDED, ResultBounds
 from precube.query.cancel import CANCELLED, Cancellation
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryCancelledError, QueryError, QueryTimeoutError
@@ -32,6 +33,7 @@ from precube.query.literal_lists import run_lifted
 from precube.query.lookup_snapshot import SnapshotScan
 from precube.query.rewrite import LayoutScan
 from precube.query.spark_decimals import DECIMAL_OP, decimal_op, in_spark_terms, relation_types
+from precube.query.value_bounds import bounded_values
 from precube.query.watchdog import Watchdog
 from precube.storage import cells
 from precube.storage.paths import layout_path, local_path
@@ -106,11 +108,13 @@ class DuckDBEngine:
         sources: Iterable[Table] = (),
         memory_limit: str = "",
         timeout_s: float | None = None,
+        bounds: ResultBounds = UNBOUNDED,
     ) -> None:
         self.root = warehouse_root
         self.project = project
         self.memory_limit = memory_limit
         self.timeout_s = timeout_s
+        self.bounds = bounds  # an answer's rows and bytes, checked as they are fetched
         # what DuckDB may read: the project's layouts, and each file source's directory or file
         self._allowed_dirs = {f"{warehouse_root.rstrip('/')}/{project}"}
         self._allowed_files: set[str] = set()
@@ -265,7 +269,7 @@ class DuckDBEngine:
         self, tree: exp.Query, scans: Sequence[LayoutScan | SnapshotScan], sources: Sequence[Table]
     ) -> exp.Query:
         schema = relation_types(((s.name, dict(s.types)) for s in scans), sources)
-        return _duckdb_tree(in_spark_terms(tree, schema))
+        return bounded_values(_duckdb_tree(in_spark_terms(tree, schema)), self.bounds.max_bytes)
 
     def run(self, tree: exp.Query, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
         return self.execute(self.render(tree, scans, sources), scans, sources)
@@ -334,14 +338,14 @@ class DuckDBEngine:
         Arrow here: DuckDB's own Arrow export costs about a millisecond more per query, most of a warm
         query's time (the issue's figures: tuples win below ~1k rows). Not for the engine's first statement:
         making Arrow from tuples imports pandas (pyarrow's shim, ~0.3 s), most of a one-shot command's time."""
-        cursor = run_lifted(self.con, sql)  # long IN lists bound as parameters, not parsed as text
+        cursor = run_lifted(self.con, self._capped(sql))  # long IN lists bound as parameters, not parsed as text
         first, self._fetched = not self._fetched, True
         types = [_arrow_type(d[1]) for d in cursor.description or []]
         if not all(types):
-            return _arrow_of_cursor(cursor)  # a type the tuple path does not map: DuckDB's own export
+            return _arrow_of_cursor(cursor, self.bounds)  # a type the tuple path does not map: DuckDB's own export
         schema = pa.schema([(d[0], t) for d, t in zip(cursor.description or [], types, strict=True)])
         if first:  # the types the tuple path gives (a cast imports pyarrow.compute: only when they differ)
-            exported = _arrow_of_cursor(cursor)
+            exported = _arrow_of_cursor(cursor, self.bounds)
             return exported if exported.schema == schema else exported.cast(schema)
         rows = cursor.fetchmany(SMALL_RESULT_ROWS + 1)
         head = pa.Table.from_arrays(
@@ -350,9 +354,19 @@ class DuckDBEngine:
             else [pa.array([], type=t) for t in types],
             schema=schema,
         )
+        self.bounds.check(head.num_rows, head.nbytes)
         if len(rows) <= SMALL_RESULT_ROWS:
             return head
-        return pa.concat_tables([head, _arrow_of_cursor(cursor).cast(schema)])
+        rest = _arrow_of_cursor(cursor, self.bounds, head.num_rows, head.nbytes)
+        return pa.concat_tables([head, rest.cast(schema)]) if rest.num_columns else head
+
+    def _capped(self, sql: str) -> str:
+        """`sql` producing at most one row past `[query] max_result_rows`: enough to tell that its answer is too
+        large. DuckDB materialises a result it exports as Arrow: without the cap, a cross join's would grow
+        until the process dies. The parentheses keep the statement's own ORDER BY, LIMIT and column names."""
+        if self.bounds.max_rows >= UNBOUNDED.max_rows:
+            return sql
+        return f"({sql}\n) LIMIT {self.bounds.max_rows + 1}"  # a newline: the statement may end in a comment
 
     def sql_of(
         self, tree: exp.Query, scans: Sequence[LayoutScan | SnapshotScan] = (), sources: Sequence[Table] = ()
@@ -410,6 +424,7 @@ def time_limited(
 
 
 SMALL_RESULT_ROWS = 1000
+BATCH_ROWS = 65_536  # rows fetched at a time: an answer's bounds are checked after each batch
 NO_TIME_LIMIT_S = 366 * 86400.0  # the watchdog's deadline for a statement without one that may be cancelled
 _ARROW_TYPES = {
     "BOOLEAN": pa.bool_(),
@@ -427,12 +442,18 @@ _ARROW_TYPES = {
 _DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
 
 
-def _arrow_of_cursor(cursor: duckdb.DuckDBPyConnection) -> pa.Table:
-    """The rows a cursor has left, as Arrow (DuckDB warns of an extra copy, the price of having looked at
-    the result's types first); ENUMs, which DuckDB exports as dictionaries, decoded to strings."""
+def _arrow_of_cursor(
+    cursor: duckdb.DuckDBPyConnection, bounds: ResultBounds = UNBOUNDED, rows: int = 0, size: int = 0
+) -> pa.Table:
+    """The rows a cursor has left, as Arrow, fetched in batches within `bounds` (`rows` and `size`: what the
+    answer already holds); ENUMs, which DuckDB exports as dictionaries, decoded to strings. DuckDB warns of an
+    extra copy, the price of having looked at the result's types first."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table: pa.Table = cursor.to_arrow_table()
+        reader = cursor.to_arrow_reader(BATCH_ROWS)
+        if reader is None:  # an earlier fetch took every row
+            return pa.table({})
+        table = bounds.collect(reader.schema, reader, rows, size)
     schema = pa.schema([f.with_type(_decoded(f.type)) for f in table.schema])
     return table if schema == table.schema else table.cast(schema)
 

@@ -16,8 +16,17 @@ import duckdb
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
 
 from precube.errors import PrecubeError
-from precube.query.errors import EngineError, NestingTooDeepError, QueryError, SqlSyntaxError, UnknownObjectError
+from precube.query.errors import (
+    EngineError,
+    NestingTooDeepError,
+    QueryError,
+    QueryMemoryError,
+    ResultTooLargeError,
+    SqlSyntaxError,
+    UnknownObjectError,
+)
 from precube.query.frontend import parse_message, token_message
+from precube.query.value_bounds import MARK
 
 _JAVA_CLASS = re.compile(r"^(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
 _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+[.;]?")
@@ -25,6 +34,7 @@ _SPARK_MODULES = ("pyspark", "py4j")
 _SPARK_READ_FAILURES = ("FileNotFoundException", "PATH_NOT_FOUND", "Path does not exist", "Parquet", "parquet")
 
 
+OUT_OF_MEMORY_HINT = "it needs more than [query] memory_limit (env PRECUBE__QUERY__MEMORY_LIMIT) allows"
 MAX_LINE = 500  # an error quoting a huge identifier or literal stays readable
 
 
@@ -77,16 +87,20 @@ def query_error(err: BaseException, engine: str | None = None) -> PrecubeError:
         return SqlSyntaxError(f"cannot parse the SQL: {first_line(err)}")
     if isinstance(err, UnicodeError):
         return SqlSyntaxError(f"the statement holds text that is not valid Unicode: {first_line(err)}")
+    if isinstance(err, (duckdb.OutOfMemoryException, MemoryError)):
+        return QueryMemoryError(f"the statement ran out of memory: {OUT_OF_MEMORY_HINT} ({first_line(err)})")
+    if isinstance(err, duckdb.InvalidInputException) and MARK in str(err):  # a guard of `value_bounds`
+        return ResultTooLargeError(first_line(err).partition(MARK)[2])
     if isinstance(err, duckdb.Error):
-        found = EngineError(f"DuckDB cannot run the statement: {_duckdb_line(err)}")
-        found.reading = isinstance(err, duckdb.IOException) or "parquet" in str(err).lower()
+        line = _duckdb_line(err)
+        found = EngineError(f"DuckDB cannot run the statement: {line}")
+        # the first line only: the rest quotes the SQL, whose relations may read Parquet (a type error is no read)
+        found.reading = isinstance(err, duckdb.IOException) or "parquet" in line.lower()
         return found
     if type(err).__module__.startswith(_SPARK_MODULES):
         found = EngineError(f"Spark cannot run the statement: {_spark_line(err)}")
         found.reading = any(word in str(err) for word in _SPARK_READ_FAILURES)
         return found
-    if isinstance(err, MemoryError):
-        return EngineError("the statement ran out of memory")
     where = f" on {engine}" if engine else ""
     return QueryError(f"the query failed{where} with an internal error: {type(err).__name__}: {first_line(err)}")
 

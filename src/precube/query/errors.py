@@ -59,6 +59,21 @@ class QueryCancelledError(QueryError):
     code = "QUERY_CANCELLED"
 
 
+class ResultTooLargeError(QueryError):
+    """The answer has more rows or bytes than `[query] max_result_rows` / `max_result_bytes`; the statement was
+    stopped when it went past the bound."""
+
+    code = "RESULT_TOO_LARGE"
+    deterministic = True  # the same statement over the same data is as large: waiters share the refusal
+
+
+class QueryMemoryError(QueryError):
+    """The statement needed more memory than the engine's bound (`[query] memory_limit`, or its default) and
+    was stopped."""
+
+    code = "OUT_OF_MEMORY"
+
+
 class StatementTooLargeError(SqlSyntaxError):
     """The statement's text is longer than `[query] max_statement_chars`."""
 

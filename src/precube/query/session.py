@@ -25,6 +25,7 @@ from sqlglot import exp
 from precube.metadata import MetadataStore, Table
 from precube.metadata.entity import now_ms
 from precube.query import guard
+from precube.query.bounds import ResultBounds, memory_limit
 from precube.query.cancel import Cancellation
 from precube.query.catalog import CatalogAnswers
 from precube.query.collector import paused_for
@@ -165,6 +166,7 @@ class Session:
         history: QueryHistory | None = None,
         user: str = "ADMIN",
         settings: QuerySettings | None = None,
+        processes: int = 1,
     ) -> None:
         if engine not in ENGINES:
             raise QueryError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
@@ -177,16 +179,21 @@ class Session:
         self.plans = PlanCache()
         self._shapes: dict[str, Shape | None] = {}  # text → shape: a repeated statement is not tokenized again
         self._shapes_lock = threading.Lock()
+        # every statement's bounds (`bounds`): its database's memory (`processes`: the server processes sharing
+        # the machine), its answer's rows and bytes
+        limits = self.settings
+        memory = memory_limit(limits.memory_limit, processes)
+        self.bounds = ResultBounds.of(limits)
         self.duckdb = DuckDBEngine(
             warehouse_root,
             project,
             sources=self.metadata.get(project).tables.values(),  # the paths DuckDB may read (guard's backstop)
-            memory_limit=self.settings.memory_limit,
-            timeout_s=self.settings.timeout_s,
+            memory_limit=memory,
+            timeout_s=limits.timeout_s,
+            bounds=self.bounds,
         )
         # SHOW/DESCRIBE and information_schema, from the metadata in a connection of their own
-        limits = self.settings
-        self.catalog = CatalogAnswers(limits.memory_limit, limits.timeout_s, limits.max_nesting_depth)
+        self.catalog = CatalogAnswers(memory, limits.timeout_s, limits.max_nesting_depth, self.bounds)
         self._spark = spark
         self._spark_engine: Engine | None = None
         self.history = history
@@ -504,7 +511,7 @@ class Session:
             from precube.query.spark_engine import SparkEngine
 
             self._spark_engine = SparkEngine(
-                self._spark, self.duckdb.root, self.project, timeout_s=self.settings.timeout_s
+                self._spark, self.duckdb.root, self.project, timeout_s=self.settings.timeout_s, bounds=self.bounds
             )
         return self._spark_engine
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.metadata import Table
+from precube.query.bounds import UNBOUNDED, ResultBounds
 from precube.query.cancel import CANCELLED, Cancellation
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import QueryCancelledError, QueryTimeoutError
@@ -43,12 +44,19 @@ class SparkEngine:
     dialect = "spark"
 
     def __init__(
-        self, spark: Callable[[], SparkSession], warehouse_root: str, project: str, *, timeout_s: float | None = None
+        self,
+        spark: Callable[[], SparkSession],
+        warehouse_root: str,
+        project: str,
+        *,
+        timeout_s: float | None = None,
+        bounds: ResultBounds = UNBOUNDED,
     ) -> None:
         self._spark = spark
         self.root = warehouse_root
         self.project = project
         self.timeout_s = timeout_s
+        self.bounds = bounds
         self._ready: object = None  # the session the UDFs are registered in (a job runner may replace it)
         self._lock = threading.Lock()
         self._running: dict[str, Callable[[], None]] = {}  # each running statement's job tag → how to stop it
@@ -177,5 +185,8 @@ class SparkEngine:
             source_for(table).read(spark, table.columns).createOrReplaceTempView(
                 _source_view(table.database, table.name)
             )
-        result: pa.Table = spark.sql(sql).toArrow()
-        return result
+        # the driver collects one row past the bound at most: enough to tell that the answer is too large
+        frame = spark.sql(sql)
+        if self.bounds.max_rows < UNBOUNDED.max_rows:
+            frame = frame.limit(self.bounds.max_rows + 1)
+        return self.bounds.table(frame.toArrow())

@@ -53,7 +53,9 @@ from precube.query.errors import (
     NoLayoutError,
     PushdownError,
     QueryCancelledError,
+    QueryMemoryError,
     QueryTimeoutError,
+    ResultTooLargeError,
     SqlSyntaxError,
     StatementTooLargeError,
     UnknownObjectError,
@@ -113,6 +115,8 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     ForbiddenSqlError: (400, "42501", "PERMISSION_DENIED"),  # insufficient_privilege
     QueryTimeoutError: (503, "57014", "DEADLINE_EXCEEDED"),  # query_canceled
     QueryCancelledError: (400, "57014", "CANCELLED"),  # query_canceled: the client asked for it
+    ResultTooLargeError: (400, "54000", "RESOURCE_EXHAUSTED"),  # program_limit_exceeded: [query] max_result_*
+    QueryMemoryError: (503, "53200", "RESOURCE_EXHAUSTED"),  # out_of_memory: past the engine's memory bound
     EngineError: (400, "22000", "INVALID_ARGUMENT"),  # data_exception: a type error, an overflow in the SQL
     LayoutReadError: (500, "58030", "INTERNAL"),  # io_error: the server's layout files
     # parameters bound as literals

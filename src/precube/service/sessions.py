@@ -41,6 +41,7 @@ def session_on(
         history=history,
         user=user or getpass.getuser(),
         settings=settings.query,
+        processes=settings.server.workers,  # the memory bound's share of the machine
     )
     return session if cache is None else CachedSession(session, cache)
 

@@ -9,6 +9,7 @@ import re
 import pyarrow as pa
 from sqlglot import exp
 
+from precube.query.bounds import UNBOUNDED, ResultBounds
 from precube.query.catalog.show import Show, answer_show, parse_show, starts_show
 from precube.query.catalog.views import InformationSchema, reads_views
 from precube.query.errors import QueryError
@@ -22,8 +23,14 @@ class CatalogAnswers:
     """Recognises a session's catalog statements and answers them (one per session: it holds the views'
     connection)."""
 
-    def __init__(self, memory_limit: str = "", timeout_s: float | None = None, max_depth: int | None = None) -> None:
-        self.views = InformationSchema(memory_limit, timeout_s)
+    def __init__(
+        self,
+        memory_limit: str = "",
+        timeout_s: float | None = None,
+        max_depth: int | None = None,
+        bounds: ResultBounds = UNBOUNDED,
+    ) -> None:
+        self.views = InformationSchema(memory_limit, timeout_s, bounds)
         self.max_depth = max_depth
 
     @staticmethod

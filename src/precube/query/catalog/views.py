@@ -16,12 +16,14 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.query import guard
+from precube.query.bounds import UNBOUNDED, ResultBounds
 from precube.query.catalog.rows import VIEWS, view_tables
-from precube.query.duckdb_engine import sealed, time_limited
+from precube.query.duckdb_engine import BATCH_ROWS, sealed, time_limited
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import UnknownObjectError
 from precube.query.frontend import Catalog
 from precube.query.project_metadata import ProjectMetadata
+from precube.query.value_bounds import bounded_values
 from precube.query.watchdog import Watchdog
 
 SCHEMA = "information_schema"
@@ -49,9 +51,12 @@ class InformationSchema:
     """One project's information_schema views, in a connection of their own (made on first use, its tables
     replaced when the project's metadata is a newer read)."""
 
-    def __init__(self, memory_limit: str = "", timeout_s: float | None = None) -> None:
+    def __init__(
+        self, memory_limit: str = "", timeout_s: float | None = None, bounds: ResultBounds = UNBOUNDED
+    ) -> None:
         self.memory_limit = memory_limit
         self.timeout_s = timeout_s
+        self.bounds = bounds
         self._con: duckdb.DuckDBPyConnection | None = None
         self._version: int | None = None
         self._lock = threading.Lock()
@@ -73,10 +78,14 @@ class InformationSchema:
             if _is_view(table):
                 alias = table.alias or table.name.lower()
                 table.replace(exp.alias_(exp.to_table(_relation(table.name.lower())), alias, table=True))
-        text = tree.sql(dialect="duckdb")
+        text = bounded_values(tree, self.bounds.max_bytes).sql(dialect="duckdb")
         with self._lock, mapped_errors("duckdb"):
             con = self._connection(metadata)
-            return time_limited(self._watchdog, self.timeout_s, lambda: con.sql(text).to_arrow_table())
+            return time_limited(self._watchdog, self.timeout_s, lambda: self._fetch(con, text))
+
+    def _fetch(self, con: duckdb.DuckDBPyConnection, text: str) -> pa.Table:
+        reader = con.sql(text).to_arrow_reader(BATCH_ROWS)  # streams: stopped at a bound
+        return self.bounds.collect(reader.schema, reader)
 
     def _connection(self, metadata: ProjectMetadata) -> duckdb.DuckDBPyConnection:
         if self._con is None:

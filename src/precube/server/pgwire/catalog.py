@@ -19,6 +19,11 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from precube.query.bounds import UNBOUNDED, ResultBounds
+from precube.query.duckdb_engine import BATCH_ROWS
+from precube.query.engine_errors import query_error
+from precube.query.errors import EngineError, QueryTimeoutError
+from precube.query.value_bounds import bounded_values
 from precube.server.pgwire import catalog_tables as ct
 from precube.server.pgwire.session_settings import SessionSettings
 from precube.server.pgwire.sqlstate import PgError
@@ -128,23 +133,41 @@ class _Sandbox:
 
 
 class Catalog:
-    """The catalog sandboxes of one server, one per project (and user: the rows name who asks)."""
+    """The catalog sandboxes of one server, one per project (and user: the rows name who asks); a statement
+    runs at most `timeout_s` and answers within `bounds`."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout_s: float | None = None, bounds: ResultBounds = UNBOUNDED) -> None:
         self._lock = threading.Lock()
         self._sandboxes: dict[tuple[str, str], _Sandbox] = {}
+        self.timeout_s = timeout_s
+        self.bounds = bounds
 
     def answer(self, metadata: ProjectMetadata, project: str, tree: exp.Expr, settings: SessionSettings) -> pa.Table:
         """Run a catalog query on the project's `metadata` for the connection with these settings."""
         sandbox = self._sandbox(project, settings.user, metadata)
-        sql = rewrite(tree, project, metadata.default_database.lower(), settings).sql(dialect="duckdb")
+        rewritten = rewrite(tree, project, metadata.default_database.lower(), settings)
+        sql = bounded_values(rewritten, self.bounds.max_bytes).sql(dialect="duckdb")
         cursor = sandbox.db.cursor()
+        # a timer per statement: catalog statements are few, and cursors of one sandbox run side by side
+        timer = threading.Timer(self.timeout_s, cursor.interrupt) if self.timeout_s is not None else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
         try:
-            table: pa.Table = cursor.sql(sql).to_arrow_table()
-            return table
+            reader = cursor.sql(sql).to_arrow_reader(BATCH_ROWS)  # streams: stopped at a bound
+            return self.bounds.collect(reader.schema, reader)
+        except duckdb.InterruptException as err:
+            raise QueryTimeoutError(
+                f"the query ran longer than the time limit of {self.timeout_s:g} s ([query] timeout_s)"
+            ) from err
         except duckdb.Error as err:
+            found = query_error(err)  # out of memory, a value past its bound: precube's own error
+            if not isinstance(found, EngineError):
+                raise found from err
             raise PgError("42000", f"the catalog cannot answer this query: {str(err).splitlines()[0]}") from err
         finally:
+            if timer is not None:
+                timer.cancel()
             cursor.close()
 
     def _sandbox(self, project: str, user: str, metadata: ProjectMetadata) -> _Sandbox:

@@ -322,7 +322,7 @@ class Connection:
         if self.status == TransactionStatus.ERROR_TRANSACTION and statement.kind not in (Kind.COMMIT, Kind.ROLLBACK):
             raise PgError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
         self.canceled.clear()
-        started = time.perf_counter()
+        started, begun = time.perf_counter(), time.monotonic()
         work = asyncio.ensure_future(asyncio.to_thread(self._executor.run, statement, values))
         canceled = asyncio.ensure_future(self.canceled.wait())
         try:
@@ -335,6 +335,7 @@ class Connection:
             raise _CANCELED
         try:
             outcome = work.result()
+            outcome.started = begun
         except PgError:
             raise
         except Exception as err:  # a bug must not drop the connection: answered as XX000, and logged
@@ -373,19 +374,32 @@ class Connection:
             return
         if describe:
             self._send(outcome.description(formats))
-        encoded = await asyncio.to_thread(outcome.encoded, formats)
         start = portal.sent if portal is not None else 0
+        # `[query] timeout_s` holds for encoding and sending too: from the statement's start, or from this Execute
+        # when it reads on from where an earlier one stopped (a client reading a portal by pieces at its pace)
+        timeout_s = self.server.state.settings.query.timeout_s
+        deadline = (outcome.started if start == 0 else time.monotonic()) + timeout_s
+        encoded = await asyncio.to_thread(outcome.encoded, formats)
         total = outcome.table.num_rows
         stop = min(total, start + max_rows) if max_rows > 0 else total
         for lo in range(start, stop, ROWS_PER_WRITE):
             if self.canceled.is_set():
                 raise _CANCELED
+            if time.monotonic() > deadline:
+                raise PgError("57014", f"sending the answer took longer than {timeout_s:g} s ([query] timeout_s)")
             chunk = await asyncio.to_thread(data_rows, encoded, lo, min(stop, lo + ROWS_PER_WRITE))
             self.writer.write(chunk)
-            await self.writer.drain()
+            # a client that stops reading is dropped at the deadline (TimeoutError ends the connection)
+            async with asyncio.timeout_at(_loop_time(deadline)):
+                await self.writer.drain()
         if portal is not None:
             portal.sent = stop
         if stop < total:
             self._send(m.PortalSuspended())
         else:
             self._send(m.CommandComplete(tag=outcome.tag))
+
+
+def _loop_time(deadline: float) -> float:
+    """A `time.monotonic()` deadline on the event loop's clock (`asyncio.timeout_at`)."""
+    return asyncio.get_running_loop().time() + (deadline - time.monotonic())

@@ -6,6 +6,7 @@ for a command) and the command tag."""
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ class Outcome:
     table: pa.Table | None  # None: a command without rows
     tag: str  # CommandComplete's tag ("" with no table: an empty query)
     reported: list[tuple[str, str]] = field(default_factory=list)  # ParameterStatus to send
+    started: float = field(default_factory=time.monotonic)  # when the statement began (its time limit's start)
     _encoded: dict[tuple[int, ...], list[Encoded]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

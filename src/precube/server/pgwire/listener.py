@@ -14,6 +14,7 @@ import ssl
 from dataclasses import dataclass, field
 
 from precube.errors import ConfigError
+from precube.query.bounds import ResultBounds
 from precube.server.pgwire.catalog import Catalog
 from precube.server.pgwire.connection import Connection
 from precube.server.state import ServerState
@@ -52,12 +53,15 @@ class PgServer:
     async def start(cls, state: ServerState, host: str, port: int, reuse_port: bool = False) -> PgServer:
         """Listen on host:port (`reuse_port`: several `--workers` processes share it)."""
         settings = state.settings.server
+        limits = state.settings.query
+        catalog = Catalog(limits.timeout_s, ResultBounds.of(limits))  # catalog statements have a statement's bounds
         server = cls(
             state,
             tls_context(settings),
             settings.max_body_bytes,
             settings.pg_startup_timeout_s,
             settings.pg_max_connections,
+            catalog=catalog,
         )
         server._server = await asyncio.start_server(server._accept, host, port, reuse_port=reuse_port or None)
         server.port = server._server.sockets[0].getsockname()[1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,7 @@ from starlette.types import Receive
 from precube.auth import Permission
 from precube.errors import InvalidInputError
 from precube.jdbc_types import of_arrow, text_column
+from precube.query.errors import QueryTimeoutError
 from precube.query.project_metadata import ProjectMetadata
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from precube.server.envelope import ok, page
@@ -37,6 +39,7 @@ router = APIRouter(tags=["query"])
 
 TABLE_INDEX, AGG_INDEX = "Table Index", "Agg Index"
 NO_CACHE_TOGGLE = "DEBUG_TOGGLE_DISABLE_QUERY_CACHE"  # Kylin's backdoor toggle: this query skips the result cache
+MAX_INT = 2**31 - 1
 
 
 class QueryRequest(BaseModel):
@@ -46,13 +49,13 @@ class QueryRequest(BaseModel):
 
     sql: str = Field(min_length=1)
     project: str
-    offset: int = Field(0, ge=0)
-    limit: int = Field(0, ge=0)  # 0: every row
+    offset: int = Field(0, ge=0, le=MAX_INT)  # Java ints in Kylin: a larger value is refused (400), not a 500
+    limit: int = Field(0, ge=0, le=MAX_INT)  # 0: every row
     accept_partial: bool = Field(False, alias="acceptPartial")
     forced_to_push_down: bool = Field(False, alias="forcedToPushDown")  # from the source tables, not layouts
     forced_to_index: bool = False  # answer from layouts or fail: never push down
     partial_match_index: bool = Field(False, alias="partialMatchIndex")
-    forced_to_tiered_storage: int | None = Field(None, alias="forcedToTieredStorage")
+    forced_to_tiered_storage: int | None = Field(None, alias="forcedToTieredStorage", ge=0, le=MAX_INT)
     user_defined_tag: str | None = Field(None, max_length=256)
     format: str | None = Field(None, max_length=32)
     encode: bool = True
@@ -124,13 +127,14 @@ async def answer(state: ServerState, caller: Caller, body: QueryRequest, accept:
     fast lane when this process's result cache holds the answer, else its executor; the event loop waits on
     neither. `receive` (the request's, its body read) tells when the client has gone: the statement is then
     cancelled."""
+    deadline = time.monotonic() + state.settings.query.timeout_s  # encoding the answer is within the time limit
     principal, options = caller.principal, _options(body)
     result = state.queries.answer_from_memory(principal, body.sql, options)
     if result is None:
         result = await _until_gone(state, state.queries.run(principal, body.sql, options=options), receive)
     if result.table.num_rows * result.table.num_columns <= LOOP_ANSWER_CELLS:
-        return _response(state, principal.project, body, result, accept)
-    return await run_in_threadpool(_response, state, principal.project, body, result, accept)
+        return _response(state, principal.project, body, result, accept, deadline)
+    return await run_in_threadpool(_response, state, principal.project, body, result, accept, deadline)
 
 
 WATCH_AFTER_S = 0.05  # a statement answered sooner is not worth a watcher on its connection
@@ -164,7 +168,9 @@ async def _cancel_when_gone(state: ServerState, handle: Handle, receive: Receive
     state.queries.cancel(handle)
 
 
-def _response(state: ServerState, project: str, body: QueryRequest, result: QueryResult, accept: str) -> Response:
+def _response(
+    state: ServerState, project: str, body: QueryRequest, result: QueryResult, accept: str, deadline: float
+) -> Response:
     table = result.table
     if body.offset or body.limit:
         table = table.slice(body.offset, body.limit or None)
@@ -172,8 +178,30 @@ def _response(state: ServerState, project: str, body: QueryRequest, result: Quer
     if ARROW_TYPE in accept:
         header = json.dumps(found, separators=(",", ":"), ensure_ascii=True)
         return Response(_ipc(table), media_type=ARROW_TYPE, headers={ANSWER_HEADER: header})
-    found["results"] = _results(table)
-    return JSONResponse(ok(found))
+    if table.num_rows <= ENCODE_ROWS:
+        found["results"] = _results(table)
+        return JSONResponse(ok(found))
+    return Response(_json_in_parts(found, table, deadline, state.settings.query.timeout_s), media_type=JSON_TYPE)
+
+
+ENCODE_ROWS = 65_536  # a larger answer is encoded this many rows at a time, the time limit checked between
+JSON_TYPE = "application/json"
+_RESULTS = '"results":[]'
+
+
+def _json_in_parts(found: dict[str, Any], table: pa.Table, deadline: float, timeout_s: float) -> bytes:
+    """The envelope of `found` with `table`'s rows as `results`, as JSONResponse writes it, encoded by parts (only
+    one part's Python strings are alive at a time); past `deadline` it is a QueryTimeoutError."""
+    text = json.dumps(ok({**found, "results": []}), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    at = text.rindex(_RESULTS) + len(_RESULTS) - 1  # `results` is data's last key: only `msg` follows it
+    parts = [text[:at].encode()]
+    for start in range(0, table.num_rows, ENCODE_ROWS):
+        if time.monotonic() > deadline:
+            raise QueryTimeoutError(f"encoding the answer took longer than {timeout_s:g} s ([query] timeout_s)")
+        rows = json.dumps(_results(table.slice(start, ENCODE_ROWS)), ensure_ascii=False, separators=(",", ":"))
+        parts.append((b"," if start else b"") + rows[1:-1].encode())
+    parts.append(text[at:].encode())
+    return b"".join(parts)
 
 
 def _ipc(table: pa.Table) -> bytes:
