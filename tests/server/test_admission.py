@@ -70,6 +70,11 @@ class Posted:
         assert not self._thread.is_alive()
 
 
+def _tagged(sql: str, marker: str, n: int) -> str:
+    """`sql` told apart from every other statement by a comment (no statement shares a cache or flight)."""
+    return f"{sql} /* {marker} {n} */"
+
+
 def _stop_all(state: ServerState, marker: str) -> None:
     """Cancel this test's statements (`marker` in their text) and wait until none is left."""
     for handle in state.queries.running():
@@ -80,18 +85,18 @@ def _stop_all(state: ServerState, marker: str) -> None:
 
 def test_a_full_queue_is_refused_and_a_layout_answer_is_not_held_up(busy: LiveServer, server_home: ServerHome) -> None:
     state, project = busy.state, server_home.project
-    marker = f"/* {uuid.uuid4().hex} */"
-    slow = [Posted(busy, project, f"{SLOW} {marker} {i}") for i in range(3)]  # one runs, two wait
+    marker = uuid.uuid4().hex
+    slow = [Posted(busy, project, _tagged(SLOW, marker, i)) for i in range(3)]  # one runs, two wait
     try:
         _until(lambda: state.queries.stats().queued["pushdown"] == 2, "the slow statements did not fill the queue")
         assert state.queries.stats().running["pushdown"] == 1
         with busy.client() as client:
             started = time.monotonic()
-            answered = client.post(QUERY, json={"sql": f"{SSB_Q} {marker}", "project": project})
+            answered = client.post(QUERY, json={"sql": _tagged(SSB_Q, marker, 9), "project": project})
             assert time.monotonic() - started < 5  # not behind the pushdowns: its own lane and DuckDB cursor
             assert answered.status_code == 200, answered.text
             assert answered.json()["data"]["results"]
-            refused = client.post(QUERY, json={"sql": f"{SLOW} {marker} 3", "project": project})
+            refused = client.post(QUERY, json={"sql": _tagged(SLOW, marker, 3), "project": project})
         assert refused.status_code == 503, refused.text
         assert refused.headers["Retry-After"] == "1"
         body = refused.json()
@@ -104,9 +109,9 @@ def test_a_full_queue_is_refused_and_a_layout_answer_is_not_held_up(busy: LiveSe
             con.cursor() as cur,
         ):
             with pytest.raises(psycopg.Error) as wire:
-                cur.execute(f"{SLOW} {marker} 4".encode())
+                cur.execute(_tagged(SLOW, marker, 4).encode())
             assert wire.value.sqlstate == "53300"
-            cur.execute(f"{SSB_Q} {marker}".encode())  # the same connection answers the next statement
+            cur.execute(_tagged(SSB_Q, marker, 5).encode())  # the same connection answers the next statement
             assert cur.fetchall()
     finally:
         _stop_all(state, marker)
@@ -120,16 +125,16 @@ def test_a_full_queue_is_refused_and_a_layout_answer_is_not_held_up(busy: LiveSe
 
 def test_a_client_that_leaves_takes_its_statement_out_of_the_queue(busy: LiveServer, server_home: ServerHome) -> None:
     state, project = busy.state, server_home.project
-    marker = f"/* {uuid.uuid4().hex} */"
-    running = Posted(busy, project, f"{SLOW} {marker} 0")
+    marker = uuid.uuid4().hex
+    running = Posted(busy, project, _tagged(SLOW, marker, 0))
     try:
         _until(lambda: state.queries.stats().running["pushdown"] == 1, "the slow statement did not start")
-        leaving = Posted(busy, project, f"{SLOW} {marker} 1", timeout=1.5)  # waits for the lane, then leaves
+        leaving = Posted(busy, project, _tagged(SLOW, marker, 1), timeout=1.5)  # waits for the lane, then leaves
         _until(lambda: state.queries.stats().queued["pushdown"] == 1, "the second statement did not queue")
         leaving.join()
         assert isinstance(leaving.error, httpx.ReadTimeout)
         _until(lambda: state.queries.stats().queued["pushdown"] == 0, "the statement stayed in the queue")
-        assert [h for h in state.queries.running() if h.statement.endswith(f"{marker} 1")] == []
+        assert [h for h in state.queries.running() if h.statement == _tagged(SLOW, marker, 1)] == []
         assert state.queries.stats().running["pushdown"] == 1  # the running one was left alone
     finally:
         _stop_all(state, marker)
