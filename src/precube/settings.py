@@ -74,6 +74,12 @@ class JobSettings(_Section):
     engine_resumes: int = Field(default=3, ge=0, le=100)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the platform tells it)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
 class QuerySettings(_Section):
     """The query engine: `engine` runs queries by default (duckdb in-process, or spark); `history`
         records every query of a project beside the metadata (table `{metadata.table}_query_history`).
@@ -85,8 +91,13 @@ class QuerySettings(_Section):
         statement over layouts that fails on the engine is re-run on the source tables (off: it is an error
         naming the layout and segments, so an answer never silently changes source). `metadata_check_ms`: how
         long a reading of the metadata's change counter answers queries (another process's change — a build by
-        the CLI, an edit through another server — is seen within it; this process's own at once). `workers`: the
-    statements one server process runs at once (more wait for a free worker)."""
+        the CLI, an edit through another server — is seen within it; this process's own at once).
+
+        Admission (`precube.service.admission`): at most `max_running` statements run on the engines at once (default
+        twice the CPUs this process may use), of them at most `max_running_pushdown` pushed down to the source
+        tables (0: a quarter of `max_running`, at least 1) and `max_running_per_user` of one user (0: no bound
+        but `max_running`); the others wait, at most `max_queued` of them and at most `queue_timeout_s` each,
+    then fail as busy (503, SQLSTATE 53300)."""
 
     engine: Literal["duckdb", "spark"] = "duckdb"
     history: bool = True
@@ -98,7 +109,11 @@ class QuerySettings(_Section):
     max_nesting_depth: int = Field(default=200, gt=0)
     pushdown_on_failure: bool = False
     metadata_check_ms: float = Field(default=50.0, ge=0)
-    workers: int = Field(default=40, gt=0, le=1024)
+    max_running: int = Field(default_factory=lambda: 2 * usable_cpus(), gt=0, le=1024)
+    max_running_pushdown: int = Field(default=0, ge=0)
+    max_running_per_user: int = Field(default=0, ge=0)
+    max_queued: int = Field(default=100, ge=0, le=10_000)
+    queue_timeout_s: float = Field(default=10.0, ge=0)
 
 
 class CacheSettings(_Section):

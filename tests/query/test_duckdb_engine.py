@@ -1,15 +1,20 @@
 """The DuckDB engine's result fetch: small results of plain types come as tuples made into Arrow here, and
-must equal DuckDB's own Arrow export — schema and values — for every type and size."""
+must equal DuckDB's own Arrow export — schema and values — for every type and size. Its cursors: statements
+run side by side, each interrupted (cancel, time-out) alone, every cursor sealed."""
 
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+from precube.query.cancel import Cancellation
 from precube.query.duckdb_engine import SMALL_RESULT_ROWS, SMALL_SCAN_ROWS, DuckDBEngine
+from precube.query.errors import QueryCancelledError, QueryError, QueryTimeoutError
 from precube.query.rewrite import LayoutScan
 from precube.storage.paths import layout_path
 
@@ -36,7 +41,7 @@ def test_fetch_equals_duckdbs_arrow_export(sql: str, tmp_path: Path) -> None:
     engine = DuckDBEngine(str(tmp_path), "p")
     try:
         expected = engine.con.sql(sql).to_arrow_table()
-        found = engine._fetch(sql)
+        found = engine._fetch(engine.con, sql)
         assert found.schema == expected.schema
         assert found.equals(expected)
     finally:
@@ -131,5 +136,89 @@ def test_small_statements_run_on_one_thread_others_on_all(tmp_path: Path) -> Non
         wide = LayoutScan("layout_1_y", "m", 1, ("s",), "s", SMALL_SCAN_ROWS + 1, ("1", "2"))
         assert threads_after(wide) == threads
         assert threads_after(dataclasses.replace(wide, pinned=True)) == 1
+    finally:
+        engine.close()
+
+
+SLOW = "select sum(a.range * b.range) s from range(200000) a, range(200000) b"  # 4e10 pairs: many seconds
+
+
+class Running:
+    """`sql` run on `engine` in a thread of its own, cancellable; `error` is what it raised."""
+
+    def __init__(self, engine: DuckDBEngine, sql: str) -> None:
+        self.cancel = Cancellation()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(engine, sql), daemon=True)
+        self._thread.start()
+
+    def _run(self, engine: DuckDBEngine, sql: str) -> None:
+        try:
+            engine.execute(sql, [], [], self.cancel)
+        except BaseException as err:  # noqa: BLE001 (the test reads it)
+            self.error = err
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self) -> BaseException | None:
+        self.cancel.cancel()
+        self._thread.join(10)
+        assert not self._thread.is_alive(), "the statement ran on after its cancel"
+        return self.error
+
+
+def test_a_statement_runs_while_another_does_and_a_cancel_stops_only_its_own(tmp_path: Path) -> None:
+    """Each statement has a cursor of its own: a cheap one is answered while slow ones run, and a cancel
+    interrupts the statement it was given, not its neighbour."""
+    engine = DuckDBEngine(str(tmp_path), "p", timeout_s=60, connections=3)
+    try:
+        first, second = Running(engine, SLOW), Running(engine, SLOW)
+        time.sleep(0.3)
+        started = time.monotonic()
+        assert engine.execute("select 42 x", [], []).to_pylist() == [{"x": 42}]
+        assert time.monotonic() - started < 2
+        assert first.alive and second.alive
+        assert isinstance(first.stop(), QueryCancelledError)
+        time.sleep(0.3)
+        assert second.alive  # interrupting the first's cursor left the second's running
+        assert isinstance(second.stop(), QueryCancelledError)
+        assert engine.execute("select 43 x", [], []).to_pylist() == [{"x": 43}]
+    finally:
+        engine.close()
+
+
+def test_every_cursor_is_sealed_and_has_the_merge_functions(tmp_path: Path) -> None:
+    """A statement on a second cursor (the first busy) reads no path outside the allowed ones and calls the
+    engine's scalar functions as the first connection does."""
+    canary = tmp_path / "outside.csv"
+    canary.write_text("secret\n")
+    engine = DuckDBEngine(str(tmp_path / "wh"), "p", timeout_s=60)
+    try:
+        busy = Running(engine, SLOW)
+        time.sleep(0.2)
+        with pytest.raises(QueryError):
+            engine.execute(f"select * from read_csv('{canary}')", [], [])
+        found = engine.execute("select precube_bitmap_count([]::blob[]) n", [], [])
+        assert found.to_pylist() == [{"n": 0}]
+        assert busy.alive
+        assert isinstance(busy.stop(), QueryCancelledError)
+    finally:
+        engine.close()
+
+
+def test_a_time_out_stops_a_statement_on_its_cursor_alone(tmp_path: Path) -> None:
+    engine = DuckDBEngine(str(tmp_path), "p", timeout_s=1.5)
+    try:
+        first = Running(engine, SLOW)
+        time.sleep(0.75)
+        second = Running(engine, SLOW)  # its deadline is 0.75 s after the first's
+        assert engine.execute("select 42 x", [], []).to_pylist() == [{"x": 42}]  # beside both
+        first._thread.join(10)
+        assert isinstance(first.error, QueryTimeoutError)
+        assert second.alive  # the first's time-out interrupted its own cursor only
+        second._thread.join(10)
+        assert isinstance(second.error, QueryTimeoutError)
     finally:
         engine.close()

@@ -94,6 +94,13 @@ def test_queries_cache_and_failed_sign_ins_are_counted(server: LiveServer, serve
     assert delta("precube_sign_in_failures_total") == 2  # REST and the wire
     # the values read when scraped
     assert value(after, "precube_queries_running") == 0  # every statement above has finished
+    lanes = {(name, labels) for name, labels in after if name.startswith("precube_admission_")}
+    assert lanes == {
+        (n, (("lane", lane),))
+        for n in ("precube_admission_running", "precube_admission_queued")
+        for lane in ("layout", "pushdown")
+    }
+    assert sum(value(after, "precube_admission_running", lane=lane) for lane in ("layout", "pushdown")) == 0
     assert {labels for name, labels in after if name == "precube_jobs"} == {(("state", s.value),) for s in JobState}
     assert value(after, "precube_spark_state", state="off") == 1  # this server runs no jobs
     assert value(after, "process_resident_memory_bytes") > 50e6

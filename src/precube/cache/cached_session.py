@@ -25,7 +25,7 @@ from precube.query.explain import Explanation
 from precube.query.history import QueryHistory
 from precube.query.plan_cache import Shape
 from precube.query.project_metadata import MetadataReader, ProjectMetadata
-from precube.query.session import Plan, QueryResult, Session
+from precube.query.session import Admit, Plan, QueryResult, Session
 from precube.settings import CacheSettings, QuerySettings
 
 
@@ -113,9 +113,11 @@ class CachedSession:
         user: str | None = None,
         cancel: Cancellation | None = None,
         access: str = "",
+        admit: Admit | None = None,
     ) -> QueryResult:
         """As `Session.sql`, from the cache when it holds the answer (kept per `access`, the digest of what about
-        the caller can change it); `no_cache` and `force_pushdown` neither read nor store it."""
+        the caller can change it); `no_cache` and `force_pushdown` neither read nor store it. Only a run on the
+        engine is admitted (`admit`): a hit, or a wait for an identical statement's answer, takes no slot."""
         session = self.session
         shape = session.shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
 
@@ -130,6 +132,7 @@ class CachedSession:
                 user=user,
                 cancel=cancel,
                 access=access,
+                admit=admit,
             )
 
         # a catalog statement's answer follows the metadata, which the cache's validity does not watch

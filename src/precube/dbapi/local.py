@@ -13,6 +13,7 @@ import pyarrow as pa
 from precube.api import connect
 from precube.dbapi.errors import error_of
 from precube.errors import PrecubeError
+from precube.service.admission import Limits
 from precube.service.errors import disposition
 from precube.service.principal import Principal
 from precube.service.queries import QueryService
@@ -22,8 +23,6 @@ from precube.settings import Settings
 if TYPE_CHECKING:
     from precube.cache import CachedSession
     from precube.query.session import Session
-
-LOCAL_WORKERS = 4  # statements one in-process connection's cursors run at once
 
 
 @contextmanager
@@ -57,7 +56,7 @@ class LocalBackend:
             )
         self._owned = session is None
         self.principal = Principal(self.session.user, project, trusted=True)
-        self.queries = QueryService(Sessions.of(self.session), None, workers=LOCAL_WORKERS)
+        self.queries = QueryService(Sessions.of(self.session), None, Limits.of(self.session.settings))
 
     def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
         with _mapped():  # a parameter refused is mapped as every error: by its SQLSTATE

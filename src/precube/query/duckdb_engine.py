@@ -9,12 +9,12 @@ bitmaps, HLL and KLL sketches) are merged by scalar Python functions over the li
 
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
 import warnings
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from precube.metadata import SourceType, Table, datatypes
 from precube.metadata.csv_options import CsvOptions
 from precube.query.bounds import UNBOUNDED, ResultBounds
 from precube.query.cancel import CANCELLED, Cancellation
+from precube.query.duckdb_connections import Connections, Cursor
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryCancelledError, QueryError, QueryTimeoutError
 from precube.query.literal_lists import run_lifted
@@ -48,6 +49,7 @@ MEMORY_BUDGET_ROWS = 50_000_000  # least recently used in-memory layouts are dro
 SMALL_SCAN_ROWS = 2_000_000
 ENUM_MAX_VALUES = 65_536  # a string column with at most this many distinct values is held as an ENUM
 ENUM_SCREEN_ROWS = 200_000
+CONNECTIONS = 4  # statements one engine runs at once unless told otherwise (a server: `[query] max_running`)
 
 
 T = TypeVar("T")
@@ -96,7 +98,24 @@ def _kll_quantile(blobs: list[bytes | None] | None, q: float) -> float | None:
     return cells.kll_quantile(blobs or [], q)
 
 
+@dataclass(eq=False)
+class _Database:
+    """One sealed database of the engine and what it holds: the relations registered in it (a layout held in
+    memory: its rows; a view: 0), the source views, how many running statements read each relation (never
+    evicted while read) and the settings in force (`DuckDBEngine._settle`)."""
+
+    connections: Connections
+    layouts: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    sources: dict[str, str] = field(default_factory=dict)
+    reading: Counter[str] = field(default_factory=Counter)
+    small: bool = False  # the settings in force are those for small statements
+    wide: int = 0  # statements running with the settings for anything else
+
+
 class DuckDBEngine:
+    """Statements on DuckDB, several at once (`connections` cursors of one database: `duckdb_connections`);
+    the engine's lock guards what the database holds (registrations, settings), not the statements' runs."""
+
     name = "duckdb"
     dialect = "duckdb"
 
@@ -109,6 +128,7 @@ class DuckDBEngine:
         memory_limit: str = "",
         timeout_s: float | None = None,
         bounds: ResultBounds = UNBOUNDED,
+        connections: int = CONNECTIONS,
     ) -> None:
         self.root = warehouse_root
         self.project = project
@@ -120,14 +140,18 @@ class DuckDBEngine:
         self._allowed_files: set[str] = set()
         for table in sources:
             self._allow(table)
-        self._lock = threading.RLock()
-        self._watchdog = Watchdog(self._interrupt)  # the statement time-out
-        self.con = self._connect()
-        self._layouts: OrderedDict[str, int] = OrderedDict()  # relation → rows held in memory (0: a view)
-        self._sources: dict[str, str] = {}  # DB.TABLE → the view's definition
+        self._lock = threading.Lock()
+        self._size = connections
+        self._db = _Database(Connections(self._connect(), connections))
+        self._retired: list[_Database] = []  # reopened: closed once their last statement ends
+        self._closed = False
         self._threads = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
         self._fetched = False  # a statement was answered (`_fetch`)
-        self._small = False  # the settings in force are those for small statements (`_settle`)
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The database's first connection (its cursors run the statements)."""
+        return self._db.connections.con
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         """A connection that reads only the allowed paths and loads no extension (defence behind the
@@ -137,9 +161,10 @@ class DuckDBEngine:
         while the database runs; `LOAD` and `INSTALL` fail under it, and auto-loading and auto-installing are
         off. The configuration is not locked (`lock_configuration`): `_settle` switches `threads` and
         `disabled_optimizers` per statement, which a lock forbids; the settings left open only tune the
-        engine, and only a SET statement, which the front end never passes, could change them. A source
-        outside the allowed paths (a table loaded after the engine started) reopens the connection with the
-        list grown (`_register_source`): the layouts held in memory are then loaded again on demand."""
+        engine, and only a SET statement, which the front end never passes, could change them. All of these are
+        the database's, so every cursor of it (`duckdb_connections`) is sealed alike. A source outside the
+        allowed paths (a table loaded after the engine started) opens a new database with the list grown
+        (`_reopened`): the layouts held in memory are then loaded again on demand."""
         con = duckdb.connect()
         blobs = duckdb.list_type(sqltypes.BLOB)
         con.create_function("precube_bitmap_count", _bitmap_count, [blobs], sqltypes.BIGINT)
@@ -160,26 +185,32 @@ class DuckDBEngine:
         found.add(path)
         return True
 
-    def _reopen(self) -> None:
-        """A new connection with the allowed paths as they are now; what the old one held is registered again
-        on demand."""
-        self.con.close()
-        self.con = self._connect()
-        self._layouts.clear()
-        self._sources.clear()
-        self._small = False
+    def _reopened(self, sources: Sequence[Table]) -> _Database:
+        """The database to run a statement over `sources` on: a new one when a source is outside the allowed
+        paths (what the old one held is registered again on demand; it is closed once its statements end)."""
+        with self._lock:
+            if self._closed:
+                raise QueryError("the DuckDB engine was closed")
+            if [t for t in sources if self._allow(t)]:
+                self._retired = [d for d in self._retired if not d.connections.closed]
+                self._retired.append(self._db)
+                self._db.connections.close()
+                self._db = _Database(Connections(self._connect(), self._size))
+            return self._db
 
     def close(self) -> None:
-        self._watchdog.close()
-        self.con.close()
+        with self._lock:
+            self._closed = True
+            for db in (*self._retired, self._db):
+                db.connections.close()
 
     def _files(self, model_uuid: str, segment_id: str, layout_id: int) -> str:
         path = layout_path(self.root, self.project, model_uuid, segment_id, layout_id)
         return f"{path}/*.parquet"
 
-    def _register_layout(self, scan: LayoutScan | SnapshotScan) -> None:
-        if scan.name in self._layouts:
-            self._layouts.move_to_end(scan.name)
+    def _register_layout(self, db: _Database, con: duckdb.DuckDBPyConnection, scan: LayoutScan | SnapshotScan) -> None:
+        if scan.name in db.layouts:
+            db.layouts.move_to_end(scan.name)
             return
         if isinstance(scan, SnapshotScan):  # immutable as a layout's files, registered the same way
             source = f"read_parquet({_sql_list([scan.path + '/*.parquet'])})"
@@ -190,34 +221,35 @@ class DuckDBEngine:
             schema_files = [self._files(scan.model_uuid, scan.schema_segment, scan.layout_id)]
             source = f"read_parquet({_sql_list(schema_files)}) WHERE false"
         if scan.rows <= IN_MEMORY_ROWS:
-            self._load(scan, source)
-            self._layouts[scan.name] = max(scan.rows, 1)
-            self._evict()
+            self._load(con, scan, source)
+            db.layouts[scan.name] = max(scan.rows, 1)
+            self._evict(db, con)
         else:
-            self.con.execute(f'CREATE OR REPLACE VIEW "{scan.name}" AS SELECT * FROM {source}')
-            self._layouts[scan.name] = 0
+            con.execute(f'CREATE OR REPLACE VIEW "{scan.name}" AS SELECT * FROM {source}')
+            db.layouts[scan.name] = 0
 
-    def _load(self, scan: LayoutScan | SnapshotScan, source: str) -> None:
+    def _load(self, con: duckdb.DuckDBPyConnection, scan: LayoutScan | SnapshotScan, source: str) -> None:
         """Hold the layout's rows in memory, sorted by its dimensions (each file is sorted, the files are
         not), so min/max per row group skip most rows under a filter on leading dimensions; strings with
         few distinct values become ENUMs (in sorted order, so comparisons, ORDER BY, MIN/MAX and string
         functions behave as on VARCHAR), which filters and groups compare as integers."""
         staged = f"{scan.name}__staged"
-        self.con.execute(f'CREATE OR REPLACE TEMP TABLE "{staged}" AS SELECT * FROM {source}')
+        con.execute(f'CREATE OR REPLACE TEMP TABLE "{staged}" AS SELECT * FROM {source}')
         try:
-            described = self.con.execute(f'DESCRIBE "{staged}"').fetchall()
+            described = con.execute(f'DESCRIBE "{staged}"').fetchall()
             names = [str(row[0]) for row in described]
-            coded = self._enum_types(staged, [str(row[0]) for row in described if row[1] == "VARCHAR"], scan.rows)
+            texts = [str(row[0]) for row in described if row[1] == "VARCHAR"]
+            coded = self._enum_types(con, staged, texts, scan.rows)
             select = ", ".join(f'CAST("{c}" AS {coded[c]}) AS "{c}"' if c in coded else f'"{c}"' for c in names)
             order = ", ".join(f'"{c}" NULLS FIRST' for c in scan.sort_by if c in names)
-            self.con.execute(
+            con.execute(
                 f'CREATE OR REPLACE TABLE "{scan.name}" AS SELECT {select} FROM "{staged}"'
                 + (f" ORDER BY {order}" if order else "")
             )
         finally:
-            self.con.execute(f'DROP TABLE IF EXISTS "{staged}"')
+            con.execute(f'DROP TABLE IF EXISTS "{staged}"')
 
-    def _enum_types(self, table: str, texts: list[str], rows: int) -> dict[str, str]:
+    def _enum_types(self, con: duckdb.DuckDBPyConnection, table: str, texts: list[str], rows: int) -> dict[str, str]:
         """The ENUM type for each string column worth coding: at most ENUM_MAX_VALUES distinct values, each
         repeated on average (a column of mostly unique strings gains nothing). The distinct values of the
         first rows screen the columns (their count is a lower bound; listing a large layout's unique strings
@@ -226,37 +258,42 @@ class DuckDBEngine:
         if not texts or limit < 1:
             return {}
         screened = f'(SELECT * FROM "{table}" LIMIT {ENUM_SCREEN_ROWS})'
-        counts = self._per_column('count(DISTINCT "{c}")', texts, screened)
+        counts = self._per_column(con, 'count(DISTINCT "{c}")', texts, screened)
         worth = [c for c, n in zip(texts, counts, strict=True) if n <= limit]
         if not worth:
             return {}
-        values = self._per_column('list(DISTINCT "{c}" ORDER BY "{c}") FILTER ("{c}" IS NOT NULL)', worth, f'"{table}"')
+        listed = 'list(DISTINCT "{c}" ORDER BY "{c}") FILTER ("{c}" IS NOT NULL)'
+        values = self._per_column(con, listed, worth, f'"{table}"')
         return {
             c: "ENUM(" + ", ".join(map(_sql_string, v)) + ")"
             for c, v in zip(worth, values, strict=True)
             if v and len(v) <= limit
         }
 
-    def _per_column(self, call: str, columns: list[str], relation: str) -> tuple[Any, ...]:
+    def _per_column(
+        self, con: duckdb.DuckDBPyConnection, call: str, columns: list[str], relation: str
+    ) -> tuple[Any, ...]:
         """An aggregate of each column over a relation, in one pass; `call` names the column `{c}`."""
-        row = self.con.execute(
-            "SELECT " + ", ".join(call.format(c=c) for c in columns) + f" FROM {relation}"
-        ).fetchone()
+        row = con.execute("SELECT " + ", ".join(call.format(c=c) for c in columns) + f" FROM {relation}").fetchone()
         return row or ()
 
-    def _evict(self) -> None:
-        while sum(self._layouts.values()) > MEMORY_BUDGET_ROWS and len(self._layouts) > 1:
-            name, rows = self._layouts.popitem(last=False)
-            self.con.execute(f'DROP {"TABLE" if rows else "VIEW"} IF EXISTS "{name}"')
+    def _evict(self, db: _Database, con: duckdb.DuckDBPyConnection) -> None:
+        """Drop the least recently used relations beyond the memory budget, but none a running statement reads."""
+        while sum(db.layouts.values()) > MEMORY_BUDGET_ROWS:
+            name = next((n for n in db.layouts if not db.reading[n]), None)
+            if name is None:
+                return
+            rows = db.layouts.pop(name)
+            con.execute(f'DROP {"TABLE" if rows else "VIEW"} IF EXISTS "{name}"')
 
-    def _register_source(self, table: Table) -> None:
+    def _register_source(self, db: _Database, con: duckdb.DuckDBPyConnection, table: Table) -> None:
         definition = _source_sql(table)
-        if self._sources.get(table.identity) == definition:
+        if db.sources.get(table.identity) == definition:
             return
-        db, name = table.database.lower(), table.name.lower()
-        self.con.execute(f'CREATE SCHEMA IF NOT EXISTS "{db}"')
-        self.con.execute(f'CREATE OR REPLACE VIEW "{db}"."{name}" AS {definition}')
-        self._sources[table.identity] = definition
+        schema, name = table.database.lower(), table.name.lower()
+        con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        con.execute(f'CREATE OR REPLACE VIEW "{schema}"."{name}" AS {definition}')
+        db.sources[table.identity] = definition
 
     def render(
         self, tree: exp.Query, scans: Sequence[LayoutScan | SnapshotScan] = (), sources: Sequence[Table] = ()
@@ -281,64 +318,110 @@ class DuckDBEngine:
         sources: list[Table],
         cancel: Cancellation | None = None,
     ) -> pa.Table:
-        """Run `sql` over the layouts and sources it reads; past `timeout_s` it is interrupted (a
-        QueryTimeoutError), as on `cancel` (a QueryCancelledError); any other failure is a one-line QueryError."""
-        with self._lock, mapped_errors(self.name):
-            return time_limited(self._watchdog, self.timeout_s, lambda: self._execute(sql, scans, sources), cancel)
+        """Run `sql` over the layouts and sources it reads, on a cursor of its own (statements of other threads
+        run beside it); past `timeout_s` it is interrupted (a QueryTimeoutError), as on `cancel` (a
+        QueryCancelledError); any other failure is a one-line QueryError."""
+        with mapped_errors(self.name):
+            db, cursor = self._cursor(sources)
+            try:
+                return time_limited(
+                    cursor.watchdog, self.timeout_s, lambda: self._execute(db, cursor.con, sql, scans, sources), cancel
+                )
+            finally:
+                db.connections.give_back(cursor)
+
+    def _cursor(self, sources: Sequence[Table]) -> tuple[_Database, Cursor]:
+        """A cursor of the database to run a statement over `sources` on (`_reopened`), and that database."""
+        while True:
+            db = self._reopened(sources)  # before any registration: a new database holds none
+            cursor = db.connections.take()
+            if cursor is not None:  # else the database was replaced meanwhile: a cursor of the new one
+                return db, cursor
 
     def interrupt(self) -> None:
-        """Stop the statement running now (if any): it fails at once and frees the connection."""
-        self._watchdog.fire()
+        """Stop the statements running now (if any): they fail at once and free their connections."""
+        with self._lock:
+            databases = (*self._retired, self._db)
+        for db in databases:
+            db.connections.interrupt()
 
     def preload(self, scan: LayoutScan) -> None:
         """Register (load into memory, when small enough) one layout's relation ahead of its first query."""
-        with self._lock, mapped_errors(self.name):
-            if scan.name not in self._layouts:
-                self._settle(False)  # loading a layout uses every thread
-                self._register_layout(scan)
+        with mapped_errors(self.name):
+            db, cursor = self._cursor(())
+            try:
+                with self._lock:
+                    if scan.name not in db.layouts:
+                        self._settle(db, cursor.con, False)  # loading a layout uses every thread
+                        self._register_layout(db, cursor.con, scan)
+            finally:
+                db.connections.give_back(cursor)
 
-    def _interrupt(self) -> None:
-        """The watchdog's call on a statement past its deadline."""
-        # a connection being reopened (a new source) may refuse: the next round interrupts the new one
-        with contextlib.suppress(duckdb.Error):
-            self.con.interrupt()
-
-    def _execute(self, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:
+    def _execute(
+        self,
+        db: _Database,
+        con: duckdb.DuckDBPyConnection,
+        sql: str,
+        scans: list[LayoutScan | SnapshotScan],
+        sources: list[Table],
+    ) -> pa.Table:
+        """Register what `sql` reads and settle the settings under the lock, then run it on `con` outside it."""
+        names = [s.name for s in scans]
         with self._lock:
-            if [t for t in sources if self._allow(t)]:  # before any registration: reopening drops them
-                self._reopen()
-            if any(s.name not in self._layouts for s in scans):
-                self._settle(False)  # loading a layout uses every thread
-            for scan in scans:
-                self._register_layout(scan)
-            for table in sources:
-                self._register_source(table)
-            in_memory = all(self._layouts.get(s.name) for s in scans)
-            narrow = sum(s.rows for s in scans) <= SMALL_SCAN_ROWS or all(s.pinned for s in scans)
-            self._settle(bool(scans) and not sources and in_memory and narrow)
-            return self._fetch(sql)
+            db.reading.update(names)  # first: registering another relation evicts none of these
+            try:
+                if any(n not in db.layouts for n in names):
+                    self._settle(db, con, False)  # loading a layout uses every thread
+                for scan in scans:
+                    self._register_layout(db, con, scan)
+                for table in sources:
+                    self._register_source(db, con, table)
+                in_memory = all(db.layouts.get(n) for n in names)
+                narrow = sum(s.rows for s in scans) <= SMALL_SCAN_ROWS or all(s.pinned for s in scans)
+                small = bool(scans) and not sources and in_memory and narrow
+                self._settle(db, con, small)
+            except BaseException:
+                self._done(db, names, wide=False)
+                raise
+            db.wide += int(not small)
+        try:
+            return self._fetch(con, sql)
+        finally:
+            with self._lock:
+                self._done(db, names, wide=not small)
 
-    def _settle(self, small: bool) -> None:
+    @staticmethod
+    def _done(db: _Database, names: list[str], wide: bool) -> None:
+        """A statement's end: the relations it read may be evicted again."""
+        for name in names:
+            db.reading[name] -= 1
+            if db.reading[name] <= 0:
+                del db.reading[name]
+        db.wide -= int(wide)
+
+    def _settle(self, db: _Database, con: duckdb.DuckDBPyConnection, small: bool) -> None:
         """Settings for a small statement over in-memory layouts, or for anything else. Most of a small
         statement's time is fixed cost: handing its one pipeline to a second thread and compressing its few
         grouped rows for the sort cost more than they save (measured on the SSB queries: 0.1-0.4 ms of 1-2
-        ms). A switch costs about 0.3 ms (DuckDB restarts its threads), so it happens only on a change."""
-        if small == self._small:
+        ms). A switch costs about 0.3 ms (DuckDB restarts its threads), so it happens only on a change. Both
+        settings are the database's, not the cursor's: a small statement keeps every thread while a larger one
+        runs beside it (which one thread would slow down); neither changes an answer."""
+        if small == db.small or (small and db.wide):
             return
         if small:
-            self.con.execute("SET threads = 1")
-            self.con.execute("SET disabled_optimizers = 'compressed_materialization'")
+            con.execute("SET threads = 1")
+            con.execute("SET disabled_optimizers = 'compressed_materialization'")
         else:
-            self.con.execute(f"SET threads = {self._threads}")
-            self.con.execute("RESET disabled_optimizers")
-        self._small = small
+            con.execute(f"SET threads = {self._threads}")
+            con.execute("RESET disabled_optimizers")
+        db.small = small
 
-    def _fetch(self, sql: str) -> pa.Table:
+    def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
         """The statement's rows as Arrow. A small result of plain types is fetched as tuples and made into
         Arrow here: DuckDB's own Arrow export costs about a millisecond more per query, most of a warm
         query's time (the issue's figures: tuples win below ~1k rows). Not for the engine's first statement:
         making Arrow from tuples imports pandas (pyarrow's shim, ~0.3 s), most of a one-shot command's time."""
-        cursor = run_lifted(self.con, self._capped(sql))  # long IN lists bound as parameters, not parsed as text
+        cursor = run_lifted(con, self._capped(sql))  # long IN lists bound as parameters, not parsed as text
         first, self._fetched = not self._fetched, True
         types = [_arrow_type(d[1]) for d in cursor.description or []]
         if not all(types):
@@ -400,7 +483,7 @@ def time_limited(
     watchdog: Watchdog, timeout_s: float | None, call: Callable[[], T], cancel: Cancellation | None = None
 ) -> T:
     """`call()`, interrupted by `watchdog` past `timeout_s` (a QueryTimeoutError) or on `cancel` (a
-    QueryCancelledError); the caller holds the lock of the connection `watchdog` interrupts."""
+    QueryCancelledError); the caller holds the connection `watchdog` interrupts (none other runs on it)."""
     if timeout_s is None and cancel is None:
         return call()
     watchdog.arm(timeout_s if timeout_s is not None else NO_TIME_LIMIT_S)

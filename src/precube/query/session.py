@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -56,6 +57,9 @@ if TYPE_CHECKING:
 PUSHDOWN_PROPERTY = "kylin.query.pushdown-enabled"
 SHAPE_MEMO_SIZE, SHAPE_MEMO_CHARS = 1024, 8192  # statements whose shape a session remembers (count, length)
 CATALOG = "catalog"  # the engine a catalog statement's answer names: precube's metadata (`query.catalog`)
+# A statement's admission to the engines (a server's `precube.service.admission`): called with whether the planned
+# statement is pushed down, it gives the context held while an engine runs it (waiting for a slot, or failing)
+Admit = Callable[[bool], AbstractContextManager[object]]
 
 
 @dataclass
@@ -191,6 +195,7 @@ class Session:
             memory_limit=memory,
             timeout_s=limits.timeout_s,
             bounds=self.bounds,
+            connections=self.settings.max_running,  # admission lets no more statements run at once
         )
         # SHOW/DESCRIBE and information_schema, from the metadata in a connection of their own
         self.catalog = CatalogAnswers(memory, limits.timeout_s, limits.max_nesting_depth, self.bounds)
@@ -346,17 +351,18 @@ class Session:
         user: str | None = None,
         cancel: Cancellation | None = None,
         access: str = "",
+        admit: Admit | None = None,
     ) -> QueryResult:
         """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts.
         `no_cache` is for a result-cache wrapper (this session has none). A wrapper may pass the statement's
         `shape` (tokenized once) and the project's `metadata` read to plan on (its answer is dated by it). `user`:
         who the history records (a server's signed-in caller), else the session's user. `cancel` stops the
         statement; `access` is the digest of what about the caller may change the answer (plans are kept per
-        digest)."""
+        digest); `admit` is held while an engine runs the statement (a server's admission control)."""
         # both steps raise only one-line QueryErrors (`engine_errors`)
         shape = shape if shape is not None else self.shape_of(sql)  # the plan cache's key
         chosen = engine or self.engine
-        return self._execute(sql, shape, chosen, pushdown, force_pushdown, metadata, user, cancel, access)
+        return self._execute(sql, shape, chosen, pushdown, force_pushdown, metadata, user, cancel, access, admit)
 
     def shape_of(self, sql: str) -> Shape | None:
         """The statement's token shape (the plan cache's and the result cache's key; None: it has none),
@@ -386,6 +392,7 @@ class Session:
         user: str | None = None,
         cancel: Cancellation | None = None,
         access: str = "",
+        admit: Admit | None = None,
     ) -> QueryResult:
         """Plan (on `metadata`, else the latest) and run `sql` on engine `chosen`, recording it in the history."""
         started, start_ms = time.perf_counter(), now_ms()
@@ -404,24 +411,31 @@ class Session:
                 cancel.check()
             with paused_for(sql):
                 plan, text, cached = self._planned(sql, shape, metadata, runner, pushdown, force_pushdown, access)
-            try:
-                table = runner.execute(text, plan.scans, plan.sources, cancel)
-            except Exception as failed:
-                # layouts that cannot be read (files gone after a restore, a bad disk): an error, unless the
-                # operator allowed the source tables to answer instead (then the result says so); precube's own
-                # errors (a time-out, a type error in the statement) stand as they are unless data could not be read
-                error = None if plan.pushdown else _layout_failure(plan, self.duckdb.root, self.project, failed)
-                unread = error is not None and (error.missing or (isinstance(failed, EngineError) and failed.reading))
-                if error is None or (isinstance(failed, QueryError) and not unread):
-                    raise
-                allowed = pushdown if pushdown is not None else _enabled(metadata)
-                if not (self.settings.pushdown_on_failure and allowed):
-                    raise error from failed
+            failure: LayoutReadError | None = None
+            with admitted(admit, plan.pushdown):  # a slot of the statement's lane while the engine runs it
+                try:
+                    table = runner.execute(text, plan.scans, plan.sources, cancel)
+                except Exception as failed:
+                    # layouts that cannot be read (files gone after a restore, a bad disk): an error, unless the
+                    # operator allowed the source tables to answer instead (then the result says so); precube's own
+                    # errors (a time-out, a type error in the statement) stand unless data could not be read
+                    error = None if plan.pushdown else _layout_failure(plan, self.duckdb.root, self.project, failed)
+                    unread = error is not None and (
+                        error.missing or (isinstance(failed, EngineError) and failed.reading)
+                    )
+                    if error is None or (isinstance(failed, QueryError) and not unread):
+                        raise
+                    allowed = pushdown if pushdown is not None else _enabled(metadata)
+                    if not (self.settings.pushdown_on_failure and allowed):
+                        raise error from failed
+                    failure = error
+            if failure is not None:  # the source tables answer, in a slot of the pushdown lane
                 plan, cached = self._plan(sql, metadata, None, pushdown, True)[0], False
-                plan.pushdown_reason = f"pushdown on failure: {error}"
-                table = runner.execute(
-                    runner.render(plan.tree, plan.scans, plan.sources), plan.scans, plan.sources, cancel
-                )
+                plan.pushdown_reason = f"pushdown on failure: {failure}"
+                with admitted(admit, True):
+                    table = runner.execute(
+                        runner.render(plan.tree, plan.scans, plan.sources), plan.scans, plan.sources, cancel
+                    )
         except Exception as err:
             shown = query_error(err, chosen)  # the history keeps the line the user is shown
             self._record(sql, start_ms, started, chosen, None, error=str(shown), user=user)
@@ -514,6 +528,11 @@ class Session:
                 self._spark, self.duckdb.root, self.project, timeout_s=self.settings.timeout_s, bounds=self.bounds
             )
         return self._spark_engine
+
+
+def admitted(admit: Admit | None, pushdown: bool) -> AbstractContextManager[object]:
+    """The context an engine run is held in: `admit`'s for its lane, or none."""
+    return admit(pushdown) if admit is not None else nullcontext()
 
 
 def _enabled(metadata: ProjectMetadata) -> bool:

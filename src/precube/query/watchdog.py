@@ -1,5 +1,5 @@
-"""A statement's time limit on an in-process engine: one thread per engine that interrupts the running
-statement once it is past its deadline.
+"""A statement's time limit on an in-process engine: one thread per connection that interrupts the statement
+running on it once it is past its deadline.
 
 One long-lived thread rather than a timer per statement: starting a thread costs 0.1-0.25 ms, a tenth of a
 warm query, while arming and disarming the watchdog takes a lock and, at most, wakes the idle thread.
@@ -17,7 +17,7 @@ INTERRUPT_EVERY_S = 0.05  # a statement past its deadline is interrupted again t
 class Watchdog:
     """Calls `interrupt` while an armed statement is past its deadline (again every INTERRUPT_EVERY_S: an
     engine may forget an interrupt that falls between two statements of one call). One statement at a
-    time: the engine arms it under its own lock."""
+    time: the engine arms it while the statement holds the connection."""
 
     def __init__(self, interrupt: Callable[[], None]) -> None:
         self._interrupt = interrupt

@@ -54,6 +54,15 @@ class ScrapeCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         for name, (doc, read) in GAUGES.items():
             yield GaugeMetricFamily(name, doc, value=read(self.state))
+        admitted = self.state.queries.stats()
+        for name, doc, counts in (
+            ("precube_admission_running", "Statements holding an engine slot now, by lane.", admitted.running),
+            ("precube_admission_queued", "Statements waiting for an engine slot now, by lane.", admitted.queued),
+        ):
+            family = GaugeMetricFamily(name, doc, labels=["lane"])
+            for lane, count in sorted(counts.items()):
+                family.add_metric([lane], count)
+            yield family
         jobs = self._job_counts()
         if jobs is not None:
             family = GaugeMetricFamily("precube_jobs", "Jobs of every project, by state.", labels=["state"])

@@ -16,6 +16,7 @@ from precube.auth.throttle import Throttle
 from precube.metadata import MetadataStore, open_store
 from precube.query.history import QueryHistory
 from precube.server.signin import SignIn
+from precube.service.admission import Limits
 from precube.service.queries import QueryService
 from precube.service.sessions import Sessions, open_cache
 from precube.settings import Settings
@@ -45,7 +46,8 @@ class ServerState:
         store = open_store(settings.metadata_url, settings.metadata.table)
         history = QueryHistory(settings.metadata_url, settings.metadata.table) if settings.query.history else None
         directory, cache = Directory(store, writer="server"), open_cache(settings)
-        queries = QueryService(Sessions.serving(settings, store, history, cache), directory, settings.query.workers)
+        sessions = Sessions.serving(settings, store, history, cache)
+        queries = QueryService(sessions, directory, Limits.of(settings.query))
         auth = settings.auth
         signin = SignIn(directory, Throttle(store, auth), auth.password_checks, auth.password_queue)
         return cls(settings, store, directory, cache, history, name, queries, signin)

@@ -13,7 +13,8 @@ How `retryable` shows per door:
 - REST: a retryable failure is answered with `Retry-After: 1` and `"retryable": true` in the failure
   envelope, beside `"sqlstate"` (`precube.server.envelope.error`).
 - The Postgres wire: the ErrorResponse's SQLSTATE alone, as PostgreSQL does it; its class already tells a
-  driver or pool to retry (40001 serialization_failure, 57014 query_canceled, 58000 system_error).
+  driver or pool to retry (40001 serialization_failure, 53300 too_many_connections,
+  57014 query_canceled, 58000 system_error).
 - The DB-API: the error's `.retryable` and `.sqlstate`, from this map in process and from the envelope's
   fields through a server.
 - Arrow Flight SQL (to come): the gRPC code; the retryable errors are UNAVAILABLE or ABORTED, the codes gRPC
@@ -60,6 +61,7 @@ from precube.query.errors import (
     StatementTooLargeError,
     UnknownObjectError,
 )
+from precube.service.admission import AdmissionError
 from precube.service.parameters import ParameterError, ParameterMarksError
 from precube.sources.errors import UnreadableSourceError, UnsupportedTypeError
 from precube.sources.roots import SourceAccessError
@@ -117,6 +119,7 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     QueryCancelledError: (400, "57014", "CANCELLED"),  # query_canceled: the client asked for it
     ResultTooLargeError: (400, "54000", "RESOURCE_EXHAUSTED"),  # program_limit_exceeded: [query] max_result_*
     QueryMemoryError: (503, "53200", "RESOURCE_EXHAUSTED"),  # out_of_memory: past the engine's memory bound
+    AdmissionError: (503, "53300", "UNAVAILABLE"),  # too_many_connections: no slot to run it now; retry
     EngineError: (400, "22000", "INVALID_ARGUMENT"),  # data_exception: a type error, an overflow in the SQL
     LayoutReadError: (500, "58030", "INTERNAL"),  # io_error: the server's layout files
     # parameters bound as literals

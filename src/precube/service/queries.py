@@ -7,8 +7,11 @@ session in the service's own executor, returning a `Handle` at once; `cancel(han
 the engine running it. `answer_from_memory` is the fast lane: a result-cache hit in this process's memory,
 answered in the caller's thread with the same authorisation. `explain` and `metadata` serve the rest.
 
-The executor's size (`[query] workers`) bounds the statements one process runs at once: admission control
-plugs in here, in front of the executor."""
+Admission control (`service.admission`): a statement holds a slot of its lane (layout answer or pushdown)
+while an engine runs it, waiting in a bounded queue for one. Every statement in the service, from `run` to its
+end, has a thread of the executor (planning, a cache lookup, waiting for a slot or running): it has
+`max_running + max_queued` of them, and `run` refuses a statement beyond that at once (`AdmissionError`), so none
+waits unseen behind the executor."""
 
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from precube.query.errors import QueryCancelledError
 from precube.query.explain import Explanation
 from precube.query.project_metadata import ProjectMetadata
 from precube.query.session import PUSHDOWN_PROPERTY, QueryResult, Session
+from precube.service.admission import Admission, AdmissionError, AdmissionStats, Limits
 from precube.service.metrics import record
 from precube.service.parameters import bind
 from precube.service.principal import Principal
@@ -71,12 +75,14 @@ class Handle:
 
 class QueryService:
     """Runs statements of principals on their projects' sessions (`sessions`), authorised by `directory`
-    (None: every principal must be `trusted`, an embedded caller's), on an executor of `workers` threads."""
+    (None: every principal must be `trusted`, an embedded caller's), within `limits` (admission control)."""
 
-    def __init__(self, sessions: Sessions, directory: Directory | None, workers: int) -> None:
+    def __init__(self, sessions: Sessions, directory: Directory | None, limits: Limits) -> None:
         self.sessions = sessions
         self.directory = directory
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="precube-query")
+        self.admission = Admission(limits)
+        self._capacity = limits.max_running + limits.max_queued
+        self._executor = ThreadPoolExecutor(max_workers=self._capacity, thread_name_prefix="precube-query")
         self._running: dict[str, Handle] = {}
         self._lock = threading.Lock()
 
@@ -110,13 +116,19 @@ class QueryService:
         options: RunOptions = RunOptions(),
     ) -> Handle:
         """Submit `statement` (its `?` marks bound to `parameters`); the handle's result is the answer.
-        Authorisation and binding fail here, before anything is queued."""
+        Authorisation and binding fail here, before anything is queued, and so does a statement beyond the
+        service's capacity (`AdmissionError`)."""
         self.authorise(principal)
         text = bind(statement, parameters)
         session = self.sessions.get(principal.project)
         future: Future[QueryResult] = Future()
         handle = Handle(principal, text, future)
         with self._lock:
+            if len(self._running) >= self._capacity:
+                raise AdmissionError(
+                    f"the server is busy: {len(self._running)} statements are in progress ([query] max_running "
+                    "+ max_queued); retry later"
+                )
             self._running[handle.id] = handle
         try:
             self._executor.submit(self._run, handle, session, options)
@@ -150,6 +162,7 @@ class QueryService:
                 user=handle.principal.user,
                 cancel=handle.cancellation,
                 access=handle.principal.access,
+                admit=lambda pushdown: self.admission.slot(handle.principal.user, pushdown, handle.cancellation),
             )
         except BaseException as err:  # noqa: BLE001 (the caller gets it from the handle)
             record(None, time.perf_counter() - handle.submitted)
@@ -191,13 +204,17 @@ class QueryService:
 
     def cancel(self, handle: Handle) -> None:
         """Stop the statement: the engine running it is interrupted (its connection freed at once); a
-        statement not yet running never starts."""
+        statement waiting for a slot leaves the queue; one not yet running never starts."""
         handle.cancellation.cancel()
 
     def running(self) -> list[Handle]:
         """The statements submitted and not yet finished."""
         with self._lock:
             return list(self._running.values())
+
+    def stats(self) -> AdmissionStats:
+        """The statements running on the engines and waiting for a slot now, per lane (for metrics)."""
+        return self.admission.stats()
 
     # -- the rest ---------------------------------------------------------------------------------------
 
