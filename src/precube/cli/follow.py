@@ -33,7 +33,7 @@ def scheduler(cli: CliContext, project: str, listener: Listener) -> Scheduler:
     """A scheduler on this process's Spark session, as the settings configure it."""
     ctx = BuildContext(cli.spark(), cli.store(), project, cli.settings.warehouse_root, cli.writer)
     jobs = cli.settings.jobs
-    return Scheduler(ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, listener)
+    return Scheduler(ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, listener, min_free_bytes=jobs.min_free_bytes)
 
 
 def result(job: Job, project: str) -> str:

@@ -111,7 +111,15 @@ class JobService:
         jobs = self.state.settings.jobs
         for name in sorted(names - set(self.schedulers)):
             ctx = BuildContext(self.spark, self.state.store, name, self.state.settings.warehouse_root, WRITER)  # type: ignore[arg-type]
-            self.schedulers[name] = Scheduler(ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, self._ended, resume=True)
+            self.schedulers[name] = Scheduler(
+                ctx,
+                jobs.concurrency,
+                POLL_S,
+                jobs.lease_ttl_s,
+                self._ended,
+                resume=True,
+                min_free_bytes=jobs.min_free_bytes,
+            )
 
     def _tick(self, project: str, scheduler: Scheduler) -> None:
         try:

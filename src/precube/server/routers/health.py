@@ -1,7 +1,8 @@
 """`GET /health` (the process answers; the one route without credentials) and `GET /ready` (what a load
 balancer asks: any signed-in user, e.g. its check user). `/ready` is 503 while the metadata store is unreachable
 (this server can answer nothing: the balancer routes around it) and 200 otherwise, saying whether the result
-cache is `UP`, `DEGRADED` (a shared cache that cannot be reached: queries are answered without it) or `OFF`."""
+cache is `UP`, `DEGRADED` (a shared cache that cannot be reached: queries are answered without it) or `OFF`, and
+the disk builds write to (`jobs.disk.report`): low disk refuses builds but not queries, so it stays 200."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from precube.errors import PrecubeError
+from precube.jobs import disk
 from precube.server.envelope import failure, ok
 from precube.server.security import requires, state_of
 
@@ -36,5 +38,8 @@ def ready(request: Request) -> dict[str, Any] | JSONResponse:
         "cache": "OFF" if cache is None else ("UP" if cache.backend.available else "DEGRADED"),
         "cache_backend": None if cache is None else cache.backend.name,
         "jobs": None if state.jobs is None else state.jobs.status(),
+        "disk": disk.report(
+            state.settings.warehouse_root, state.settings.metadata_url, state.settings.jobs.min_free_bytes
+        ),
     }
     return ok(answer)
