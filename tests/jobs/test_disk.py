@@ -16,6 +16,7 @@ import pytest
 from precube.engine.context import BuildContext
 from precube.jobs import disk
 from precube.jobs.errors import InsufficientDiskSpaceError
+from precube.jobs.runner import STEPS
 from precube.jobs.scheduler import Scheduler
 from precube.jobs.submission import act, get_job, submit
 from precube.metadata import (
@@ -23,6 +24,7 @@ from precube.metadata import (
     Job,
     JobAction,
     JobState,
+    JobStep,
     JobType,
     LayoutInstance,
     MetadataStore,
@@ -53,6 +55,7 @@ def _job(job_type: JobType = JobType.INC_BUILD, segment_ids: tuple[str, ...] = (
         model_alias="m",
         time_range=TimeRange.of(40 * DAY, 41 * DAY) if job_type is JobType.INC_BUILD else None,
         segment_ids=list(segment_ids),
+        steps=[JobStep(name=name) for name in STEPS[job_type]],
     )
 
 
@@ -153,7 +156,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def _fill(path: Path) -> None:
     """Write `path` until the disk is full."""
-    with path.open("wb") as out, contextlib.suppress(OSError):
+    with path.open("wb", buffering=0) as out, contextlib.suppress(OSError):
         while True:
             out.write(b"\0" * (256 * 1024))
             out.flush()

@@ -15,11 +15,13 @@ import pytest
 from precube.engine.context import BuildContext
 from precube.jobs import reconcile, scheduler
 from precube.jobs.queue import DIED
+from precube.jobs.runner import STEPS
 from precube.jobs.scheduler import Scheduler
 from precube.jobs.submission import get_job, submit
 from precube.metadata import (
     Job,
     JobState,
+    JobStep,
     JobType,
     MetadataStore,
     Project,
@@ -45,6 +47,7 @@ def _submit(store: MetadataStore, day: int) -> str:
         target_model=MODEL,
         model_alias="m",
         time_range=TimeRange.of(day * DAY, (day + 1) * DAY),
+        steps=[JobStep(name=name) for name in STEPS[JobType.INC_BUILD]],
     )
     return submit(store, "ssb", job).uuid
 

@@ -144,8 +144,8 @@ class Lease:
         return self.held and time.monotonic() - self.renewed_at < self.ttl_ms / 1000
 
     def keep_alive(self) -> None:
-        """Renew the held lease on a thread of its own, through a store connection of its own, every TTL/3,
-        until it is released or lost."""
+        """Renew the lease while held, on a thread of its own through a store connection of its own, every TTL/3,
+        until `release`."""
         if self._beat is not None and self._beat.is_alive():
             return
         self._beat_stop = threading.Event()
@@ -167,15 +167,17 @@ class Lease:
                 store.close()
 
     def _beat_on(self, store: MetadataStore, stop: threading.Event) -> None:
+        """Until `release`: while the lease is held (a lost one may be acquired again), renew it."""
         period = self.ttl_ms / 1000 * RENEW_EVERY
-        while not stop.wait(period) and self.held:
+        while not stop.wait(period):
+            if not self.held:
+                continue
             try:
                 self.renew(store)
                 period = self.ttl_ms / 1000 * RENEW_EVERY
-            except LeaseLostError as err:  # another process holds it now: nothing left to renew
+            except LeaseLostError as err:  # another process holds it now: nothing to renew unless taken again
                 self.renew_error = err.message
                 LOG.warning("%s", err.message)
-                return
             except Exception as err:  # noqa: BLE001 (the store is unreachable or full: retry soon; `fresh` tells)
                 self.renew_error = f"{type(err).__name__}: {err}"
                 LOG.warning("renewing the job lease of project %s failed: %s", self.project, self.renew_error)

@@ -61,7 +61,6 @@ class Scheduler:
         if concurrency < 1:
             raise ValueError(f"the scheduler needs at least one worker, not {concurrency}")
         self.ctx, self.concurrency, self.poll_s, self.listener = ctx, concurrency, poll_s, listener
-        self.resume = resume
         self.lease = Lease(ctx.store, ctx.project, lease_ttl_s, ctx.writer)
         self._fenced = dataclasses.replace(ctx, fence=self.lease.fence)  # jobs start and write only under the lease
         self._preflight = functools.partial(ensure_space, min_free_bytes=min_free_bytes)
