@@ -27,7 +27,6 @@ class ModelNotBuildableError(JobError):
 
 class InsufficientDiskSpaceError(JobError):
     """A build refused before it starts: the warehouse or the metadata store lacks the free space it needs
-    (`jobs.disk`); resumable once space is freed."""
+    (`jobs.disk`); resumable once space is freed (not `retryable`: a retry fails alike until someone frees it)."""
 
     code = "INSUFFICIENT_DISK_SPACE"
-    retryable = True

@@ -39,7 +39,6 @@ class OutcomeNotRecordedError(JobError):
     """A run ended, but writing its outcome to the job failed: `record` writes it once the store takes it."""
 
     code = "JOB_OUTCOME_NOT_RECORDED"
-    retryable = True
 
     def __init__(self, job_id: str, record: Record, cause: BaseException) -> None:
         super().__init__(f"job {job_id}: its outcome could not be recorded: {type(cause).__name__}: {cause}")
