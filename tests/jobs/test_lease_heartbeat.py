@@ -154,3 +154,25 @@ def test_a_holder_whose_renewals_fail_fences_itself_then_recovers(url: str, monk
             failing[0] = False
             lease.release()
         assert _stored(store).owner == ""
+
+
+def test_the_heartbeat_renews_while_the_stores_connections_are_all_taken(url: str) -> None:
+    """Its own connection: a process whose other threads hold every connection of the store's pool (a query
+    burst) still renews; through the shared pool the renewal would wait for one."""
+    with open_store(url) as store, open_store(url) as watcher, contextlib.ExitStack() as held:
+        lease = Lease(store, PROJECT, ttl_s=1.0)
+        assert lease.acquire()
+        engine = store.backend._engine  # type: ignore[attr-defined]
+        taken = engine.pool.size() + engine.pool._max_overflow
+        for _ in range(taken):
+            held.enter_context(engine.connect())
+        assert engine.pool.checkedout() == taken
+        first = _stored(watcher).expires_at
+        lease.keep_alive()
+        try:
+            time.sleep(1.5)  # past the TTL: without renewals the lease would be stale
+            assert lease.fresh and lease.renew_error is None
+            assert _stored(watcher).expires_at > first
+        finally:
+            held.close()  # the pool's connections back: `release` writes through it
+            lease.release()
