@@ -64,14 +64,20 @@ class SamplingSettings(_Section):
 
 class JobSettings(_Section):
     """The job scheduler: how many jobs run at once (of different models), how long a silent lease
-    holder is trusted, and how old unreferenced warehouse directories must be before GC removes them.
-    `engine_resumes`: how often a job whose Spark session died under it is resumed by itself on the next session
-    before it is left in ERROR."""
+    holder is trusted (renewed every third of it), the least free disk space a build starts with (in the
+    warehouse and the SQLite metadata store's directory, beside its own estimate: `jobs.disk`), and how old
+    unreferenced warehouse directories must be before GC removes them. `engine_resumes`: how often a job whose
+    Spark session died under it is resumed by itself on the next session before it is left in ERROR."""
 
     concurrency: int = Field(default=1, ge=1, le=16)
     lease_ttl_s: float = Field(default=30.0, gt=0)
+    min_free_mb: float = Field(default=256.0, ge=0)
     gc_grace_hours: float = Field(default=24.0, ge=0)
     engine_resumes: int = Field(default=3, ge=0, le=100)
+
+    @property
+    def min_free_bytes(self) -> int:
+        return int(self.min_free_mb * 1024 * 1024)
 
 
 def usable_cpus() -> int:

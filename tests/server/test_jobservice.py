@@ -129,3 +129,31 @@ def test_a_server_whose_spark_cannot_start_serves_and_fails_jobs_with_the_reason
         assert "Spark could not start in the server" in failed["error"] and "Java 17+" in failed["error"]
         assert "\n" not in failed["error"]
         assert data(client.get("/ready"))["status"] == "READY"
+
+
+def test_low_disk_refuses_a_build_before_any_work_and_ready_says_so_but_stays_200(
+    tmp_path: Path, ssb_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[jobs] min_free_mb` above the disk's free space (a full disk): the build ends ERROR with one line naming
+    the space (not Spark's failure: nothing ran), and `/ready` reports the disk low while still READY (queries
+    work on a full disk)."""
+
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise EnvironmentMissingError("Spark is not needed by this test")
+
+    monkeypatch.setattr("precube.spark_session.spark_session", no_spark)
+    settings = server_settings(tmp_path)
+    settings.jobs.min_free_mb = 1024.0**3  # an exabyte
+    project = f"p_{uuid.uuid4().hex[:8]}"
+    make_project(settings, ssb_dir, project)
+    with live_server(settings) as server, server.client() as client:
+        ready = client.get("/ready")
+        assert ready.status_code == 200 and data(ready)["status"] == "READY"
+        assert data(ready)["disk"]["low"] is True and data(ready)["disk"]["free_bytes"] > 0
+        job = build(client, project, "1992-01-01", "1993-01-01")
+        failed = wait_job(client, project, job, until=("ERROR",), timeout=60)
+        assert failed["error"].startswith("InsufficientDiskSpaceError: not enough free disk space for job ")
+        assert "\n" not in failed["error"] and "Spark" not in failed["error"]
+    settings.jobs.min_free_mb = 1.0
+    with live_server(settings, run_jobs=False) as server, server.client() as client:
+        assert data(client.get("/ready"))["disk"]["low"] is False

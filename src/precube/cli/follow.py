@@ -34,7 +34,9 @@ def scheduler(cli: CliContext, project: str, listener: Listener) -> Scheduler:
     spark = cli.spark_supervisor()
     ctx = BuildContext(spark.session, cli.store(), project, cli.settings.warehouse_root, cli.writer)
     jobs = cli.settings.jobs
-    return Scheduler(ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, listener, spark=spark)
+    return Scheduler(
+        ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, listener, spark=spark, min_free_bytes=jobs.min_free_bytes
+    )
 
 
 def result(job: Job, project: str) -> str:

@@ -23,3 +23,10 @@ class ModelNotBuildableError(JobError):
     submission, with the reason, instead of failing in the background."""
 
     code = "MODEL_NOT_BUILDABLE"
+
+
+class InsufficientDiskSpaceError(JobError):
+    """A build refused before it starts: the warehouse or the metadata store lacks the free space it needs
+    (`jobs.disk`); resumable once space is freed (not `retryable`: a retry fails alike until someone frees it)."""
+
+    code = "INSUFFICIENT_DISK_SPACE"

@@ -7,6 +7,8 @@ resumes it at once instead: `shutdown.take_over`).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from precube.metadata import Job, JobState, MetadataStore
 from precube.metadata.entity import now_ms
 
@@ -20,12 +22,13 @@ def ready_jobs(store: MetadataStore, project: str) -> list[Job]:
     return sorted(ready, key=lambda j: (j.priority, j.create_time, j.uuid))
 
 
-def recover(store: MetadataStore, project: str, writer: str = "precube") -> list[Job]:
-    """At start-up: every RUNNING job becomes ERROR (its running step too); returns them."""
+def recover(store: MetadataStore, project: str, writer: str = "precube", keep: Collection[str] = ()) -> list[Job]:
+    """At start-up (and in the lease holder's sweep, `jobs.reconcile`): every RUNNING job but those in `keep`
+    (run by this process) becomes ERROR (its running step too); returns them."""
     recovered = []
     with store.transaction(project, writer) as tx:
         for job in tx.list(Job):
-            if job.state is not JobState.RUNNING:
+            if job.state is not JobState.RUNNING or job.uuid in keep:
                 continue
             job.move_to(JobState.ERROR)
             job.error = DIED

@@ -28,6 +28,7 @@ from precube.jobs.engine_loss import ENGINE_RESUMES, put_back, resumed_note
 from precube.jobs.errors import JobError
 from precube.jobs.joblog import for_job
 from precube.jobs.lease import LeaseLostError
+from precube.jobs.reconcile import recorded
 from precube.metadata import (
     Job,
     JobState,
@@ -178,10 +179,21 @@ def _advance(job: Job, step: int) -> None:
         current.state, current.start_time, current.error = JobState.RUNNING, current.start_time or now, None
 
 
-def run_job(ctx: BuildContext, job_id: str, spark: SparkSupervisor | None = None) -> Job:
+Preflight = Callable[[BuildContext, Job], None]  # raises to refuse a started job before any work (`jobs.disk`)
+
+
+def _no_preflight(ctx: BuildContext, job: Job) -> None:
+    pass
+
+
+def run_job(
+    ctx: BuildContext, job_id: str, spark: SparkSupervisor | None = None, preflight: Preflight = _no_preflight
+) -> Job:
     """Run a READY job to its end here: SUCCEED, ERROR (with the error on the job and its step), or left
-    PAUSED/DISCARDED by a user. Returns the job as stored at the end. With `spark` (the supervisor of
-    `ctx.spark`), a job that fails because the session died is READY again instead (`engine_loss.put_back`)."""
+    PAUSED/DISCARDED by a user. Returns the job as stored at the end; raises `OutcomeNotRecordedError` (carrying
+    the write) when the store refuses the job's outcome, so that the job does not stay RUNNING (`jobs.reconcile`).
+    With `spark` (the supervisor of `ctx.spark`), a job that fails because the session died is READY again
+    instead (`engine_loss.put_back`)."""
     recorder = _Recorder(ctx, job_id)
     ticket = spark.ticket() if spark is not None else None  # the session this run starts on
     note: list[str] = []
@@ -210,6 +222,7 @@ def run_job(ctx: BuildContext, job_id: str, spark: SparkSupervisor | None = None
     report = BuildReport()
     build_ctx = dataclasses.replace(ctx, job_id=job_id, progress=recorder.progress, fence=recorder.fence, report=report)
     try:
+        preflight(build_ctx, job)
         segment, source_rows = _execute(build_ctx, job)
     except JobInterruptedError as err:
         with ctx.store.read(ctx.project) as tx:
@@ -239,10 +252,8 @@ def run_job(ctx: BuildContext, job_id: str, spark: SparkSupervisor | None = None
             if step is not None:
                 step.state, step.error, step.end_time = JobState.ERROR, message, now_ms()
 
-        ended = recorder.update(fail, force=True, running=False)
-        assert ended is not None
-        return ended
-    done = _succeed(ctx, job, segment, source_rows, report)
+        return recorded(job_id, lambda: _forced(recorder.update(fail, force=True, running=False)))
+    done = recorded(job_id, lambda: _succeed(ctx, job, segment, source_rows, report))
     for line in filter(None, (done.params.get(SCAN), done.params.get(STEP_SECONDS))):
         log.info("%s", line)
     log.info("succeeded in %.1f s%s", done.duration_ms / 1000, f": segment {segment.name}" if segment else "")
@@ -262,8 +273,7 @@ def _engine_lost(recorder: _Recorder, job_id: str, reason: str, most: int, err: 
             return
         outcome.append(put_back(job, reason, most))
 
-    ended = recorder.update(back, force=True, running=False)
-    assert ended is not None
+    ended = recorded(job_id, lambda: _forced(recorder.update(back, force=True, running=False)))
     if outcome == [True]:
         log.warning(
             "the build engine stopped (%s); the job resumes once it has restarted (%s of at most %d)",
@@ -274,6 +284,11 @@ def _engine_lost(recorder: _Recorder, job_id: str, reason: str, most: int, err: 
     elif outcome == [False]:
         log.error("failed (resumable): %s", ended.error)
     return ended
+
+
+def _forced(job: Job | None) -> Job:
+    assert job is not None, "a forced update is never throttled away"
+    return job
 
 
 SCAN = "source_scan"  # Job.params: what the build read of its source, and what it skipped

@@ -1,6 +1,9 @@
 """The in-process scheduler (seed 002 "Task & Job"): a bounded pool of threads runs a project's READY
 jobs on the process's one Spark session, by priority then age, while this process holds the project's
-job lease. At start-up it turns the jobs a dead process left RUNNING into ERROR (resumable). After each
+job lease, which a heartbeat thread renews (`Lease.keep_alive`). On taking the lease it turns the jobs a dead
+process left RUNNING into ERROR (resumable), and keeps none RUNNING without a run (`jobs.reconcile`): outcomes
+the store refused are recorded again once it takes them, and a periodic sweep settles RUNNING jobs no run of
+this process stands for. Before a build starts, free disk space is checked (`jobs.disk`). After each
 successful job it applies retention and submits the auto-merge job (`lifecycle.after_success`), which
 it then runs like any other.
 
@@ -11,6 +14,8 @@ segments, so they are serialised; jobs of different models run side by side, up 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -21,12 +26,16 @@ from precube.engine.code_tables import CodeTables
 from precube.engine.context import BuildContext
 from precube.engine.kept_lookups import KeptLookups
 from precube.errors import PrecubeError
+from precube.jobs.disk import MIN_FREE_BYTES, ensure_space
 from precube.jobs.lease import TTL_S, Lease
 from precube.jobs.lifecycle import Aftermath, after_success
 from precube.jobs.queue import ready_jobs, recover
+from precube.jobs.reconcile import OutcomeNotRecordedError, Reconciler
 from precube.jobs.runner import run_job
 from precube.jobs.shutdown import take_over
 from precube.metadata import Job, JobState
+
+LOG = logging.getLogger("precube.jobs.scheduler")
 
 if TYPE_CHECKING:
     from precube.jobs.spark_supervisor import SparkSupervisor
@@ -51,54 +60,71 @@ class Scheduler:
         listener: Listener = _quiet,
         resume: bool = False,
         spark: SparkSupervisor | None = None,
+        min_free_bytes: int = MIN_FREE_BYTES,
     ) -> None:
         """`resume` (a server): on taking the lease, the jobs a dead runner left RUNNING and a stopped server
         paused are made READY at once (`shutdown.take_over`); otherwise a dead runner's become ERROR, for a
         user to resume (`queue.recover`). `spark`: the supervisor of the session jobs run on (`ctx.spark` is
-        then its current session): jobs start only while it accepts them, each on its latest session."""
+        then its current session): jobs start only while it accepts them, each on its latest session.
+        `min_free_bytes`: the least free space a build starts with (`disk.ensure_space`)."""
         if concurrency < 1:
             raise ValueError(f"the scheduler needs at least one worker, not {concurrency}")
         self.ctx, self.concurrency, self.poll_s, self.listener = ctx, concurrency, poll_s, listener
-        self.resume = resume
         self.spark = spark
         self._generation = spark.generation if spark is not None else 0  # the session `ctx` holds
         self.lease = Lease(ctx.store, ctx.project, lease_ttl_s, ctx.writer)
         self._fenced = dataclasses.replace(ctx, fence=self.lease.fence)  # jobs start and write only under the lease
+        self._preflight = functools.partial(ensure_space, min_free_bytes=min_free_bytes)
+        self.reconciler = Reconciler(ctx.store, ctx.project, ctx.writer, take_over if resume else recover)
         self.recovered: list[Job] = []  # jobs a dead (or stopped) process left, found when the lease was taken
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="precube-job")
         self._running: dict[Future[Job], Job] = {}
-        self._renewed = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     # -- one turn of the loop -------------------------------------------------------------------
 
     def _hold_lease(self) -> bool:
-        now = time.monotonic()
+        """Whether this process may launch jobs: it holds the lease, renewed within its TTL (the heartbeat
+        renews it; a lease it failed to renew for a TTL may be another's already)."""
         if not self.lease.held:
             if not self.lease.acquire():
                 return False
-            recovered = take_over if self.resume else recover
-            self.recovered = recovered(self.ctx.store, self.ctx.project, self.ctx.writer)
-            self._renewed = now
-        elif now - self._renewed > self.lease.ttl_ms / 3000:
-            self.lease.renew()
-            self._renewed = now
-        return True
+            self.lease.keep_alive()
+            self.recovered = self.reconciler.settle_now(self._live())
+        return self.lease.fresh
+
+    def _live(self) -> set[str]:
+        """The jobs a run of this process still stands for."""
+        return {job.uuid for future, job in self._running.items() if not future.done()}
 
     def _reap(self) -> None:
+        """Take in the runs that ended, and record the outcomes the store refused before, once it takes them."""
         for future in [f for f in self._running if f.done()]:
             job = self._running.pop(future)
-            ended = future.result()  # run_job ends every job itself: an exception here is a bug
-            if ended.state is JobState.READY:  # put back after its Spark session died: it runs again, not ended
+            error = future.exception()
+            if isinstance(error, OutcomeNotRecordedError):  # RUNNING in the store until the write is retried
+                self.reconciler.keep(error)
                 continue
-            aftermath = None
-            if ended.state is JobState.SUCCEED:
-                try:
-                    aftermath = after_success(self.ctx.store, self.ctx.project, ended, self.ctx.writer)
-                except PrecubeError as err:  # e.g. a metadata conflict: the next successful job tries again
-                    aftermath = Aftermath(skipped=f"retention and auto-merge after job {job.uuid} failed: {err}")
-            self.listener(ended, aftermath)
+            if error is not None:  # a bug of the run: its job may be left RUNNING, the sweep settles it
+                LOG.error("job %s: its run failed", job.uuid, exc_info=error)
+                self.reconciler.force_sweep()
+                continue
+            ended = future.result()
+            self._ended(ended)
+        for ended in self.reconciler.retry():
+            self._ended(ended)
+
+    def _ended(self, ended: Job) -> None:
+        if ended.state is JobState.READY:  # put back after its Spark session died: it runs again, not ended
+            return
+        aftermath = None
+        if ended.state is JobState.SUCCEED:
+            try:
+                aftermath = after_success(self.ctx.store, self.ctx.project, ended, self.ctx.writer)
+            except PrecubeError as err:  # e.g. a metadata conflict: the next successful job tries again
+                aftermath = Aftermath(skipped=f"retention and auto-merge after job {ended.uuid} failed: {err}")
+        self.listener(ended, aftermath)
 
     def _bind(self) -> bool:
         """Whether jobs may start now; after the supervisor started a new session, they run on it, with the
@@ -126,13 +152,15 @@ class Scheduler:
             if job.target_model in busy_models:  # a running job's own model is busy too
                 continue
             busy_models.add(job.target_model)
-            self._running[self._pool.submit(run_job, self._fenced, job.uuid, self.spark)] = job
+            self._running[self._pool.submit(run_job, self._fenced, job.uuid, self.spark, self._preflight)] = job
 
     def tick(self) -> bool:
-        """One turn: keep the lease, take in finished jobs, start ready ones. True if jobs are running."""
+        """One turn: keep the lease, take in finished jobs (recording the outcomes the store refused before),
+        settle RUNNING jobs no run stands for, start ready ones. True if jobs are running."""
         if not self._hold_lease():
             return False
         self._reap()
+        self.reconciler.sweep(self._live())
         self._launch()
         return bool(self._running)
 

@@ -4,7 +4,7 @@ RUNNING from a process that died (kill -9) are resumed too, by whichever server 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from precube.errors import PrecubeError
 from precube.metadata import Job, JobAction, JobState, MetadataStore
@@ -30,15 +30,16 @@ def pause_for_stop(store: MetadataStore, project: str, job_ids: Iterable[str], w
     return paused
 
 
-def take_over(store: MetadataStore, project: str, writer: str) -> list[Job]:
-    """When a server takes a project's job lease: the jobs a dead runner left RUNNING and those a stopped server
-    paused become READY, to continue where they stopped, in one transaction (no reader sees a dead runner's job
-    ERROR on its way back to READY, as `queue.recover` then a resume would show it). The jobs resumed."""
+def take_over(store: MetadataStore, project: str, writer: str, keep: Collection[str] = ()) -> list[Job]:
+    """When a server takes a project's job lease (and in its sweep, `jobs.reconcile`): the jobs a dead runner left
+    RUNNING (but those in `keep`, run by this process) and those a stopped server paused become READY, to continue
+    where they stopped, in one transaction (no reader sees a dead runner's job ERROR on its way back to READY, as
+    `queue.recover` then a resume would show it). The jobs resumed."""
     resumed = []
     with store.transaction(project, writer) as tx:
         for job in tx.list(Job):
             paused = job.state is JobState.PAUSED and job.params.get(PAUSED_AT_STOP) == "true"
-            if not paused and job.state is not JobState.RUNNING:
+            if not paused and (job.state is not JobState.RUNNING or job.uuid in keep):
                 continue
             if job.state is JobState.RUNNING:  # its runner died (the lease was free): its step starts again
                 step = job.current_step

@@ -59,4 +59,9 @@ class StoreBackend(Protocol):
         """How many writes this process committed to the backend's database, through any backend on it."""
         ...
 
+    def dedicated(self) -> StoreBackend:
+        """The same database through a connection of its own (close it after use), so that a caller's few
+        writes never wait for a connection behind the rest of the process (the job lease's heartbeat)."""
+        ...
+
     def close(self) -> None: ...

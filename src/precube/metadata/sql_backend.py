@@ -8,6 +8,7 @@ expected `mvcc`, so a stale writer changes nothing and its whole transaction rol
 from __future__ import annotations
 
 import contextlib
+import copy
 import sqlite3
 import threading
 import uuid
@@ -115,11 +116,10 @@ class SqlBackend:
         # IMMEDIATE does the same), so audit ids are handed out in commit order and `last_change` (their max)
         # never passes over a change that commits later with a smaller id: other servers would miss it.
         self._write_lock: int | None = None
+        self._url = sa_url
         try:
-            if sa_url.get_backend_name() == "sqlite":
-                self._engine = self._sqlite_engine(sa_url.database)
-            else:
-                self._engine = create_engine(sa_url, pool_pre_ping=True)
+            self._engine = self._new_engine()
+            if sa_url.get_backend_name() != "sqlite":
                 self._write_lock = zlib.crc32(f"precube:{table}".encode())
             self._docs.metadata.create_all(self._engine)
         except NoSuchModuleError as err:
@@ -127,10 +127,26 @@ class SqlBackend:
         except DBAPIError as err:
             raise StoreUnavailableError(f"cannot open metadata store {self.display_url}: {_reason(err)}") from err
 
-    def _sqlite_engine(self, database: str | None) -> Engine:
+    def _new_engine(self, **pool: Any) -> Engine:
+        if self._url.get_backend_name() == "sqlite":
+            return self._sqlite_engine(self._url.database, **pool)
+        return create_engine(self._url, pool_pre_ping=True, **pool)
+
+    def dedicated(self) -> SqlBackend:
+        """This database through a pool of one connection of its own; an in-memory SQLite database (one per
+        engine) is shared instead."""
+        if self._url.get_backend_name() == "sqlite" and self._url.database in (None, "", ":memory:"):
+            return self
+        clone = copy.copy(self)
+        clone._engine = self._new_engine(pool_size=1, max_overflow=0)
+        clone._local = threading.local()
+        clone._probes, clone._probes_lock = [], threading.Lock()
+        return clone
+
+    def _sqlite_engine(self, database: str | None, **pool: Any) -> Engine:
         if database and database != ":memory:":
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(f"sqlite:///{database or ':memory:'}")
+        engine = create_engine(f"sqlite:///{database or ':memory:'}", **pool)
 
         # pysqlite's own transaction handling defers BEGIN; take control so that a write
         # transaction holds the write lock from its start (BEGIN IMMEDIATE) and readers use WAL.

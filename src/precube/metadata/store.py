@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -67,6 +68,16 @@ class MetadataStore:
 
     def close(self) -> None:
         self.backend.close()
+
+    def dedicated(self) -> MetadataStore:
+        """This store through a connection of its own (`StoreBackend.dedicated`; close it after use): a few
+        writes that must not wait behind the process's other work for a connection (the job lease's heartbeat)."""
+        backend = self.backend.dedicated()
+        if backend is self.backend:  # nothing of its own to give (an in-memory database): this store
+            return self
+        other = copy.copy(self)
+        other.backend, other._reading = backend, None
+        return other
 
     @property
     def identity(self) -> str:

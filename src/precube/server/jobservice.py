@@ -86,7 +86,14 @@ class JobService:
         for name in sorted(names - set(self.schedulers)):
             ctx = BuildContext(self.spark.session, self.state.store, name, self.state.settings.warehouse_root, WRITER)
             self.schedulers[name] = Scheduler(
-                ctx, jobs.concurrency, POLL_S, jobs.lease_ttl_s, self._ended, resume=True, spark=self.spark
+                ctx,
+                jobs.concurrency,
+                POLL_S,
+                jobs.lease_ttl_s,
+                self._ended,
+                resume=True,
+                spark=self.spark,
+                min_free_bytes=jobs.min_free_bytes,
             )
 
     def _tick(self, project: str, scheduler: Scheduler) -> None:

@@ -36,7 +36,7 @@ from precube.auth.errors import (
 from precube.cache.errors import CacheError
 from precube.engine.errors import BuildConflictError, BuildError
 from precube.errors import ConfigError, EnvironmentMissingError, PrecubeError
-from precube.jobs.errors import JobConflictError, JobError, ModelNotBuildableError
+from precube.jobs.errors import InsufficientDiskSpaceError, JobConflictError, JobError, ModelNotBuildableError
 from precube.metadata.errors import (
     AlreadyExistsError,
     InvalidKeyError,
@@ -133,6 +133,7 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     JobError: (500, "XX000", "INTERNAL"),  # internal_error
     JobConflictError: (409, "55006", "FAILED_PRECONDITION"),  # object_in_use: an unfinished job covers it
     ModelNotBuildableError: (400, "55000", "FAILED_PRECONDITION"),  # object_not_in_prerequisite_state
+    InsufficientDiskSpaceError: (507, "53100", "RESOURCE_EXHAUSTED"),  # disk_full
     # sources
     UnreadableSourceError: (400, "58030", "FAILED_PRECONDITION"),  # io_error, as PostgreSQL's COPY of a bad file
     UnsupportedTypeError: (400, "0A000", "UNIMPLEMENTED"),  # feature_not_supported

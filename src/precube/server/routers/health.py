@@ -2,7 +2,8 @@
 balancer asks: any signed-in user, e.g. its check user). `/ready` is 503 while the metadata store is unreachable
 (this server can answer nothing: the balancer routes around it) and 200 otherwise, saying whether the result
 cache is `UP`, `DEGRADED` (a shared cache that cannot be reached: queries are answered without it) or `OFF`, and
-whether the job service's Spark session is `UP`, `DOWN`, `STARTING` (`OFF`: this server runs no jobs)."""
+whether the job service's Spark session is `UP`, `DOWN`, `STARTING` (`OFF`: this server runs no jobs), and
+the disk builds write to (`jobs.disk.report`): low disk refuses builds but not queries, so it stays 200."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from precube.errors import PrecubeError
+from precube.jobs import disk
 from precube.server.envelope import failure, ok
 from precube.server.security import requires, state_of
 
@@ -42,5 +44,8 @@ def ready(request: Request) -> dict[str, Any] | JSONResponse:
         # supervisor starts within seconds; taking the server out of the balancer would refuse every query for
         # nothing.
         "spark": "OFF" if state.jobs is None else state.jobs.spark.state.value,
+        "disk": disk.report(
+            state.settings.warehouse_root, state.settings.metadata_url, state.settings.jobs.min_free_bytes
+        ),
     }
     return ok(answer)
