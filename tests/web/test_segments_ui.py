@@ -5,12 +5,14 @@ analyst (QUERY only) sees no Build and no segment actions, and the server refuse
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
+from precube.settings import AuthSettings
 from tests.server.conftest import data, error
 from tests.server.live import ADMIN
 from tests.web.conftest import ANALYST, WebServer, shot, sign_in
@@ -54,6 +56,7 @@ def test_sign_in_then_the_timeline_draws_the_segments(page: Page, web: WebServer
         assert refused == error(wrong.post("/kylin/api/user/authentication"), 401)
     shot(page, tmp_path, "sign-in-refused")
 
+    time.sleep(AuthSettings().delay_s + 0.2)  # after two failures the throttle holds ADMIN's next try this long
     page.get_by_label("Password").fill(ADMIN[1])
     page.get_by_role("button", name="Sign in").click()
     page.locator(f"[data-project={web.project}]").click()  # projects → the project's models
