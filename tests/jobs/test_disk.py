@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +34,11 @@ from precube.metadata import (
     new_job_id,
     open_store,
 )
+from tests.jobs.conftest import until
 
 DAY = 86_400_000
 MB = 1024 * 1024
 MODEL = "0b3c9a8e-1111-2222-3333-444455556666"
-
-
-@pytest.fixture
-def project(store: MetadataStore) -> MetadataStore:
-    store.create_project(Project(name="ssb", default_database="SSB"))
-    return store
 
 
 def _job(job_type: JobType = JobType.INC_BUILD, segment_ids: tuple[str, ...] = ()) -> Job:
@@ -59,19 +53,11 @@ def _job(job_type: JobType = JobType.INC_BUILD, segment_ids: tuple[str, ...] = (
     )
 
 
-def _until(condition: Callable[[], bool], turn: Callable[[], object], timeout_s: float = 20) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        turn()
-        time.sleep(0.05)
-
-
 def _run(store: MetadataStore, warehouse: Path, job_id: str, **kwargs: Any) -> Job:
     ctx = BuildContext(None, store, "ssb", str(warehouse), writer="test")  # type: ignore[arg-type]
     runner = Scheduler(ctx, poll_s=0.05, **kwargs)
     try:
-        _until(lambda: get_job(store, "ssb", job_id).state not in (JobState.READY, JobState.RUNNING), runner.tick)
+        until(lambda: get_job(store, "ssb", job_id).state not in (JobState.READY, JobState.RUNNING), runner.tick)
     finally:
         runner.stop()
     return get_job(store, "ssb", job_id)
@@ -182,11 +168,11 @@ def test_a_full_disk_under_the_store_leaves_no_job_running(small_disk: Path, mon
     ctx = BuildContext(None, store, "ssb", str(small_disk / "warehouse"), writer="test")  # type: ignore[arg-type]
     runner = Scheduler(ctx, poll_s=0.05, min_free_bytes=MB)
     try:
-        _until(lambda: runner.reconciler.kept == [job.uuid], runner.tick)
+        until(lambda: runner.reconciler.kept == [job.uuid], runner.tick)
         assert get_job(store, "ssb", job.uuid).state is JobState.RUNNING
         assert disk.report(str(small_disk / "warehouse"), store.url, MB)["low"] is True
         filler.unlink()
-        _until(lambda: get_job(store, "ssb", job.uuid).state is not JobState.RUNNING, runner.tick)
+        until(lambda: get_job(store, "ssb", job.uuid).state is not JobState.RUNNING, runner.tick)
     finally:
         runner.stop()
     failed = get_job(store, "ssb", job.uuid)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,20 +24,14 @@ from precube.metadata import (
     JobStep,
     JobType,
     MetadataStore,
-    Project,
     StoreUnavailableError,
     TimeRange,
     new_job_id,
 )
+from tests.jobs.conftest import until
 
 DAY = 86_400_000
 MODEL = "0b3c9a8e-1111-2222-3333-444455556666"
-
-
-@pytest.fixture
-def project(store: MetadataStore) -> MetadataStore:
-    store.create_project(Project(name="ssb", default_database="SSB"))
-    return store
 
 
 def _submit(store: MetadataStore, day: int) -> str:
@@ -69,14 +63,6 @@ class _Disk:
         monkeypatch.setattr(store.backend, "begin", begin)
 
 
-def _until(condition: Callable[[], bool], turn: Callable[[], object], timeout_s: float = 20) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        turn()
-        time.sleep(0.05)
-
-
 def _scheduler(store: MetadataStore, tmp_path: Path, **kwargs: Any) -> Scheduler:
     ctx = BuildContext(None, store, "ssb", str(tmp_path / "warehouse"), writer="test")  # type: ignore[arg-type]
     return Scheduler(ctx, poll_s=0.05, **kwargs)
@@ -99,14 +85,14 @@ def test_an_outcome_the_full_store_refused_is_recorded_once_it_takes_writes(
     ended: list[Job] = []
     runner = _scheduler(project, tmp_path, listener=lambda job, _after: ended.append(job))
     try:
-        _until(lambda: runner.reconciler.kept == [job_id], runner.tick)
+        until(lambda: runner.reconciler.kept == [job_id], runner.tick)
         for _ in range(10):  # the store still refuses: RUNNING, kept, retried with backoff
             runner.tick()
             time.sleep(0.05)
         assert get_job(project, "ssb", job_id).state is JobState.RUNNING
         assert runner.reconciler.kept == [job_id] and ended == []
         disk.full = False  # space freed
-        _until(lambda: get_job(project, "ssb", job_id).state is not JobState.RUNNING, runner.tick)
+        until(lambda: get_job(project, "ssb", job_id).state is not JobState.RUNNING, runner.tick)
     finally:
         disk.full = False
         runner.stop()
@@ -129,7 +115,7 @@ def test_the_sweep_settles_a_running_job_without_a_run_and_leaves_live_runs_alon
     live = _submit(project, 0)
     runner = _scheduler(project, tmp_path)
     try:
-        _until(lambda: get_job(project, "ssb", live).state is JobState.RUNNING, runner.tick)
+        until(lambda: get_job(project, "ssb", live).state is JobState.RUNNING, runner.tick)
         # A job left RUNNING while this process holds the lease: e.g. a run whose outcome was dropped.
         orphan = _submit(project, 1)
         with project.transaction("ssb") as tx:
@@ -137,12 +123,12 @@ def test_the_sweep_settles_a_running_job_without_a_run_and_leaves_live_runs_alon
             job.move_to(JobState.RUNNING)
             job.runner = "somehost:1:gone"
             tx.update(job)
-        _until(lambda: get_job(project, "ssb", orphan).state is not JobState.RUNNING, runner.tick)
+        until(lambda: get_job(project, "ssb", orphan).state is not JobState.RUNNING, runner.tick)
         settled = get_job(project, "ssb", orphan)
         assert settled.state is JobState.ERROR and settled.error == DIED  # `queue.recover`'s rule
         assert get_job(project, "ssb", live).state is JobState.RUNNING  # its run is alive here
         release.set()
-        _until(lambda: get_job(project, "ssb", live).state is JobState.SUCCEED, runner.tick)
+        until(lambda: get_job(project, "ssb", live).state is JobState.SUCCEED, runner.tick)
     finally:
         release.set()
         runner.stop()
@@ -171,7 +157,7 @@ def test_a_run_that_ends_on_a_bug_leaves_no_job_running(
     job_id = _submit(project, 0)
     runner = _scheduler(project, tmp_path, resume=True)
     try:
-        _until(lambda: get_job(project, "ssb", job_id).state is JobState.SUCCEED, runner.tick)
+        until(lambda: get_job(project, "ssb", job_id).state is JobState.SUCCEED, runner.tick)
     finally:
         runner.stop()
     assert calls == [job_id, job_id]

@@ -18,19 +18,12 @@ from precube.metadata import (
     JobType,
     MetadataStore,
     NotFoundError,
-    Project,
     TimeRange,
     new_job_id,
 )
 
 DAY = 86_400_000
 MODEL = "0b3c9a8e-1111-2222-3333-444455556666"
-
-
-@pytest.fixture
-def project(store: MetadataStore) -> MetadataStore:
-    store.create_project(Project(name="ssb", default_database="SSB"))
-    return store
 
 
 def _running(store: MetadataStore, day: int) -> str:

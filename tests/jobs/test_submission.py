@@ -15,7 +15,6 @@ from precube.metadata import (
     JobType,
     MetadataStore,
     NotFoundError,
-    Project,
     TimeRange,
     new_job_id,
 )
@@ -27,12 +26,6 @@ MODEL, OTHER = "0b3c9a8e-1111-2222-3333-444455556666", "5d1e0000-1111-2222-3333-
 def _job(model: str, start: int | None, end: int | None, kind: JobType = JobType.INC_BUILD) -> Job:
     rng = None if start is None or end is None else TimeRange.of(start * DAY, end * DAY)
     return Job(uuid=new_job_id(model), job_type=kind, target_model=model, model_alias="sales", time_range=rng)
-
-
-@pytest.fixture
-def project(store: MetadataStore) -> MetadataStore:
-    store.create_project(Project(name="ssb", default_database="SSB"))
-    return store
 
 
 def test_overlapping_jobs_of_one_model_are_refused(project: MetadataStore) -> None:
