@@ -47,6 +47,8 @@ MACROS: dict[str, tuple[str, str]] = {
     "pg_table_is_visible": ("o", "true"),
     "pg_type_is_visible": ("o", "true"),
     "pg_function_is_visible": ("o", "true"),
+    "pg_collation_is_visible": ("o", "true"),
+    "pg_get_serial_sequence": ("t, c", "CAST(NULL AS VARCHAR)"),  # no column is serial: precube is read-only
     "pg_get_expr": ("e, r, p := NULL", "CAST(e AS VARCHAR)"),  # an expression is stored as its text
     "pg_get_constraintdef": ("o, p := NULL", "CAST(NULL AS VARCHAR)"),
     "pg_get_indexdef": ("o, c := NULL, p := NULL", "CAST(NULL AS VARCHAR)"),
@@ -99,6 +101,8 @@ MACROS: dict[str, tuple[str, str]] = {
     "array_lower": ("a, d", "CASE WHEN len(a) > 0 THEN 1 END"),
     "quote_ident": ("s", "'\"' || replace(s, '\"', '\"\"') || '\"'"),
 }
+# PostgreSQL's variadic functions (a macro's arguments are fixed) → DuckDB's of the same meaning
+_RENAMED = {"json_build_object": "json_object", "jsonb_build_object": "json_object"}
 _REFUSED_PREFIXES = ("pg_", "has_", "duckdb_", "pragma_", "read_", "query", "glob", "current_setting")
 
 
@@ -239,6 +243,9 @@ def rewrite(tree: exp.Expr, project: str, schema: str, settings: SessionSettings
             return sub(node.expression)
         if isinstance(node, exp.Table):
             return _table(node, ctes)
+        if isinstance(node, exp.Column) and node.db.lower() in SCHEMAS:  # pg_catalog.pg_class.relname
+            node.set("db", exp.to_identifier(SCHEMAS[node.db.lower()]))
+            return node
         if isinstance(node, exp.Collate):
             return sub(node.this)
         if isinstance(node, exp.Operator):
@@ -355,10 +362,18 @@ _PLAIN_TYPES |= dict.fromkeys(
 def _function(node: exp.Anonymous, settings: SessionSettings) -> exp.Expr:
     name = node.name.lower()
     if name == "current_setting":
-        [setting, *_] = node.expressions or [exp.Null()]
+        [setting, *rest] = node.expressions or [exp.Null()]
+        while isinstance(setting, exp.Cast):  # a bound parameter's `$1::VARCHAR`
+            setting = setting.this
         if not (isinstance(setting, exp.Literal) and setting.is_string):
             raise PgError("0A000", "current_setting() takes a setting's name as a string literal")
-        return exp.Literal.string(settings.show(setting.name.lower()))
+        missing_ok = bool(rest) and rest[0].sql(dialect="postgres").lower() in ("true", "'t'", "'true'", "'on'")
+        try:
+            return exp.Literal.string(settings.show(setting.name.lower()))
+        except PgError:
+            if missing_ok:  # current_setting(name, true): NULL for a setting that does not exist
+                return exp.Null()
+            raise
     if name in ("to_regclass", "to_regtype", "to_regnamespace", "to_regrole") and len(node.expressions) == 1:
         found = _reg(name.removeprefix("to_"), node.expressions[0])
         if found is not None:
@@ -371,6 +386,9 @@ def _function(node: exp.Anonymous, settings: SessionSettings) -> exp.Expr:
         return exp.Null()
     if name in MACROS:
         node.set("this", f"pgw_{name}")
+        return node
+    if name in _RENAMED:
+        node.set("this", _RENAMED[name])
         return node
     if name.startswith(_REFUSED_PREFIXES):
         raise PgError("42883", f"function {name}() is not supported by precube's catalog")

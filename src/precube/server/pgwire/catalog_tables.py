@@ -90,6 +90,8 @@ COLUMNS: dict[str, dict[str, str]] = {
             "conpfeqop BIGINT[], conppeqop BIGINT[], conffeqop BIGINT[], confdelsetcols BIGINT[], "
             "conexclop BIGINT[], conbin VARCHAR"
         ),
+        "pg_opclass": "oid BIGINT, opcmethod BIGINT, opcname VARCHAR, opcnamespace BIGINT, opcowner BIGINT, "
+        "opcfamily BIGINT, opcintype BIGINT, opcdefault BOOLEAN, opckeytype BIGINT",
         "pg_attrdef": "oid BIGINT, adrelid BIGINT, adnum BIGINT, adbin VARCHAR",
         "pg_inherits": "inhrelid BIGINT, inhparent BIGINT, inhseqno BIGINT, inhdetachpending BOOLEAN",
         "pg_proc": (
@@ -111,7 +113,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "pg_publication_namespace": "oid BIGINT, pnpubid BIGINT, pnnspid BIGINT",
         "pg_foreign_table": "ftrelid BIGINT, ftserver BIGINT, ftoptions VARCHAR[]",
         "pg_partitioned_table": "partrelid BIGINT, partstrat VARCHAR, partnatts BIGINT, partdefid BIGINT",
-        "pg_sequence": "seqrelid BIGINT, seqtypid BIGINT, seqstart BIGINT, seqincrement BIGINT",
+        "pg_sequence": "seqrelid BIGINT, seqtypid BIGINT, seqstart BIGINT, seqincrement BIGINT, seqmax BIGINT, "
+        "seqmin BIGINT, seqcache BIGINT, seqcycle BOOLEAN",
         "pg_extension": "oid BIGINT, extname VARCHAR, extowner BIGINT, extnamespace BIGINT, extversion VARCHAR",
         "pg_enum": "oid BIGINT, enumtypid BIGINT, enumsortorder DOUBLE, enumlabel VARCHAR",
         "pg_range": "rngtypid BIGINT, rngsubtype BIGINT, rngmultitypid BIGINT",

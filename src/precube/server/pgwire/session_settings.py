@@ -49,6 +49,8 @@ def _defaults(user: str, application: str) -> dict[str, str]:
         "lc_collate": "C",
         "lc_ctype": "C",
         "bytea_output": "hex",
+        "default_table_access_method": "heap",
+        "default_tablespace": "",
     }
 
 
