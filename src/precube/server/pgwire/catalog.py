@@ -11,6 +11,7 @@ types, and `OPERATOR(pg_catalog.~)` a regular-expression match; any other `pg_*`
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -168,7 +169,7 @@ class Catalog:
             found = query_error(err)  # out of memory, a value past its bound: precube's own error
             if not isinstance(found, EngineError):
                 raise found from err
-            raise PgError("42000", f"the catalog cannot answer this query: {str(err).splitlines()[0]}") from err
+            raise _pg_error(str(err).splitlines()[0]) from err
         finally:
             if timer is not None:
                 timer.cancel()
@@ -193,6 +194,35 @@ class Catalog:
             for sandbox in self._sandboxes.values():
                 sandbox.db.close()
             self._sandboxes.clear()
+
+
+# the sandbox's errors PostgreSQL raises too, as PostgreSQL words them (with its SQLSTATE: tools match on both)
+_ERRORS = [
+    (re.compile(r'Referenced column "(?P<name>[^"]+)" not found'), "42703", 'column "{name}" does not exist'),
+    (re.compile(r'does not have a column named "(?P<name>[^"]+)"'), "42703", 'column "{name}" does not exist'),
+    (
+        re.compile(r'Referenced table "(?P<name>[^"]+)" not found'),
+        "42P01",
+        'missing FROM-clause entry for table "{name}"',
+    ),
+    (re.compile(r"Table with name (?P<name>\S+) does not exist"), "42P01", 'relation "{name}" does not exist'),
+    (re.compile(r"Function with name (?P<name>\S+) does not exist"), "42883", "function {name}() does not exist"),
+    (
+        re.compile(r"No function matches the given name and argument types '(?P<name>[^(]+)\("),
+        "42883",
+        "function {name}() does not exist",
+    ),
+    (re.compile(r"^Conversion Error: (?P<name>.+)$"), "22P02", "invalid input syntax: {name}"),
+]
+
+
+def _pg_error(message: str) -> PgError:
+    """The sandbox's error as PostgreSQL's for the same mistake; anything else is a query the catalog does not
+    support (0A000)."""
+    for pattern, sqlstate, text in _ERRORS:
+        if found := pattern.search(message):
+            return PgError(sqlstate, text.format(name=found.group("name")))
+    return PgError("0A000", f"the catalog cannot answer this query: {message}")
 
 
 def _build(user: str, metadata: ProjectMetadata) -> duckdb.DuckDBPyConnection:
@@ -222,7 +252,7 @@ def _build(user: str, metadata: ProjectMetadata) -> duckdb.DuckDBPyConnection:
 
 def _refuse_table(table: exp.Table) -> PgError:
     name = ".".join(part.name for part in table.parts) if isinstance(table.this, exp.Identifier) else table.name
-    return PgError("42P01", f'relation "{name or table.this.sql(dialect="postgres")}" is not in precube\'s catalog')
+    return PgError("42P01", f'relation "{name or table.this.sql(dialect="postgres")}" does not exist')
 
 
 def rewrite(tree: exp.Expr, project: str, schema: str, settings: SessionSettings) -> exp.Expr:

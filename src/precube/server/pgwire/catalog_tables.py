@@ -26,7 +26,7 @@ COLUMNS: dict[str, dict[str, str]] = {
             f"relpages {_I}, reltuples DOUBLE DEFAULT -1, relallvisible {_I}, reltoastrelid {_I}, relhasindex {_B}, "
             f"relisshared {_B}, relpersistence VARCHAR DEFAULT 'p', relkind VARCHAR DEFAULT 'r', relnatts {_I}, "
             f"relchecks {_I}, relhasrules {_B}, relhastriggers {_B}, relhassubclass {_B}, relrowsecurity {_B}, "
-            f"relforcerowsecurity {_B}, relispopulated BOOLEAN DEFAULT true, relreplident VARCHAR DEFAULT 'n', "
+            f"relforcerowsecurity {_B}, relispopulated BOOLEAN DEFAULT true, relreplident VARCHAR DEFAULT 'd', "
             f"relispartition {_B}, relrewrite {_I}, relfrozenxid {_I}, relminmxid {_I}, relacl {_TA}, "
             f"reloptions {_TA}, relpartbound {_T}"
         ),
