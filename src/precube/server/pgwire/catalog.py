@@ -169,7 +169,7 @@ class Catalog:
             found = query_error(err)  # out of memory, a value past its bound: precube's own error
             if not isinstance(found, EngineError):
                 raise found from err
-            raise _pg_error(str(err).splitlines()[0]) from err
+            raise sandbox_error(str(err).splitlines()[0]) from err
         finally:
             if timer is not None:
                 timer.cancel()
@@ -216,7 +216,7 @@ _ERRORS = [
 ]
 
 
-def _pg_error(message: str) -> PgError:
+def sandbox_error(message: str) -> PgError:
     """The sandbox's error as PostgreSQL's for the same mistake; anything else is a query the catalog does not
     support (0A000)."""
     for pattern, sqlstate, text in _ERRORS:

@@ -166,8 +166,8 @@ def classify(text: str, max_depth: int) -> Statement:
 
 # statements that would change data or schema: PostgreSQL refuses them on a read-only server (as precube is)
 # with 25006 before looking at the objects they name
-_WRITES = (exp.Create, exp.Drop, exp.Alter, exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.TruncateTable)
-_WRITES += (exp.Grant, exp.Revoke, exp.Comment)
+_WRITES: tuple[type[exp.Expr], ...] = (exp.Create, exp.Drop, exp.Alter, exp.Insert, exp.Update, exp.Delete)
+_WRITES += (exp.Merge, exp.TruncateTable, exp.Grant, exp.Revoke, exp.Comment)
 
 
 def _command(tree: exp.Expr) -> str:
