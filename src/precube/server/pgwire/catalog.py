@@ -49,6 +49,11 @@ MACROS: dict[str, tuple[str, str]] = {
     "pg_type_is_visible": ("o", "true"),
     "pg_function_is_visible": ("o", "true"),
     "pg_collation_is_visible": ("o", "true"),
+    "pg_operator_is_visible": ("o", "true"),
+    "pg_opclass_is_visible": ("o", "true"),
+    "pg_opfamily_is_visible": ("o", "true"),
+    "pg_conversion_is_visible": ("o", "true"),
+    "pg_database_size": ("o", "CAST(0 AS BIGINT)"),
     "pg_get_serial_sequence": ("t, c", "CAST(NULL AS VARCHAR)"),  # no column is serial: precube is read-only
     "pg_get_expr": ("e, r, p := NULL", "CAST(e AS VARCHAR)"),  # an expression is stored as its text
     "pg_get_constraintdef": ("o, p := NULL", "CAST(NULL AS VARCHAR)"),
