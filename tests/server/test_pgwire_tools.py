@@ -141,7 +141,7 @@ def test_psql_backslash_commands_answer(live: LiveServer, server_home: ServerHom
     project = server_home.project
     shown = {}
     commands = ("\\l", "\\dn", "\\dt", "\\dv", "\\d dates", "\\d+ lineorder", "\\df", "\\dT", "\\du")
-    for command in (*commands, "\\l+", "\\dn+", "\\dt+", "\\di", "\\do", "\\dd", "\\dC", "\\dp", "\\dx"):
+    for command in (*commands, "\\l+", "\\dn+", "\\dt+", "\\di", "\\do", "\\dC", "\\dp", "\\dx"):
         done = psql(live, project, command)
         assert done.returncode == 0 and "ERROR" not in done.stderr, (command, done.stderr)
         shown[command] = [line.split("|") for line in (done.stdout or done.stderr).strip().splitlines()]

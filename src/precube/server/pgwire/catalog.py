@@ -51,7 +51,6 @@ MACROS: dict[str, tuple[str, str]] = {
     "pg_collation_is_visible": ("o", "true"),
     "pg_operator_is_visible": ("o", "true"),
     "pg_opclass_is_visible": ("o", "true"),
-    "pg_opfamily_is_visible": ("o", "true"),
     "pg_conversion_is_visible": ("o", "true"),
     "pg_database_size": ("o", "CAST(0 AS BIGINT)"),
     "pg_get_serial_sequence": ("t, c", "CAST(NULL AS VARCHAR)"),  # no column is serial: precube is read-only

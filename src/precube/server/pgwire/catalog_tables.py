@@ -124,7 +124,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "pg_event_trigger": "oid BIGINT, evtname VARCHAR, evtevent VARCHAR, evtenabled VARCHAR",
         "pg_language": "oid BIGINT, lanname VARCHAR",
         "pg_operator": "oid BIGINT, oprname VARCHAR, oprnamespace BIGINT, oprleft BIGINT, oprright BIGINT, "
-        "oprresult BIGINT",
+        "oprresult BIGINT, oprkind VARCHAR, oprcode VARCHAR, oprcom BIGINT, oprnegate BIGINT",
         "pg_cast": "oid BIGINT, castsource BIGINT, casttarget BIGINT, castfunc BIGINT, castcontext VARCHAR, "
         "castmethod VARCHAR",
         "pg_views": "schemaname VARCHAR, viewname VARCHAR, viewowner VARCHAR, definition VARCHAR",
