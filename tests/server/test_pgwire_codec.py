@@ -21,8 +21,8 @@ from sqlglot import exp
 from precube.query.frontend import DIALECT
 from precube.server.pgwire import placeholders, rows
 from precube.server.pgwire import types as pg
-from precube.server.pgwire.catalog import is_catalog_query, rewrite
-from precube.server.pgwire.session_settings import SessionSettings
+from precube.server.pgwire.catalog import is_catalog_query, rewrite, sandbox_error
+from precube.server.pgwire.session_settings import SessionSettings, command_line_options
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, classify, precube_sql, split
 
@@ -136,6 +136,66 @@ def test_catalog_statements_stay_in_the_catalog(sql: str) -> None:
     assert is_catalog_query(tree)
     with pytest.raises(PgError):
         rewrite(tree, "ssb", "ssb", SessionSettings("ADMIN"))
+
+
+@pytest.mark.parametrize(
+    ("sql", "command"),
+    [
+        ("create table ssb.t (a int)", "CREATE TABLE"),
+        ("CREATE INDEX i ON ssb.dates (d_year)", "CREATE INDEX"),
+        ("drop view v", "DROP VIEW"),
+        ("insert into ssb.dates values (1)", "INSERT"),
+        ("update ssb.dates set d_year = 1", "UPDATE"),
+        ("delete from ssb.dates", "DELETE"),
+        ("truncate ssb.dates", "TRUNCATE TABLE"),
+        ("comment on table ssb.dates is 'x'", "COMMENT"),
+        ("copy ssb.dates from stdin", "COPY FROM"),
+    ],
+)
+def test_writes_are_refused_as_on_a_read_only_server(sql: str, command: str) -> None:
+    with pytest.raises(PgError) as refused:
+        classify(sql, 100)
+    assert (refused.value.sqlstate, refused.value.message) == (
+        "25006",
+        f"cannot execute {command} in a read-only transaction",
+    )
+
+
+def test_settings_from_startup_options_and_search_path_as_postgresql_shows_it() -> None:
+    assert command_line_options(r"-c search_path=ssb --DateStyle=ISO,\ MDY -cstatement_timeout=5") == [
+        ("search_path", "ssb"),
+        ("DateStyle", "ISO, MDY"),
+        ("statement_timeout", "5"),
+    ]
+    settings = SessionSettings("ADMIN")
+    assert settings.show("search_path") == '"$user", public'
+    settings.set("search_path", '"ssb", "Ab", "$user", PUBLIC')
+    assert settings.show("search_path") == 'ssb, "Ab", "$user", public'
+
+
+def test_sandbox_errors_read_as_postgresqls() -> None:
+    tree = sqlglot.parse_one("select pg_catalog.pg_namespace.nspname from pg_catalog.pg_namespace", read="postgres")
+    assert "pgw_catalog.pg_namespace.nspname" in rewrite(tree, "ssb", "ssb", SessionSettings("ADMIN")).sql("duckdb")
+    found = [
+        (e.sqlstate, e.message)
+        for e in map(
+            sandbox_error,
+            [
+                'Binder Error: Referenced column "b" not found in FROM clause!',
+                'Binder Error: Table "c" does not have a column named "castmethod"',
+                'Binder Error: Referenced table "x" not found!',
+                "Catalog Error: Scalar Function with name foo does not exist!",
+                "Binder Error: Something else",
+            ],
+        )
+    ]
+    assert found == [
+        ("42703", 'column "b" does not exist'),
+        ("42703", 'column "castmethod" does not exist'),
+        ("42P01", 'missing FROM-clause entry for table "x"'),
+        ("42883", "function foo() does not exist"),
+        ("0A000", "the catalog cannot answer this query: Binder Error: Something else"),
+    ]
 
 
 def _decoded(table: pa.Table, formats: list[int]) -> list[list[bytes | None]]:

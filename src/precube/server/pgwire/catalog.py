@@ -11,6 +11,7 @@ types, and `OPERATOR(pg_catalog.~)` a regular-expression match; any other `pg_*`
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -47,6 +48,12 @@ MACROS: dict[str, tuple[str, str]] = {
     "pg_table_is_visible": ("o", "true"),
     "pg_type_is_visible": ("o", "true"),
     "pg_function_is_visible": ("o", "true"),
+    "pg_collation_is_visible": ("o", "true"),
+    "pg_operator_is_visible": ("o", "true"),
+    "pg_opclass_is_visible": ("o", "true"),
+    "pg_conversion_is_visible": ("o", "true"),
+    "pg_database_size": ("o", "CAST(0 AS BIGINT)"),
+    "pg_get_serial_sequence": ("t, c", "CAST(NULL AS VARCHAR)"),  # no column is serial: precube is read-only
     "pg_get_expr": ("e, r, p := NULL", "CAST(e AS VARCHAR)"),  # an expression is stored as its text
     "pg_get_constraintdef": ("o, p := NULL", "CAST(NULL AS VARCHAR)"),
     "pg_get_indexdef": ("o, c := NULL, p := NULL", "CAST(NULL AS VARCHAR)"),
@@ -99,6 +106,8 @@ MACROS: dict[str, tuple[str, str]] = {
     "array_lower": ("a, d", "CASE WHEN len(a) > 0 THEN 1 END"),
     "quote_ident": ("s", "'\"' || replace(s, '\"', '\"\"') || '\"'"),
 }
+# PostgreSQL's variadic functions (a macro's arguments are fixed) → DuckDB's of the same meaning
+_RENAMED = {"json_build_object": "json_object", "jsonb_build_object": "json_object"}
 _REFUSED_PREFIXES = ("pg_", "has_", "duckdb_", "pragma_", "read_", "query", "glob", "current_setting")
 
 
@@ -164,7 +173,7 @@ class Catalog:
             found = query_error(err)  # out of memory, a value past its bound: precube's own error
             if not isinstance(found, EngineError):
                 raise found from err
-            raise PgError("42000", f"the catalog cannot answer this query: {str(err).splitlines()[0]}") from err
+            raise sandbox_error(str(err).splitlines()[0]) from err
         finally:
             if timer is not None:
                 timer.cancel()
@@ -189,6 +198,35 @@ class Catalog:
             for sandbox in self._sandboxes.values():
                 sandbox.db.close()
             self._sandboxes.clear()
+
+
+# the sandbox's errors PostgreSQL raises too, as PostgreSQL words them (with its SQLSTATE: tools match on both)
+_ERRORS = [
+    (re.compile(r'Referenced column "(?P<name>[^"]+)" not found'), "42703", 'column "{name}" does not exist'),
+    (re.compile(r'does not have a column named "(?P<name>[^"]+)"'), "42703", 'column "{name}" does not exist'),
+    (
+        re.compile(r'Referenced table "(?P<name>[^"]+)" not found'),
+        "42P01",
+        'missing FROM-clause entry for table "{name}"',
+    ),
+    (re.compile(r"Table with name (?P<name>\S+) does not exist"), "42P01", 'relation "{name}" does not exist'),
+    (re.compile(r"Function with name (?P<name>\S+) does not exist"), "42883", "function {name}() does not exist"),
+    (
+        re.compile(r"No function matches the given name and argument types '(?P<name>[^(]+)\("),
+        "42883",
+        "function {name}() does not exist",
+    ),
+    (re.compile(r"^Conversion Error: (?P<name>.+)$"), "22P02", "invalid input syntax: {name}"),
+]
+
+
+def sandbox_error(message: str) -> PgError:
+    """The sandbox's error as PostgreSQL's for the same mistake; anything else is a query the catalog does not
+    support (0A000)."""
+    for pattern, sqlstate, text in _ERRORS:
+        if found := pattern.search(message):
+            return PgError(sqlstate, text.format(name=found.group("name")))
+    return PgError("0A000", f"the catalog cannot answer this query: {message}")
 
 
 def _build(user: str, metadata: ProjectMetadata) -> duckdb.DuckDBPyConnection:
@@ -218,7 +256,7 @@ def _build(user: str, metadata: ProjectMetadata) -> duckdb.DuckDBPyConnection:
 
 def _refuse_table(table: exp.Table) -> PgError:
     name = ".".join(part.name for part in table.parts) if isinstance(table.this, exp.Identifier) else table.name
-    return PgError("42P01", f'relation "{name or table.this.sql(dialect="postgres")}" is not in precube\'s catalog')
+    return PgError("42P01", f'relation "{name or table.this.sql(dialect="postgres")}" does not exist')
 
 
 def rewrite(tree: exp.Expr, project: str, schema: str, settings: SessionSettings) -> exp.Expr:
@@ -239,6 +277,9 @@ def rewrite(tree: exp.Expr, project: str, schema: str, settings: SessionSettings
             return sub(node.expression)
         if isinstance(node, exp.Table):
             return _table(node, ctes)
+        if isinstance(node, exp.Column) and node.db.lower() in SCHEMAS:  # pg_catalog.pg_class.relname
+            node.set("db", exp.to_identifier(SCHEMAS[node.db.lower()]))
+            return node
         if isinstance(node, exp.Collate):
             return sub(node.this)
         if isinstance(node, exp.Operator):
@@ -355,10 +396,18 @@ _PLAIN_TYPES |= dict.fromkeys(
 def _function(node: exp.Anonymous, settings: SessionSettings) -> exp.Expr:
     name = node.name.lower()
     if name == "current_setting":
-        [setting, *_] = node.expressions or [exp.Null()]
+        [setting, *rest] = node.expressions or [exp.Null()]
+        while isinstance(setting, exp.Cast):  # a bound parameter's `$1::VARCHAR`
+            setting = setting.this
         if not (isinstance(setting, exp.Literal) and setting.is_string):
             raise PgError("0A000", "current_setting() takes a setting's name as a string literal")
-        return exp.Literal.string(settings.show(setting.name.lower()))
+        missing_ok = bool(rest) and rest[0].sql(dialect="postgres").lower() in ("true", "'t'", "'true'", "'on'")
+        try:
+            return exp.Literal.string(settings.show(setting.name.lower()))
+        except PgError:
+            if missing_ok:  # current_setting(name, true): NULL for a setting that does not exist
+                return exp.Null()
+            raise
     if name in ("to_regclass", "to_regtype", "to_regnamespace", "to_regrole") and len(node.expressions) == 1:
         found = _reg(name.removeprefix("to_"), node.expressions[0])
         if found is not None:
@@ -371,6 +420,9 @@ def _function(node: exp.Anonymous, settings: SessionSettings) -> exp.Expr:
         return exp.Null()
     if name in MACROS:
         node.set("this", f"pgw_{name}")
+        return node
+    if name in _RENAMED:
+        node.set("this", _RENAMED[name])
         return node
     if name.startswith(_REFUSED_PREFIXES):
         raise PgError("42883", f"function {name}() is not supported by precube's catalog")

@@ -26,7 +26,7 @@ COLUMNS: dict[str, dict[str, str]] = {
             f"relpages {_I}, reltuples DOUBLE DEFAULT -1, relallvisible {_I}, reltoastrelid {_I}, relhasindex {_B}, "
             f"relisshared {_B}, relpersistence VARCHAR DEFAULT 'p', relkind VARCHAR DEFAULT 'r', relnatts {_I}, "
             f"relchecks {_I}, relhasrules {_B}, relhastriggers {_B}, relhassubclass {_B}, relrowsecurity {_B}, "
-            f"relforcerowsecurity {_B}, relispopulated BOOLEAN DEFAULT true, relreplident VARCHAR DEFAULT 'n', "
+            f"relforcerowsecurity {_B}, relispopulated BOOLEAN DEFAULT true, relreplident VARCHAR DEFAULT 'd', "
             f"relispartition {_B}, relrewrite {_I}, relfrozenxid {_I}, relminmxid {_I}, relacl {_TA}, "
             f"reloptions {_TA}, relpartbound {_T}"
         ),
@@ -90,6 +90,8 @@ COLUMNS: dict[str, dict[str, str]] = {
             "conpfeqop BIGINT[], conppeqop BIGINT[], conffeqop BIGINT[], confdelsetcols BIGINT[], "
             "conexclop BIGINT[], conbin VARCHAR"
         ),
+        "pg_opclass": "oid BIGINT, opcmethod BIGINT, opcname VARCHAR, opcnamespace BIGINT, opcowner BIGINT, "
+        "opcfamily BIGINT, opcintype BIGINT, opcdefault BOOLEAN, opckeytype BIGINT",
         "pg_attrdef": "oid BIGINT, adrelid BIGINT, adnum BIGINT, adbin VARCHAR",
         "pg_inherits": "inhrelid BIGINT, inhparent BIGINT, inhseqno BIGINT, inhdetachpending BOOLEAN",
         "pg_proc": (
@@ -111,7 +113,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "pg_publication_namespace": "oid BIGINT, pnpubid BIGINT, pnnspid BIGINT",
         "pg_foreign_table": "ftrelid BIGINT, ftserver BIGINT, ftoptions VARCHAR[]",
         "pg_partitioned_table": "partrelid BIGINT, partstrat VARCHAR, partnatts BIGINT, partdefid BIGINT",
-        "pg_sequence": "seqrelid BIGINT, seqtypid BIGINT, seqstart BIGINT, seqincrement BIGINT",
+        "pg_sequence": "seqrelid BIGINT, seqtypid BIGINT, seqstart BIGINT, seqincrement BIGINT, seqmax BIGINT, "
+        "seqmin BIGINT, seqcache BIGINT, seqcycle BOOLEAN",
         "pg_extension": "oid BIGINT, extname VARCHAR, extowner BIGINT, extnamespace BIGINT, extversion VARCHAR",
         "pg_enum": "oid BIGINT, enumtypid BIGINT, enumsortorder DOUBLE, enumlabel VARCHAR",
         "pg_range": "rngtypid BIGINT, rngsubtype BIGINT, rngmultitypid BIGINT",
@@ -121,8 +124,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "pg_event_trigger": "oid BIGINT, evtname VARCHAR, evtevent VARCHAR, evtenabled VARCHAR",
         "pg_language": "oid BIGINT, lanname VARCHAR",
         "pg_operator": "oid BIGINT, oprname VARCHAR, oprnamespace BIGINT, oprleft BIGINT, oprright BIGINT, "
-        "oprresult BIGINT",
-        "pg_cast": "oid BIGINT, castsource BIGINT, casttarget BIGINT, castfunc BIGINT, castcontext VARCHAR",
+        "oprresult BIGINT, oprkind VARCHAR, oprcode VARCHAR, oprcom BIGINT, oprnegate BIGINT",
+        "pg_cast": "oid BIGINT, castsource BIGINT, casttarget BIGINT, castfunc BIGINT, castcontext VARCHAR, "
+        "castmethod VARCHAR",
         "pg_views": "schemaname VARCHAR, viewname VARCHAR, viewowner VARCHAR, definition VARCHAR",
         "pg_matviews": "schemaname VARCHAR, matviewname VARCHAR, matviewowner VARCHAR, definition VARCHAR",
         "pg_indexes": "schemaname VARCHAR, tablename VARCHAR, indexname VARCHAR, indexdef VARCHAR",

@@ -25,7 +25,7 @@ from precube.metadata.paths import check_project_name
 from precube.server.pgwire import placeholders
 from precube.server.pgwire.executor import Executor, Outcome
 from precube.server.pgwire.rows import data_rows
-from precube.server.pgwire.session_settings import SessionSettings
+from precube.server.pgwire.session_settings import SessionSettings, command_line_options
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, Statement, classify, split
 from precube.server.pgwire.types import TEXT
@@ -196,6 +196,8 @@ class Connection:
         for key, value in message.params.items():
             if key not in ("user", "database", "options", "replication") and not key.startswith("_pq_."):
                 settings.set(key, value)
+        for key, value in command_line_options(message.params.get("options", "")):
+            settings.set(key, value)
         self._send(m.AuthenticationOk())
         self._send(*(m.ParameterStatus(name=k, value=v) for k, v in settings.reported()))
         self._send(m.BackendKeyData(process_id=self.pid, secret_key=self.secret))
@@ -336,6 +338,8 @@ class Connection:
         try:
             outcome = work.result()
             outcome.started = begun
+            if statement.kind == Kind.COMMIT and self.status == TransactionStatus.ERROR_TRANSACTION:
+                outcome.tag = "ROLLBACK"  # as PostgreSQL answers the COMMIT of a failed transaction
         except PgError:
             raise
         except Exception as err:  # a bug must not drop the connection: answered as XX000, and logged

@@ -5,6 +5,7 @@ else is refused; other settings are remembered and shown."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from precube.server.pgwire.sqlstate import PgError
@@ -49,6 +50,8 @@ def _defaults(user: str, application: str) -> dict[str, str]:
         "lc_collate": "C",
         "lc_ctype": "C",
         "bytea_output": "hex",
+        "default_table_access_method": "heap",
+        "default_tablespace": "",
     }
 
 
@@ -78,7 +81,7 @@ class SessionSettings:
             if value.lower() not in accepted:
                 raise PgError("0A000", f"precube supports only {key} = {shown}, not {value!r}")
             value = shown
-        self.values[key] = value
+        self.values[key] = _search_path(value) if key == "search_path" else value
         return key
 
     def reset(self, name: str) -> str:
@@ -101,3 +104,42 @@ class SessionSettings:
 
     def reported(self) -> list[tuple[str, str]]:
         return [(name, self.values[name]) for name in REPORTED]
+
+
+_PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_$]*")
+
+
+def _search_path(value: str) -> str:
+    """A schema list as PostgreSQL shows it: each name unquoted (lower case if it was not quoted), then quoted
+    only where it must be (`"$user", public`)."""
+    names = []
+    for part in value.split(","):
+        name = part.strip()
+        quoted = len(name) >= 2 and name[0] == name[-1] == '"'
+        name = name[1:-1].replace('""', '"') if quoted else name.lower()
+        names.append(name if _PLAIN_NAME.fullmatch(name) else '"' + name.replace('"', '""') + '"')
+    return ", ".join(names)
+
+
+def command_line_options(options: str) -> list[tuple[str, str]]:
+    """The settings of a startup message's `options` (`-c search_path=ssb --DateStyle=ISO`), read as PostgreSQL
+    reads them: words split at white space, a backslash taking the next character as it is."""
+    words, word, escaped = [], "", False
+    for char in options + " ":
+        if escaped:
+            word, escaped = word + char, False
+        elif char == "\\":
+            escaped = True
+        elif char.isspace():
+            if word:
+                words.append(word)
+            word = ""
+        else:
+            word += char
+    found, given = [], iter(words)
+    for word in given:
+        setting = next(given, "") if word == "-c" else word[2:] if word.startswith(("-c", "--")) else ""
+        name, equals, value = setting.partition("=")
+        if equals and name:
+            found.append((name.replace("-", "_"), value))
+    return found

@@ -157,9 +157,25 @@ def classify(text: str, max_depth: int) -> Statement:
             raise PgError("0A000", "EXPLAIN ANALYZE is not supported: precube explains without running")
         return Statement(Kind.EXPLAIN, text, tree=_parse(found.group("rest"), max_depth))
     tree = _parse(text, max_depth)
+    if isinstance(tree, _WRITES) or (isinstance(tree, exp.Copy) and tree.args.get("kind")):  # COPY … FROM
+        raise PgError("25006", f"cannot execute {_command(tree)} in a read-only transaction")
     if isinstance(tree, exp.Query) and is_catalog_query(tree):
         return Statement(Kind.CATALOG, text, tree=tree)
     return Statement(Kind.QUERY, text, tree=tree)
+
+
+# statements that would change data or schema: PostgreSQL refuses them on a read-only server (as precube is)
+# with 25006 before looking at the objects they name
+_WRITES: tuple[type[exp.Expr], ...] = (exp.Create, exp.Drop, exp.Alter, exp.Insert, exp.Update, exp.Delete)
+_WRITES += (exp.Merge, exp.TruncateTable, exp.Grant, exp.Revoke, exp.Comment)
+
+
+def _command(tree: exp.Expr) -> str:
+    """A write statement's command as PostgreSQL's message names it (`CREATE TABLE`, `INSERT`)."""
+    kind = tree.args.get("kind")
+    if isinstance(tree, (exp.Create, exp.Drop, exp.Alter)) and isinstance(kind, str):
+        return f"{tree.key.upper()} {kind.upper()}"
+    return {"truncatetable": "TRUNCATE TABLE", "copy": "COPY FROM"}.get(tree.key, tree.key.upper())
 
 
 def _parse(text: str, max_depth: int) -> exp.Expr:
