@@ -93,11 +93,14 @@ class QuerySettings(_Section):
         Limits that keep one statement from holding the engine: `timeout_s` per statement, `memory_limit`
         of each in-process engine's database (DuckDB's syntax, e.g. "4GB"; empty: half the machine's memory over
         the server's processes, `precube.query.bounds`), `max_result_rows` and `max_result_bytes` of an answer,
-        `max_statement_chars` and `max_nesting_depth` of the SQL text and its tree. `pushdown_on_failure`: a
-        statement over layouts that fails on the engine is re-run on the source tables (off: it is an error
-        naming the layout and segments, so an answer never silently changes source). `metadata_check_ms`: how
-        long a reading of the metadata's change counter answers queries (another process's change — a build by
-        the CLI, an edit through another server — is seen within it; this process's own at once).
+        `max_statement_chars` and `max_nesting_depth` of the SQL text and its tree; `spill_dir` (empty:
+        `<home>/spill`) where each engine database spills what exceeds its memory, at most `max_spill_mb` (0: a
+        quarter of that disk's free space when the database opens; past it, the memory error), `query.spill`.
+        `pushdown_on_failure`: a statement over layouts that fails on the engine is re-run on the source tables
+        (off: it is an error naming the layout and segments, so an answer never silently changes source).
+        `metadata_check_ms`: how long a reading of the metadata's change counter answers queries (another
+        process's change — a build by the CLI, an edit through another server — is seen within it; this
+        process's own at once).
 
         Admission (`precube.service.admission`): at most `max_running` statements run on the engines at once (default
         twice the CPUs this process may use), of them at most `max_running_pushdown` pushed down to the source
@@ -111,6 +114,8 @@ class QuerySettings(_Section):
     memory_limit: str = ""
     max_result_rows: int = Field(default=1_000_000, gt=0)  # Kylin's kylin.query.max-result-rows
     max_result_bytes: int = Field(default=256 * 2**20, gt=0)
+    spill_dir: str = ""  # empty: <home>/spill
+    max_spill_mb: int = Field(default=0, ge=0)  # 0: a quarter of the spill disk's free space
     max_statement_chars: int = Field(default=1_000_000, gt=0)
     max_nesting_depth: int = Field(default=200, gt=0)
     pushdown_on_failure: bool = False
@@ -229,6 +234,8 @@ class Settings(BaseSettings):
             self.metadata.url = f"sqlite:///{self.home / 'metadata.db'}"
         if self.warehouse.root is None:
             self.warehouse.root = str(self.home / "warehouse")
+        if not self.query.spill_dir:
+            self.query.spill_dir = str(self.home / "spill")
         return self
 
     @property

@@ -4,6 +4,7 @@ views, and an engine out of memory as its own error."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,10 +14,11 @@ import pyarrow as pa
 import pytest
 from sqlglot import exp, parse_one
 
-from precube.query.bounds import MIN_MEMORY_BYTES, ResultBounds, default_memory_limit, memory_limit
+from precube.query.bounds import MIN_MEMORY_BYTES, ResultBounds, Window, default_memory_limit, memory_limit
 from precube.query.duckdb_engine import DuckDBEngine
 from precube.query.engine_errors import query_error
 from precube.query.errors import EngineError, QueryMemoryError, ResultTooLargeError
+from precube.query.spill import Spill
 from precube.query.value_bounds import bounded_values
 from precube.service.errors import disposition
 from precube.settings import QuerySettings
@@ -89,6 +91,41 @@ def test_an_answer_past_the_rows_is_stopped_without_being_fetched(engine: DuckDB
     assert engine.execute("select 42 as x", [], []).to_pylist() == [{"x": 42}]  # the engine goes on
 
 
+@pytest.mark.parametrize("first", [True, False])  # DuckDB's Arrow export, the tuple path
+@pytest.mark.parametrize(
+    ("window", "rows", "partial"),
+    [
+        (Window(0, 500), list(range(500)), True),
+        (Window(9_990, 500), list(range(9_990, 10_000)), False),  # the last rows: nothing past them
+        (Window(100, 5_000), list(range(100, 5_100)), True),  # as many rows as the bound: the probe row is not one
+        (Window(9_000, 0), list(range(9_000, 10_000)), False),  # an offset alone
+        (Window(0, 10_000), None, False),  # more rows than the bound
+    ],
+)
+def test_a_window_fetches_its_rows_and_tells_whether_more_existed(
+    engine: DuckDBEngine, first: bool, window: Window, rows: list[int] | None, partial: bool
+) -> None:
+    if not first:
+        engine.execute("select 1", [], [])
+    sql = "select range as x from range(10000) order by x"  # twice the bound: whole, it is too large
+    if rows is None:
+        with pytest.raises(ResultTooLargeError, match="max_result_rows"):
+            engine.execute(sql, [], [], window=window)
+        return
+    found, more = window.cut(engine.execute(sql, [], [], window=window))
+    assert found.column("x").to_pylist() == rows and more is partial
+
+
+def test_a_window_of_a_whole_answer() -> None:
+    table = pa.table({"x": list(range(10))})
+    assert [(t.column("x").to_pylist(), more) for t, more in (Window(8, 0).of(table), Window(2, 3).of(table))] == [
+        ([8, 9], False),
+        ([2, 3, 4], True),
+    ]
+    assert Window(7, 3).of(table)[1] is False  # exactly to the end
+    assert Window().sql("select 1", ResultBounds(10**18, 1)) == "(select 1\n) LIMIT 1000000000000000001"
+
+
 def test_an_answer_past_the_bytes_fails(engine: DuckDBEngine) -> None:
     with pytest.raises(ResultTooLargeError, match="max_result_bytes"):
         engine.execute("select repeat('x', 10000) as s from range(200)", [], [])  # 2 MB in 200 rows
@@ -114,6 +151,26 @@ def test_a_statement_past_the_memory_bound_fails_and_the_engine_goes_on(tmp_path
         assert engine.execute("select 1 as x", [], []).to_pylist() == [{"x": 1}]
     finally:
         engine.close()
+
+
+def test_a_statement_past_the_spill_bound_fails_and_its_spill_is_removed(tmp_path: Path) -> None:
+    """DuckDB spills to a directory of its own under `[query] spill_dir`, at most `max_spill_mb`: past it the
+    statement gets the memory error (503/53200), and the directory goes with the database."""
+    dead = tmp_path / "999999999"  # a process that died with its databases open
+    (dead / "x").mkdir(parents=True)
+    engine = DuckDBEngine(str(tmp_path), "p", memory_limit="32MB", spill=Spill(tmp_path, max_mb=2))
+    try:
+        assert not dead.exists()  # cleaned as the engine starts
+        found = engine.con.execute("select current_setting('temp_directory')").fetchone()
+        assert found is not None and Path(found[0]).parent == tmp_path / str(os.getpid())
+        sort = "select count(*) from (select md5(range::varchar) as m from range(3000000) order by m)"
+        with pytest.raises(QueryMemoryError, match=r"\[query\] max_spill_mb") as raised:
+            engine.execute(sort, [], [])
+        assert disposition(raised.value).sqlstate == "53200"
+        assert engine.execute("select 1 as x", [], []).to_pylist() == [{"x": 1}]  # the engine goes on
+    finally:
+        engine.close()
+    assert not any((tmp_path / str(os.getpid())).iterdir())  # DuckDB removed its spill directory
 
 
 @pytest.mark.parametrize(

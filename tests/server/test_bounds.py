@@ -112,6 +112,23 @@ def test_an_answer_within_the_bounds_is_whole(client: httpx.Client) -> None:
     assert len(response.json()["data"]["results"]) == MAX_ROWS
 
 
+def test_a_limit_caps_what_the_engine_fetches(client: httpx.Client) -> None:
+    """Kylin's rule: the request's limit and offset go into the statement, so a `select *` past the bound
+    answers the rows asked for (flagged `partial` when there were more) instead of failing."""
+    sql = "select lo_orderkey, lo_linenumber from lineorder order by 1, 2"
+    response, _ = _post(client, sql)
+    assert error(response, 400) and response.json()["error_code"] == "RESULT_TOO_LARGE"  # whole: past the bound
+    first = _post(client, sql, limit=500)[0].json()["data"]
+    assert len(first["results"]) == first["resultRowCount"] == 500 and first["partial"] is True
+    total = int(_post(client, NORMAL)[0].json()["data"]["results"][0][0])
+    last = _post(client, sql, offset=total - 100, limit=500)[0].json()["data"]
+    assert len(last["results"]) == 100 and last["partial"] is False
+    page = _post(client, sql, offset=1, limit=2)[0].json()["data"]
+    assert page["results"] == first["results"][1:3]
+    response, _ = _post(client, sql, limit=MAX_ROWS + 1)  # more rows than the bound asked for: still the bound
+    assert "[query] max_result_rows" in error(response, 400)
+
+
 @pytest.mark.parametrize(
     "extra",
     [{"limit": 1e30}, {"limit": 10**30}, {"offset": 10**30}, {"limit": -1}, {"offset": -5}],
@@ -123,13 +140,38 @@ def test_out_of_range_parameters_are_400(client: httpx.Client, extra: dict[str, 
     assert next(iter(extra)) in message
 
 
-def test_a_type_error_in_a_filter_is_a_400(client: httpx.Client, bounded: LiveServer) -> None:
-    sql = "select count(*) from lineorder where lo_orderdate < 19940101"
+@pytest.mark.parametrize(
+    ("sql", "code", "sqlstate", "words"),
+    [
+        (  # caught while planning: the column as written, both types, what to write
+            "select count(*) from lineorder where lo_orderdate < 19940101",
+            "TYPE_MISMATCH",
+            "42883",
+            "cannot compare lo_orderdate (DATE) with 19940101 (INTEGER): write DATE '1994-01-01'",
+        ),
+        ("select count(*) from lineorder where lo_quantity = 'ten'", "INVALID_VALUE", "22P02", "'ten': it is not"),
+        # the engine's errors, in precube's words
+        (
+            "select count(*) from (select lo_quantity as q from lineorder) x where q = 'ten'",
+            "INVALID_VALUE",
+            "22P02",
+            "'ten' is not a valid BIGINT",
+        ),
+        ("select abs(lo_orderdate) from lineorder limit 1", "TYPE_MISMATCH", "42883", "no function abs takes (DATE)"),
+        ("select coalesce(lo_orderdate, 1) from lineorder limit 1", "TYPE_MISMATCH", "42804", "cannot mix values"),
+    ],
+    ids=["date-vs-number", "number-vs-text", "conversion", "no-function", "mixed"],
+)
+def test_a_type_error_is_a_400_in_precubes_words(
+    client: httpx.Client, bounded: LiveServer, sql: str, code: str, sqlstate: str, words: str
+) -> None:
     response, _ = _post(client, sql)
     message = error(response, 400)
-    assert "DATE" in message.upper(), message
-    with _connect(bounded) as pg, pytest.raises(psycopg.errors.DataError):
+    assert response.json()["error_code"] == code and response.json()["sqlstate"] == sqlstate
+    assert words in message and "Binder Error" not in message and "\n" not in message, message
+    with _connect(bounded) as pg, pytest.raises(psycopg.Error) as raised:
         pg.execute(sql)
+    assert raised.value.sqlstate == sqlstate and words in str(raised.value)
 
 
 # statements a user may send to find a 500: odd types to encode, overflows, conversions, huge arguments

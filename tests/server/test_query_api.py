@@ -142,9 +142,12 @@ def test_answer_fields_types_paging_and_the_result_cache(
     assert stats["hits"] >= 1 and stats["entries"] >= 1
 
     paged = data(admin.post(QUERY, json={"sql": SSB_Q, "project": project, "offset": 2, "limit": 3}))
-    assert paged["results"] == first["results"][2:5] and paged["resultRowCount"] == 3
-    tail = data(admin.post(QUERY, json={"sql": SSB_Q, "project": project, "offset": len(years) - 1}))
-    assert tail["results"] == first["results"][-1:]
+    assert paged["results"] == first["results"][2:5] and paged["resultRowCount"] == 3 and paged["partial"] is True
+    again = data(admin.post(QUERY, json={"sql": SSB_Q, "project": project, "offset": 2, "limit": 3}))
+    assert again["storageCacheUsed"] is True and again["results"] == paged["results"] and again["partial"] is True
+    tail = data(admin.post(QUERY, json={"sql": SSB_Q, "project": project, "offset": len(years) - 1, "limit": 5}))
+    assert tail["results"] == first["results"][-1:] and tail["partial"] is False
+    assert first["partial"] is False and second["partial"] is False  # the whole answer, its own cache entry
 
     pushed = data(admin.post(QUERY, json={"sql": SSB_Q, "project": project, "forcedToPushDown": True}))
     assert pushed["pushDown"] is True and pushed["realizations"] == [] and pushed["results"] == first["results"]

@@ -18,6 +18,7 @@ from precube.cache.cached_result import CachedResult
 from precube.cache.result_cache import CacheStats, ResultCache
 from precube.metadata import MetadataStore
 from precube.metadata.entity import now_ms
+from precube.query.bounds import WHOLE, Window
 from precube.query.cancel import Cancellation
 from precube.query.catalog import CatalogAnswers
 from precube.query.duckdb_engine import DuckDBEngine
@@ -114,6 +115,7 @@ class CachedSession:
         cancel: Cancellation | None = None,
         access: str = "",
         admit: Admit | None = None,
+        window: Window = WHOLE,
     ) -> QueryResult:
         """As `Session.sql`, from the cache when it holds the answer (kept per `access`, the digest of what about
         the caller can change it); `no_cache` and `force_pushdown` neither read nor store it. Only a run on the
@@ -133,13 +135,14 @@ class CachedSession:
                 cancel=cancel,
                 access=access,
                 admit=admit,
+                window=window,
             )
 
         # a catalog statement's answer follows the metadata, which the cache's validity does not watch
         if no_cache or force_pushdown or shape is None or session.catalog.may_answer(sql):
             return run()
         started, start_ms = time.perf_counter(), now_ms()
-        result = self.cache.result_cache.answer(session, sql, shape, pushdown, run, access)
+        result = self.cache.result_cache.answer(session, sql, shape, pushdown, run, access, window)
         if isinstance(result, CachedResult):  # a hit, or the answer of the identical query it waited on
             session.record_answer(sql, start_ms, started, result, user=user)
         return result
@@ -153,6 +156,7 @@ class CachedSession:
         no_cache: bool = False,
         user: str | None = None,
         access: str = "",
+        window: Window = WHOLE,
     ) -> QueryResult | None:
         """`sql`'s answer when the cache holds it in this process's memory and checking it needs no I/O
         (`ResultCache.cached`), recorded in the history as `sql` records a hit; else None."""
@@ -163,7 +167,7 @@ class CachedSession:
         if shape is None:
             return None
         started, start_ms = time.perf_counter(), now_ms()
-        result = self.cache.result_cache.cached(session, shape, pushdown, access)
+        result = self.cache.result_cache.cached(session, shape, pushdown, access, window)
         if result is not None:
             session.record_answer(sql, start_ms, started, result, user=user)
         return result

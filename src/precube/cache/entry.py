@@ -54,6 +54,7 @@ class Entry:
     layout_ids: tuple[int, ...]
     segments: tuple[str, ...]
     pushdown_reason: str | None = None  # why the source tables answered (None: layouts did)
+    partial: bool = False  # a window's rows, and the answer had more past them (`QueryResult.partial`)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

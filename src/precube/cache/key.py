@@ -1,6 +1,6 @@
-"""The cache key: the metadata store's identity + project + the statement's exact identity + limit, offset,
-accept-partial and the digest of what about the caller can change an answer (`access`: empty today; table,
-column and row permissions will fill it in).
+"""The cache key: the metadata store's identity + project + the statement's exact identity + the window of rows
+asked for (offset, limit: a window's answer is not the whole answer), accept-partial and the digest of what about
+the caller can change an answer (`access`: empty today; table, column and row permissions will fill it in).
 
 The statement's identity is the plan cache's shape (`precube.query.plan_cache.shape_of`): sqlglot's tokens
 without whitespace, comments or trailing semicolons, keywords by kind and names in lower case, with the
@@ -17,6 +17,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from precube.query.bounds import WHOLE, Window
 from precube.query.plan_cache import Shape, shape_of
 
 
@@ -41,13 +42,14 @@ def cache_key(
     project: str,
     shape: Shape,
     *,
-    limit: int | None = None,
-    offset: int | None = None,
+    window: Window = WHOLE,
     accept_partial: bool = False,
     access: str = "",
 ) -> CacheKey:
     """The key of a statement of `shape` run in `project` of store `store` with these request options."""
-    # JSON quotes every part, so no literal's text can run into the next part
+    # JSON quotes every part, so no literal's text can run into the next part; a whole answer's window is
+    # (None, None), as before windows were kept apart
+    limit, offset = window.limit or None, window.offset or None
     text = json.dumps([shape.key, shape.params, limit, offset, accept_partial, access], ensure_ascii=False)
     return CacheKey(scope_of(store, project), hashlib.blake2b(text.encode(), digest_size=20).hexdigest())
 

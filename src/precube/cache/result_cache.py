@@ -23,6 +23,7 @@ from precube.cache.key import CacheKey, cache_key, key_of_sql, scope_of
 from precube.cache.single_flight import SingleFlight
 from precube.cache.validity import model_uses, stale_reason
 from precube.metadata.entity import now_ms
+from precube.query.bounds import WHOLE, Window
 from precube.query.plan_cache import Shape
 from precube.query.project_metadata import ProjectMetadata
 from precube.query.session import QueryResult, Session
@@ -73,13 +74,14 @@ class ResultCache:
         pushdown: bool | None,
         run: Callable[[ProjectMetadata], QueryResult],
         access: str = "",
+        window: Window = WHOLE,
     ) -> QueryResult:
         """The cached answer of `sql` (whose token shape is `shape`) in `session`'s store and project, or the
         answer `run` computes on the project's metadata (once for identical concurrent queries, whose waiters get
-        it, or its error, even when it is not kept)."""
+        it, or its error, even when it is not kept). `window`: the rows asked for, kept apart from the whole answer."""
         started = time.perf_counter()
         project = session.project
-        key = cache_key(session.store.identity, project, shape, access=access)
+        key = cache_key(session.store.identity, project, shape, access=access, window=window)
         ran: list[QueryResult] = []
 
         def compute() -> tuple[QueryResult, bool]:
@@ -114,7 +116,9 @@ class ResultCache:
             _bypassed("query cache bypassed: %s", err)
             return ran[0] if ran else run(session.metadata.get(project))
 
-    def cached(self, session: Session, shape: Shape, pushdown: bool | None, access: str = "") -> QueryResult | None:
+    def cached(
+        self, session: Session, shape: Shape, pushdown: bool | None, access: str = "", window: Window = WHOLE
+    ) -> QueryResult | None:
         """The answer of the statement whose token shape is `shape` when this process's memory holds a valid
         one and telling so needs no I/O: an in-process backend, and a recent reading of the metadata's change
         counter (`MetadataReader.known`). A server answers such hits on its event loop; None sends the query on
@@ -125,7 +129,7 @@ class ResultCache:
         if metadata is None:
             return None
         started = time.perf_counter()
-        key = cache_key(session.store.identity, session.project, shape, access=access)
+        key = cache_key(session.store.identity, session.project, shape, access=access, window=window)
         return self._lookup(key, metadata, pushdown, started)
 
     def _lookup(
@@ -218,6 +222,7 @@ def _entry(result: QueryResult, version: int = 0, uses: tuple[ModelUse, ...] = (
         layout_ids=tuple(result.layout_ids),
         segments=tuple(result.segments),
         pushdown_reason=result.pushdown_reason,
+        partial=result.partial,
     )
 
 
@@ -234,4 +239,5 @@ def _result(entry: Entry, started: float, from_cache: bool = True) -> CachedResu
         answered_segments=entry.segments,
         answered_reason=entry.pushdown_reason,
         cached_ms=entry.cached_ms,
+        partial=entry.partial,
     )

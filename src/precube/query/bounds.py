@@ -9,7 +9,12 @@ RAM per database, lets one statement take the machine.
 
 *Answers.* An answer holds at most `[query] max_result_rows` rows and `max_result_bytes` bytes (Arrow's size of
 its columns): the rows are fetched from the engine in batches and the statement fails as soon as a batch takes
-it past either bound, so an answer too large is never held whole (`collect`)."""
+it past either bound, so an answer too large is never held whole (`collect`).
+
+*Windows.* A client may ask for only some rows of the answer (REST's `offset`/`limit`, Kylin's rule:
+`QueryUtil.appendLimitOffset` puts them in the SQL): the engine then fetches the window and one row past it, which
+tells whether more rows existed (the answer is `partial`, Kylin's flag), so the bounds apply to the rows asked
+for, not to the whole answer (`Window`)."""
 
 from __future__ import annotations
 
@@ -99,3 +104,49 @@ class ResultBounds:
 
 
 UNBOUNDED = ResultBounds(2**63 - 1, 2**63 - 1)
+
+
+@dataclass(frozen=True)
+class Window:
+    """The rows of an answer a client asked for: `limit` rows (0: all) after the first `offset`."""
+
+    offset: int = 0
+    limit: int = 0
+
+    @property
+    def whole(self) -> bool:
+        return not self.offset and not self.limit
+
+    def rows(self, bounds: ResultBounds) -> int:
+        """The most rows an engine fetches for this window: one past `limit` (was there more?), never more than
+        one past the bound (the answer is then too large)."""
+        most = bounds.max_rows + 1 if bounds.max_rows < UNBOUNDED.max_rows else UNBOUNDED.max_rows
+        return min(self.limit + 1, most) if self.limit else most
+
+    def bounds(self, bounds: ResultBounds) -> ResultBounds:
+        """The bounds of the fetch: the row past a `limit` within the bound is a probe, not part of the answer."""
+        if self.limit and self.limit <= bounds.max_rows < UNBOUNDED.max_rows:
+            return ResultBounds(bounds.max_rows + 1, bounds.max_bytes)
+        return bounds
+
+    def sql(self, sql: str, bounds: ResultBounds) -> str:
+        """`sql` producing the window's rows and the probe row (the parentheses keep its own ORDER BY and LIMIT;
+        a newline: it may end in a comment)."""
+        most = self.rows(bounds)
+        limit = f" LIMIT {most}" if most < UNBOUNDED.max_rows else ""
+        offset = f" OFFSET {self.offset}" if self.offset else ""
+        return f"({sql}\n){limit}{offset}" if limit or offset else sql
+
+    def cut(self, fetched: pa.Table) -> tuple[pa.Table, bool]:
+        """The window's rows of `fetched` (its rows from `offset` on, the probe row included) and whether the
+        answer had more rows past them."""
+        if self.limit and fetched.num_rows > self.limit:
+            return fetched.slice(0, self.limit), True
+        return fetched, False
+
+    def of(self, answer: pa.Table) -> tuple[pa.Table, bool]:
+        """The window's rows of a whole answer, and whether it had more rows past them."""
+        return self.cut(answer.slice(self.offset, self.limit + 1 if self.limit else None))
+
+
+WHOLE = Window()

@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from precube.metadata import SourceType, Table, datatypes
 from precube.metadata.csv_options import CsvOptions
-from precube.query.bounds import UNBOUNDED, ResultBounds
+from precube.query.bounds import UNBOUNDED, WHOLE, ResultBounds, Window
 from precube.query.cancel import CANCELLED, Cancellation
 from precube.query.duckdb_connections import Connections, Cursor
 from precube.query.engine_errors import mapped_errors
@@ -34,6 +34,7 @@ from precube.query.literal_lists import run_lifted
 from precube.query.lookup_snapshot import SnapshotScan
 from precube.query.rewrite import LayoutScan
 from precube.query.spark_decimals import DECIMAL_OP, decimal_op, in_spark_terms, relation_types
+from precube.query.spill import Spill
 from precube.query.value_bounds import bounded_values
 from precube.query.watchdog import Watchdog
 from precube.storage import cells
@@ -129,10 +130,14 @@ class DuckDBEngine:
         timeout_s: float | None = None,
         bounds: ResultBounds = UNBOUNDED,
         connections: int = CONNECTIONS,
+        spill: Spill | None = None,
     ) -> None:
         self.root = warehouse_root
         self.project = project
         self.memory_limit = memory_limit
+        self.spill = spill  # where and how much its databases spill (None: DuckDB's default)
+        if spill is not None:
+            spill.clean()  # what dead processes left behind
         self.timeout_s = timeout_s
         self.bounds = bounds  # an answer's rows and bytes, checked as they are fetched
         # what DuckDB may read: the project's layouts, and each file source's directory or file
@@ -172,7 +177,7 @@ class DuckDBEngine:
         con.create_function("precube_kll_quantile", _kll_quantile, [blobs, sqltypes.DOUBLE], sqltypes.DOUBLE)
         text, integer = sqltypes.VARCHAR, sqltypes.INTEGER
         con.create_function(DECIMAL_OP, decimal_op, [text, text, text, integer], text, type=func.ARROW)
-        return sealed(con, self.memory_limit, self._allowed_dirs, self._allowed_files)
+        return sealed(con, self.memory_limit, self._allowed_dirs, self._allowed_files, self.spill)
 
     def _allow(self, table: Table) -> bool:
         """Add a file source's path to the allowed ones; whether it was new."""
@@ -317,15 +322,20 @@ class DuckDBEngine:
         scans: list[LayoutScan | SnapshotScan],
         sources: list[Table],
         cancel: Cancellation | None = None,
+        window: Window = WHOLE,
     ) -> pa.Table:
         """Run `sql` over the layouts and sources it reads, on a cursor of its own (statements of other threads
         run beside it); past `timeout_s` it is interrupted (a QueryTimeoutError), as on `cancel` (a
-        QueryCancelledError); any other failure is a one-line QueryError."""
+        QueryCancelledError); any other failure is a one-line QueryError. Only `window`'s rows are fetched (and
+        the one past them: `Window.cut`)."""
         with mapped_errors(self.name):
             db, cursor = self._cursor(sources)
             try:
                 return time_limited(
-                    cursor.watchdog, self.timeout_s, lambda: self._execute(db, cursor.con, sql, scans, sources), cancel
+                    cursor.watchdog,
+                    self.timeout_s,
+                    lambda: self._execute(db, cursor.con, sql, scans, sources, window),
+                    cancel,
                 )
             finally:
                 db.connections.give_back(cursor)
@@ -364,6 +374,7 @@ class DuckDBEngine:
         sql: str,
         scans: list[LayoutScan | SnapshotScan],
         sources: list[Table],
+        window: Window = WHOLE,
     ) -> pa.Table:
         """Register what `sql` reads and settle the settings under the lock, then run it on `con` outside it."""
         names = [s.name for s in scans]
@@ -385,7 +396,7 @@ class DuckDBEngine:
                 raise
             db.wide += int(not small)
         try:
-            return self._fetch(con, sql)
+            return self._fetch(con, sql, window)
         finally:
             with self._lock:
                 self._done(db, names, wide=not small)
@@ -416,19 +427,24 @@ class DuckDBEngine:
             con.execute("RESET disabled_optimizers")
         db.small = small
 
-    def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str, window: Window = WHOLE) -> pa.Table:
         """The statement's rows as Arrow. A small result of plain types is fetched as tuples and made into
         Arrow here: DuckDB's own Arrow export costs about a millisecond more per query, most of a warm
         query's time (the issue's figures: tuples win below ~1k rows). Not for the engine's first statement:
-        making Arrow from tuples imports pandas (pyarrow's shim, ~0.3 s), most of a one-shot command's time."""
-        cursor = run_lifted(con, self._capped(sql))  # long IN lists bound as parameters, not parsed as text
+        making Arrow from tuples imports pandas (pyarrow's shim, ~0.3 s), most of a one-shot command's time.
+
+        The statement produces at most one row past `[query] max_result_rows` (or past the window asked for):
+        enough to tell that its answer is too large. DuckDB materialises a result it exports as Arrow: without
+        the cap, a cross join's would grow until the process dies."""
+        bounds = window.bounds(self.bounds)
+        cursor = run_lifted(con, window.sql(sql, self.bounds))  # long IN lists bound as parameters, not as text
         first, self._fetched = not self._fetched, True
         types = [_arrow_type(d[1]) for d in cursor.description or []]
         if not all(types):
-            return _arrow_of_cursor(cursor, self.bounds)  # a type the tuple path does not map: DuckDB's own export
+            return _arrow_of_cursor(cursor, bounds)  # a type the tuple path does not map: DuckDB's own export
         schema = pa.schema([(d[0], t) for d, t in zip(cursor.description or [], types, strict=True)])
         if first:  # the types the tuple path gives (a cast imports pyarrow.compute: only when they differ)
-            exported = _arrow_of_cursor(cursor, self.bounds)
+            exported = _arrow_of_cursor(cursor, bounds)
             return exported if exported.schema == schema else exported.cast(schema)
         rows = cursor.fetchmany(SMALL_RESULT_ROWS + 1)
         head = pa.Table.from_arrays(
@@ -437,19 +453,11 @@ class DuckDBEngine:
             else [pa.array([], type=t) for t in types],
             schema=schema,
         )
-        self.bounds.check(head.num_rows, head.nbytes)
+        bounds.check(head.num_rows, head.nbytes)
         if len(rows) <= SMALL_RESULT_ROWS:
             return head
-        rest = _arrow_of_cursor(cursor, self.bounds, head.num_rows, head.nbytes)
+        rest = _arrow_of_cursor(cursor, bounds, head.num_rows, head.nbytes)
         return pa.concat_tables([head, rest.cast(schema)]) if rest.num_columns else head
-
-    def _capped(self, sql: str) -> str:
-        """`sql` producing at most one row past `[query] max_result_rows`: enough to tell that its answer is too
-        large. DuckDB materialises a result it exports as Arrow: without the cap, a cross join's would grow
-        until the process dies. The parentheses keep the statement's own ORDER BY, LIMIT and column names."""
-        if self.bounds.max_rows >= UNBOUNDED.max_rows:
-            return sql
-        return f"({sql}\n) LIMIT {self.bounds.max_rows + 1}"  # a newline: the statement may end in a comment
 
     def sql_of(
         self, tree: exp.Query, scans: Sequence[LayoutScan | SnapshotScan] = (), sources: Sequence[Table] = ()
@@ -458,10 +466,15 @@ class DuckDBEngine:
 
 
 def sealed(
-    con: duckdb.DuckDBPyConnection, memory_limit: str, dirs: Iterable[str] = (), files: Iterable[str] = ()
+    con: duckdb.DuckDBPyConnection,
+    memory_limit: str,
+    dirs: Iterable[str] = (),
+    files: Iterable[str] = (),
+    spill: Spill | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """`con`, after its last setting that reaches outside: it reads only `dirs` and `files`, loads and installs
-    no extension, and runs within `memory_limit` (a bad size is a one-line QueryError)."""
+    no extension, runs within `memory_limit` (a bad size is a one-line QueryError) and spills to a directory of
+    its own under `spill`'s root, at most its bound (`query.spill`)."""
     if memory_limit:
         try:
             con.execute(f"SET memory_limit = {_sql_string(memory_limit)}")
@@ -471,6 +484,9 @@ def sealed(
                 f"[query] memory_limit {memory_limit!r} is not a size DuckDB takes (e.g. 4GB): "
                 + str(err).splitlines()[0]
             ) from err
+    if spill is not None:
+        con.execute(f"SET temp_directory = {_sql_string(str(spill.directory()))}")
+        con.execute(f"SET max_temp_directory_size = {_sql_string(spill.max_size())}")
     con.execute(f"SET allowed_directories = {_sql_list(sorted(dirs))}")
     con.execute(f"SET allowed_paths = {_sql_list(sorted(files))}")
     con.execute("SET autoinstall_known_extensions = false")

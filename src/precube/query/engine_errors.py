@@ -3,7 +3,10 @@ Python exceptions become `QueryError`s (the engines' `execute` and the Session's
 
 DuckDB's messages are kept, cut to their first line (the rest is a caret under the SQL precube wrote, or
 candidate names of its internal relations; a CSV error keeps the line saying what is wrong); Spark's lose
-the Java exception's class and the SQLSTATE.
+the Java exception's class and the SQLSTATE. DuckDB's type errors (a comparison, a function or a CASE its
+argument types do not fit, a string that is no value of a type) are said in precube's words with SQL's type
+names, as their own errors with PostgreSQL's SQLSTATEs (`typed_error`); the planner catches the commonest, a
+column compared with a literal, first and names the column (`type_checks`).
 """
 
 from __future__ import annotations
@@ -18,11 +21,14 @@ from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
 from precube.errors import PrecubeError
 from precube.query.errors import (
     EngineError,
+    InvalidTextError,
     NestingTooDeepError,
+    OperatorTypeError,
     QueryError,
     QueryMemoryError,
     ResultTooLargeError,
     SqlSyntaxError,
+    TypeMismatchError,
     UnknownObjectError,
 )
 from precube.query.frontend import parse_message, token_message
@@ -35,6 +41,10 @@ _SPARK_READ_FAILURES = ("FileNotFoundException", "PATH_NOT_FOUND", "Path does no
 
 
 OUT_OF_MEMORY_HINT = "it needs more than [query] memory_limit (env PRECUBE__QUERY__MEMORY_LIMIT) allows"
+SPILL_HINT = (
+    "it needs more than [query] memory_limit and spilling more than [query] max_spill_mb to disk "
+    "(env PRECUBE__QUERY__MAX_SPILL_MB)"
+)
 MAX_LINE = 500  # an error quoting a huge identifier or literal stays readable
 
 
@@ -71,6 +81,45 @@ def _spark_line(err: BaseException) -> str:
     return type(err).__name__
 
 
+_COMPARE = re.compile(r"Cannot compare values of type (\S+) and type (\S+)")
+_MIX = re.compile(r"Cannot mix values of type (\S+) and (\S+) in (.+?) (?:- an explicit cast|$)")
+_NO_FUNCTION = re.compile(r"No function matches the given name and argument types '([^(]+)\((.*)\)'")
+_NO_CANDIDATE = re.compile(r'Could not choose a best candidate function for the function call "([^(]+)\((.*)\)"')
+_NOT_CONVERTED = re.compile(r"""Could not convert string (['"])(.*)\1 to ([\w(), ]+?)(?: when casting.*)?$""")
+_DATE_TEXT = re.compile(r'(?:invalid date field format|date field value out of range): "(.*?)"')
+# DuckDB's internal and literal type names → SQL's
+_TYPE_NAMES = {"INT8": "TINYINT", "INT16": "SMALLINT", "INT32": "INTEGER", "INT64": "BIGINT", "INT128": "HUGEINT"}
+
+
+def _sql_type(name: str) -> str:
+    name = name.strip().removesuffix("_LITERAL")
+    return "VARCHAR" if name == "STRING" else _TYPE_NAMES.get(name, name)
+
+
+def _types(listed: str) -> str:
+    return ", ".join(_sql_type(t) for t in listed.split(",") if t.strip())
+
+
+def typed_error(line: str) -> EngineError | None:
+    """DuckDB's type error (its first line) in precube's words, as its own error; None for any other error."""
+    if found := _COMPARE.search(line):
+        a, b = _sql_type(found[1]), _sql_type(found[2])
+        hint = "DATE '1994-01-01'" if "DATE" in (a, b) else f"CAST(… AS {a})"
+        return OperatorTypeError(f"cannot compare {a} with {b}: make both sides one type, e.g. {hint}")
+    if found := _MIX.search(line):
+        a, b = _sql_type(found[1]), _sql_type(found[2])
+        return TypeMismatchError(f"cannot mix values of type {a} and {b} in {found[3]}: CAST them to one type")
+    if found := _NO_FUNCTION.search(line) or _NO_CANDIDATE.search(line):
+        name, types = found[1], _types(found[2])
+        return OperatorTypeError(f"no function {name} takes ({types}): CAST the arguments to the types it takes")
+    if found := _NOT_CONVERTED.search(line):
+        value = found[2] if len(found[2]) <= 40 else found[2][:39] + "…"
+        return InvalidTextError(f"{value!r} is not a valid {_sql_type(found[3])}: write a value of that type")
+    if found := _DATE_TEXT.search(line):
+        return InvalidTextError(f"{found[1]!r} is not a valid DATE: write it as 'yyyy-mm-dd', e.g. DATE '1994-01-01'")
+    return None
+
+
 def query_error(err: BaseException, engine: str | None = None) -> PrecubeError:
     """The error to raise for `err`, caught while answering a statement (on `engine`, when it ran there)."""
     if isinstance(err, PrecubeError):
@@ -87,12 +136,16 @@ def query_error(err: BaseException, engine: str | None = None) -> PrecubeError:
         return SqlSyntaxError(f"cannot parse the SQL: {first_line(err)}")
     if isinstance(err, UnicodeError):
         return SqlSyntaxError(f"the statement holds text that is not valid Unicode: {first_line(err)}")
+    if isinstance(err, duckdb.OutOfMemoryException) and "max_temp_directory_size" in str(err):
+        return QueryMemoryError(f"the statement ran out of memory: {SPILL_HINT} ({first_line(err)})")
     if isinstance(err, (duckdb.OutOfMemoryException, MemoryError)):
         return QueryMemoryError(f"the statement ran out of memory: {OUT_OF_MEMORY_HINT} ({first_line(err)})")
     if isinstance(err, duckdb.InvalidInputException) and MARK in str(err):  # a guard of `value_bounds`
         return ResultTooLargeError(first_line(err).partition(MARK)[2])
     if isinstance(err, duckdb.Error):
         line = _duckdb_line(err)
+        if isinstance(err, (duckdb.BinderException, duckdb.ConversionException)) and (typed := typed_error(line)):
+            return typed
         found = EngineError(f"DuckDB cannot run the statement: {line}")
         # the first line only: the rest quotes the SQL, whose relations may read Parquet (a type error is no read)
         found.reading = isinstance(err, duckdb.IOException) or "parquet" in line.lower()

@@ -10,6 +10,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.metadata import Table
+from precube.query.bounds import WHOLE, Window
 from precube.query.cancel import Cancellation
 from precube.query.lookup_snapshot import SnapshotScan
 from precube.query.rewrite import LayoutScan
@@ -34,9 +35,15 @@ class Engine(Protocol):
         ...
 
     def execute(
-        self, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table], cancel: Cancellation | None = None
+        self,
+        sql: str,
+        scans: list[LayoutScan | SnapshotScan],
+        sources: list[Table],
+        cancel: Cancellation | None = None,
+        window: Window = WHOLE,
     ) -> pa.Table:
-        """Run rendered SQL; `cancel` interrupts it while it runs."""
+        """Run rendered SQL; `cancel` interrupts it while it runs. Only `window`'s rows are fetched, and the one
+        past them (`Window.cut` tells whether there were more)."""
         ...
 
     def run(self, tree: exp.Query, scans: list[LayoutScan | SnapshotScan], sources: list[Table]) -> pa.Table:

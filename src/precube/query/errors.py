@@ -94,6 +94,24 @@ class EngineError(QueryError):
     reading = False  # the engine failed to read data (a file missing, unreadable or corrupt)
 
 
+class TypeMismatchError(EngineError):
+    """Values of types that do not go together (a CASE, COALESCE or BETWEEN mixing a date and a number): names
+    the types and how to make them one."""
+
+    code = "TYPE_MISMATCH"
+
+
+class OperatorTypeError(TypeMismatchError):
+    """No operator or function takes the statement's argument types (a date column compared with a number):
+    names the column or function, the types and what to write instead."""
+
+
+class InvalidTextError(EngineError):
+    """A string the statement compares with or converts to another type is no value of it ('abc' as a number)."""
+
+    code = "INVALID_VALUE"
+
+
 class LayoutReadError(QueryError):
     """A statement over layouts failed on the engine (files missing or unreadable): names the layouts and
     segments; the source tables answer instead only when `query.pushdown_on_failure` allows it."""

@@ -26,7 +26,7 @@ from sqlglot import exp
 from precube.metadata import MetadataStore, Table
 from precube.metadata.entity import now_ms
 from precube.query import guard
-from precube.query.bounds import ResultBounds, memory_limit
+from precube.query.bounds import WHOLE, ResultBounds, Window, memory_limit
 from precube.query.cancel import Cancellation
 from precube.query.catalog import CatalogAnswers
 from precube.query.collector import paused_for
@@ -47,7 +47,9 @@ from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shap
 from precube.query.project_metadata import MetadataReader, ProjectMetadata
 from precube.query.reshape import reshaped
 from precube.query.rewrite import LayoutScan, rewrite, whole_scans
+from precube.query.spill import Spill
 from precube.query.split_blocks import Split, split_tree
+from precube.query.type_checks import check_comparisons
 from precube.settings import QuerySettings
 from precube.storage.paths import layout_path, local_path
 
@@ -104,6 +106,7 @@ class QueryResult:
     duration_ms: float
     plan_cached: bool = False  # the plan came from the plan cache
     params: tuple[Param, ...] | None = None  # the statement's literals, as its plan's probes take them
+    partial: bool = False  # the rows of a window asked for, and the answer had more past them (Kylin's flag)
     from_cache: ClassVar[bool] = False  # computed now (a `CachedResult` says otherwise)
 
     @property
@@ -188,6 +191,7 @@ class Session:
         limits = self.settings
         memory = memory_limit(limits.memory_limit, processes)
         self.bounds = ResultBounds.of(limits)
+        spill = Spill.of(limits.spill_dir, limits.max_spill_mb)  # where and how much its engines spill to disk
         self.duckdb = DuckDBEngine(
             warehouse_root,
             project,
@@ -196,9 +200,10 @@ class Session:
             timeout_s=limits.timeout_s,
             bounds=self.bounds,
             connections=self.settings.max_running,  # admission lets no more statements run at once
+            spill=spill,
         )
         # SHOW/DESCRIBE and information_schema, from the metadata in a connection of their own
-        self.catalog = CatalogAnswers(memory, limits.timeout_s, limits.max_nesting_depth, self.bounds)
+        self.catalog = CatalogAnswers(memory, limits.timeout_s, limits.max_nesting_depth, self.bounds, spill)
         self._spark = spark
         self._spark_engine: Engine | None = None
         self.history = history
@@ -238,6 +243,7 @@ class Session:
         parsed = parse(sql, shape.starts, depth, shape.tokens) if shape else parse(sql, None, depth)
         guard.check(parsed, metadata.catalog)  # before anything is resolved or reaches an engine
         tree = normalise(parsed, metadata.catalog)
+        check_comparisons(tree, metadata.catalog)  # a column compared with a literal of a type it cannot take
         facts = frozenset(m.model.fact_table.upper() for m in metadata.models)
         shaped = reshaped(tree)  # the same meaning in blocks layouts answer (pushdown runs `tree`)
         split, splits = split_tree(shaped, facts, metadata.catalog)  # model parts apart from subqueries
@@ -352,17 +358,21 @@ class Session:
         cancel: Cancellation | None = None,
         access: str = "",
         admit: Admit | None = None,
+        window: Window = WHOLE,
     ) -> QueryResult:
         """Run `sql`; pushdown None follows the project, False forbids it, `force_pushdown` skips layouts.
         `no_cache` is for a result-cache wrapper (this session has none). A wrapper may pass the statement's
         `shape` (tokenized once) and the project's `metadata` read to plan on (its answer is dated by it). `user`:
         who the history records (a server's signed-in caller), else the session's user. `cancel` stops the
         statement; `access` is the digest of what about the caller may change the answer (plans are kept per
-        digest); `admit` is held while an engine runs the statement (a server's admission control)."""
+        digest); `admit` is held while an engine runs the statement (a server's admission control). The answer
+        is `window`'s rows of it (the engine fetches no more), `partial` when it had more past them."""
         # both steps raise only one-line QueryErrors (`engine_errors`)
         shape = shape if shape is not None else self.shape_of(sql)  # the plan cache's key
         chosen = engine or self.engine
-        return self._execute(sql, shape, chosen, pushdown, force_pushdown, metadata, user, cancel, access, admit)
+        return self._execute(
+            sql, shape, chosen, pushdown, force_pushdown, metadata, user, cancel, access, admit, window
+        )
 
     def shape_of(self, sql: str) -> Shape | None:
         """The statement's token shape (the plan cache's and the result cache's key; None: it has none),
@@ -393,6 +403,7 @@ class Session:
         cancel: Cancellation | None = None,
         access: str = "",
         admit: Admit | None = None,
+        window: Window = WHOLE,
     ) -> QueryResult:
         """Plan (on `metadata`, else the latest) and run `sql` on engine `chosen`, recording it in the history."""
         started, start_ms = time.perf_counter(), now_ms()
@@ -402,7 +413,9 @@ class Session:
             if catalog is not None:  # answered from the metadata: no plan, no engine
                 chosen = CATALOG
                 answer = self.catalog.answer(catalog, metadata or self.metadata.get(self.project))
-                result = QueryResult(answer, None, CATALOG, (time.perf_counter() - started) * 1000)
+                answer, partial = window.of(answer)
+                took = (time.perf_counter() - started) * 1000
+                result = QueryResult(answer, None, CATALOG, took, partial=partial)
                 self._record(sql, start_ms, started, CATALOG, result, user=user)
                 return result
             runner = self._engine(chosen)
@@ -414,7 +427,7 @@ class Session:
             failure: LayoutReadError | None = None
             with admitted(admit, plan.pushdown):  # a slot of the statement's lane while the engine runs it
                 try:
-                    table = runner.execute(text, plan.scans, plan.sources, cancel)
+                    table = runner.execute(text, plan.scans, plan.sources, cancel, window)
                 except Exception as failed:
                     # layouts that cannot be read (files gone after a restore, a bad disk): an error, unless the
                     # operator allowed the source tables to answer instead (then the result says so); precube's own
@@ -433,9 +446,8 @@ class Session:
                 plan, cached = self._plan(sql, metadata, None, pushdown, True)[0], False
                 plan.pushdown_reason = f"pushdown on failure: {failure}"
                 with admitted(admit, True):
-                    table = runner.execute(
-                        runner.render(plan.tree, plan.scans, plan.sources), plan.scans, plan.sources, cancel
-                    )
+                    rendered = runner.render(plan.tree, plan.scans, plan.sources)
+                    table = runner.execute(rendered, plan.scans, plan.sources, cancel, window)
         except Exception as err:
             shown = query_error(err, chosen)  # the history keeps the line the user is shown
             self._record(sql, start_ms, started, chosen, None, error=str(shown), user=user)
@@ -443,7 +455,9 @@ class Session:
                 raise
             raise shown from err
         params = shape.params if shape is not None and plan.probes else None
-        result = QueryResult(table, plan, chosen, (time.perf_counter() - started) * 1000, cached, params=params)
+        table, partial = window.cut(table)
+        took = (time.perf_counter() - started) * 1000
+        result = QueryResult(table, plan, chosen, took, cached, params=params, partial=partial)
         self._record(sql, start_ms, started, chosen, result, user=user)
         return result
 

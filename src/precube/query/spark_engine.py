@@ -15,7 +15,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.metadata import Table
-from precube.query.bounds import UNBOUNDED, ResultBounds
+from precube.query.bounds import UNBOUNDED, WHOLE, ResultBounds, Window
 from precube.query.cancel import CANCELLED, Cancellation
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import QueryCancelledError, QueryTimeoutError
@@ -103,12 +103,13 @@ class SparkEngine:
         scans: list[LayoutScan | SnapshotScan],
         sources: list[Table],
         cancel: Cancellation | None = None,
+        window: Window = WHOLE,
     ) -> pa.Table:
         """Run `sql` over the layouts and sources it reads; past `timeout_s` its Spark jobs (tagged with the
         statement's own tag) are cancelled, a QueryTimeoutError, as on `cancel` (a QueryCancelledError). Any
-        failure is a one-line QueryError."""
+        failure is a one-line QueryError. Only `window`'s rows are collected (and the one past them)."""
         with mapped_errors(self.name):
-            return self._tagged(self._session(), sql, scans, sources, cancel or Cancellation())
+            return self._tagged(self._session(), sql, scans, sources, cancel or Cancellation(), window)
 
     def interrupt(self) -> None:
         """Stop the statements running now: their Spark jobs are cancelled."""
@@ -124,6 +125,7 @@ class SparkEngine:
         scans: list[LayoutScan | SnapshotScan],
         sources: list[Table],
         cancel: Cancellation,
+        window: Window = WHOLE,
     ) -> pa.Table:
         context = spark.sparkContext
         tag = f"precube-{uuid.uuid4().hex}"
@@ -148,7 +150,7 @@ class SparkEngine:
             timer.start()
         try:
             with cancel.running_on(stop_soon):
-                return self._execute(spark, sql, scans, sources)
+                return self._execute(spark, sql, scans, sources, window)
         except Exception as err:
             if cancel.cancelled:
                 raise QueryCancelledError(CANCELLED) from err
@@ -166,7 +168,12 @@ class SparkEngine:
             context.removeJobTag(tag)
 
     def _execute(
-        self, spark: SparkSession, sql: str, scans: list[LayoutScan | SnapshotScan], sources: list[Table]
+        self,
+        spark: SparkSession,
+        sql: str,
+        scans: list[LayoutScan | SnapshotScan],
+        sources: list[Table],
+        window: Window = WHOLE,
     ) -> pa.Table:
         from precube.sources.source import source_for
 
@@ -185,8 +192,10 @@ class SparkEngine:
             source_for(table).read(spark, table.columns).createOrReplaceTempView(
                 _source_view(table.database, table.name)
             )
-        # the driver collects one row past the bound at most: enough to tell that the answer is too large
+        # the driver collects one row past the bound (or the window) at most: enough to tell that there is more
         frame = spark.sql(sql)
-        if self.bounds.max_rows < UNBOUNDED.max_rows:
-            frame = frame.limit(self.bounds.max_rows + 1)
-        return self.bounds.table(frame.toArrow())
+        if window.offset:
+            frame = frame.offset(window.offset)
+        if (rows := window.rows(self.bounds)) < UNBOUNDED.max_rows:
+            frame = frame.limit(rows)
+        return window.bounds(self.bounds).table(frame.toArrow())

@@ -49,9 +49,11 @@ from precube.metadata.job import InvalidJobStateError
 from precube.query.errors import (
     EngineError,
     ForbiddenSqlError,
+    InvalidTextError,
     LayoutReadError,
     NestingTooDeepError,
     NoLayoutError,
+    OperatorTypeError,
     PushdownError,
     QueryCancelledError,
     QueryMemoryError,
@@ -59,6 +61,7 @@ from precube.query.errors import (
     ResultTooLargeError,
     SqlSyntaxError,
     StatementTooLargeError,
+    TypeMismatchError,
     UnknownObjectError,
 )
 from precube.service.admission import AdmissionError
@@ -120,7 +123,10 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     ResultTooLargeError: (400, "54000", "RESOURCE_EXHAUSTED"),  # program_limit_exceeded: [query] max_result_*
     QueryMemoryError: (503, "53200", "RESOURCE_EXHAUSTED"),  # out_of_memory: past the engine's memory bound
     AdmissionError: (503, "53300", "UNAVAILABLE"),  # too_many_connections: no slot to run it now; retry
-    EngineError: (400, "22000", "INVALID_ARGUMENT"),  # data_exception: a type error, an overflow in the SQL
+    EngineError: (400, "22000", "INVALID_ARGUMENT"),  # data_exception: an overflow, a bad value in the SQL
+    TypeMismatchError: (400, "42804", "INVALID_ARGUMENT"),  # datatype_mismatch: CASE/COALESCE/BETWEEN types
+    OperatorTypeError: (400, "42883", "INVALID_ARGUMENT"),  # undefined_function: no operator takes these types
+    InvalidTextError: (400, "22P02", "INVALID_ARGUMENT"),  # invalid_text_representation: 'abc' as a number
     LayoutReadError: (500, "58030", "INTERNAL"),  # io_error: the server's layout files
     # parameters bound as literals
     ParameterError: (400, "0A000", "UNIMPLEMENTED"),  # feature_not_supported: a value with no SQL literal

@@ -26,6 +26,7 @@ from typing import Any
 
 from precube.auth import AccessDeniedError, Directory, Permission
 from precube.cache import CachedSession
+from precube.query.bounds import WHOLE, Window
 from precube.query.cancel import Cancellation
 from precube.query.catalog.description import CatalogDescription
 from precube.query.errors import QueryCancelledError
@@ -45,12 +46,14 @@ __all__ = ["PUSHDOWN_PROPERTY", "Handle", "QueryCancelledError", "QueryResult", 
 class RunOptions:
     """How a statement may be answered: the engine (None: the project's), pushdown None (the project's rule),
     False (never: layouts or an error) or `force_pushdown` (the source tables, skipping layouts); `no_cache`
-    neither reads nor stores the result cache."""
+    neither reads nor stores the result cache; `window`: the rows of the answer wanted (the engine fetches no
+    more, and the result says whether there were: `QueryResult.partial`)."""
 
     engine: str | None = None
     pushdown: bool | None = None
     force_pushdown: bool = False
     no_cache: bool = False
+    window: Window = WHOLE
 
 
 @dataclass
@@ -163,6 +166,7 @@ class QueryService:
                 cancel=handle.cancellation,
                 access=handle.principal.access,
                 admit=lambda pushdown: self.admission.slot(handle.principal.user, pushdown, handle.cancellation),
+                window=options.window,
             )
         except BaseException as err:  # noqa: BLE001 (the caller gets it from the handle)
             record(None, time.perf_counter() - handle.submitted)
@@ -197,6 +201,7 @@ class QueryService:
             no_cache=options.no_cache,
             user=principal.user,
             access=principal.access,
+            window=options.window,
         )
         if result is not None:
             record(result, time.perf_counter() - started)

@@ -15,6 +15,7 @@ from precube.query.catalog.views import InformationSchema, reads_views
 from precube.query.errors import QueryError
 from precube.query.frontend import parse
 from precube.query.project_metadata import ProjectMetadata
+from precube.query.spill import Spill
 
 _MENTIONS_VIEWS = re.compile(r"information_schema", re.IGNORECASE)
 
@@ -29,8 +30,9 @@ class CatalogAnswers:
         timeout_s: float | None = None,
         max_depth: int | None = None,
         bounds: ResultBounds = UNBOUNDED,
+        spill: Spill | None = None,
     ) -> None:
-        self.views = InformationSchema(memory_limit, timeout_s, bounds)
+        self.views = InformationSchema(memory_limit, timeout_s, bounds, spill)
         self.max_depth = max_depth
 
     @staticmethod

@@ -23,6 +23,7 @@ from precube.query.engine_errors import mapped_errors
 from precube.query.errors import UnknownObjectError
 from precube.query.frontend import Catalog
 from precube.query.project_metadata import ProjectMetadata
+from precube.query.spill import Spill
 from precube.query.value_bounds import bounded_values
 from precube.query.watchdog import Watchdog
 
@@ -52,9 +53,14 @@ class InformationSchema:
     replaced when the project's metadata is a newer read)."""
 
     def __init__(
-        self, memory_limit: str = "", timeout_s: float | None = None, bounds: ResultBounds = UNBOUNDED
+        self,
+        memory_limit: str = "",
+        timeout_s: float | None = None,
+        bounds: ResultBounds = UNBOUNDED,
+        spill: Spill | None = None,
     ) -> None:
         self.memory_limit = memory_limit
+        self.spill = spill
         self.timeout_s = timeout_s
         self.bounds = bounds
         self._con: duckdb.DuckDBPyConnection | None = None
@@ -89,7 +95,7 @@ class InformationSchema:
 
     def _connection(self, metadata: ProjectMetadata) -> duckdb.DuckDBPyConnection:
         if self._con is None:
-            self._con = sealed(duckdb.connect(), self.memory_limit)
+            self._con = sealed(duckdb.connect(), self.memory_limit, spill=self.spill)
         if self._version != metadata.version:
             for name, rows in view_tables(metadata.description).items():
                 self._con.register(_relation(name), rows)

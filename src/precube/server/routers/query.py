@@ -27,6 +27,7 @@ from starlette.types import Receive
 from precube.auth import Permission
 from precube.errors import InvalidInputError
 from precube.jdbc_types import of_arrow, text_column
+from precube.query.bounds import Window
 from precube.query.errors import QueryTimeoutError
 from precube.query.project_metadata import ProjectMetadata
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
@@ -82,6 +83,7 @@ def _options(body: QueryRequest) -> RunOptions:
         pushdown=_pushdown(body.forced_to_index),
         force_pushdown=body.forced_to_push_down,
         no_cache=toggles.get(NO_CACHE_TOGGLE, "").lower() == "true",
+        window=Window(body.offset, body.limit),  # in the statement, as Kylin's `appendLimitOffset` puts them
     )
 
 
@@ -133,8 +135,8 @@ async def answer(state: ServerState, caller: Caller, body: QueryRequest, accept:
     if result is None:
         result = await _until_gone(state, state.queries.run(principal, body.sql, options=options), receive)
     if result.table.num_rows * result.table.num_columns <= LOOP_ANSWER_CELLS:
-        return _response(state, principal.project, body, result, accept, deadline)
-    return await run_in_threadpool(_response, state, principal.project, body, result, accept, deadline)
+        return _response(state, principal.project, result, accept, deadline)
+    return await run_in_threadpool(_response, state, principal.project, result, accept, deadline)
 
 
 WATCH_AFTER_S = 0.05  # a statement answered sooner is not worth a watcher on its connection
@@ -168,12 +170,8 @@ async def _cancel_when_gone(state: ServerState, handle: Handle, receive: Receive
     state.queries.cancel(handle)
 
 
-def _response(
-    state: ServerState, project: str, body: QueryRequest, result: QueryResult, accept: str, deadline: float
-) -> Response:
-    table = result.table
-    if body.offset or body.limit:
-        table = table.slice(body.offset, body.limit or None)
+def _response(state: ServerState, project: str, result: QueryResult, accept: str, deadline: float) -> Response:
+    table = result.table  # the window asked for (`offset`, `limit`): the engine fetched no more
     found = _answer(result, table, state.name, lambda: state.queries.sessions.get(project).metadata.get(project))
     if ARROW_TYPE in accept:
         header = json.dumps(found, separators=(",", ":"), ensure_ascii=True)
@@ -321,7 +319,7 @@ def _answer(
         "signature": ",".join(result.segments),
         "engineType": result.engine.upper() if result.pushdown else "NATIVE",
         "pushDown": result.pushdown,
-        "partial": False,
+        "partial": result.partial,  # Kylin's flag: `limit` rows, and the answer had more
         "realizations": realizations,
         # precube's own, for its CLI: how the answer came
         "pushDownReason": result.pushdown_reason,
