@@ -25,6 +25,28 @@ class UnknownObjectError(QueryError):
     deterministic = True
 
 
+class UnknownTableError(UnknownObjectError):
+    """A table the SQL names does not exist in the project."""
+
+
+class UnknownColumnError(UnknownObjectError):
+    """A column the SQL names is in none of the query's tables."""
+
+
+class AmbiguousColumnError(UnknownObjectError):
+    """An unqualified column the SQL names is in more than one of the query's tables."""
+
+
+class UnknownFunctionError(UnknownObjectError):
+    """A function the SQL calls does not exist, or not for its arguments' types."""
+
+
+class ReadOnlyStatementError(SqlSyntaxError):
+    """The statement would change something (INSERT, CREATE, …): precube answers queries only."""
+
+    code = "READ_ONLY"
+
+
 class NoLayoutError(QueryError):
     """No layout can answer the query and pushdown is forbidden; the message gives each model's reason."""
 
@@ -100,3 +122,19 @@ class LayoutReadError(QueryError):
 
     code = "LAYOUT_FAILED"
     missing = False  # a layout's files were found missing (not only the engine's word for it)
+
+
+class DivisionByZeroError(EngineError):
+    """The engine divided by zero (an integer division or modulo)."""
+
+
+class InvalidTextError(EngineError):
+    """The engine could not read a string as the type it was cast to."""
+
+
+class NumericRangeError(EngineError):
+    """A number is out of its type's range (an overflow, a cast to a narrower type)."""
+
+
+class DatatypeMismatchError(EngineError):
+    """The engine refused an expression for its operands' types."""

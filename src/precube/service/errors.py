@@ -47,19 +47,28 @@ from precube.metadata.errors import (
 )
 from precube.metadata.job import InvalidJobStateError
 from precube.query.errors import (
+    AmbiguousColumnError,
+    DatatypeMismatchError,
+    DivisionByZeroError,
     EngineError,
     ForbiddenSqlError,
+    InvalidTextError,
     LayoutReadError,
     NestingTooDeepError,
     NoLayoutError,
+    NumericRangeError,
     PushdownError,
     QueryCancelledError,
     QueryMemoryError,
     QueryTimeoutError,
+    ReadOnlyStatementError,
     ResultTooLargeError,
     SqlSyntaxError,
     StatementTooLargeError,
+    UnknownColumnError,
+    UnknownFunctionError,
     UnknownObjectError,
+    UnknownTableError,
 )
 from precube.service.admission import AdmissionError
 from precube.service.parameters import ParameterError, ParameterMarksError
@@ -112,6 +121,11 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     StatementTooLargeError: (400, "54000", "INVALID_ARGUMENT"),  # program_limit_exceeded
     NestingTooDeepError: (400, "54001", "INVALID_ARGUMENT"),  # statement_too_complex
     UnknownObjectError: (400, "42704", "NOT_FOUND"),  # undefined_object
+    UnknownTableError: (400, "42P01", "NOT_FOUND"),  # undefined_table
+    UnknownColumnError: (400, "42703", "NOT_FOUND"),  # undefined_column
+    AmbiguousColumnError: (400, "42702", "INVALID_ARGUMENT"),  # ambiguous_column
+    UnknownFunctionError: (400, "42883", "NOT_FOUND"),  # undefined_function
+    ReadOnlyStatementError: (400, "25006", "INVALID_ARGUMENT"),  # read_only_sql_transaction
     NoLayoutError: (400, "55000", "FAILED_PRECONDITION"),  # object_not_in_prerequisite_state: build one first
     PushdownError: (400, "0A000", "UNIMPLEMENTED"),  # feature_not_supported
     ForbiddenSqlError: (400, "42501", "PERMISSION_DENIED"),  # insufficient_privilege
@@ -121,6 +135,10 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     QueryMemoryError: (503, "53200", "RESOURCE_EXHAUSTED"),  # out_of_memory: past the engine's memory bound
     AdmissionError: (503, "53300", "UNAVAILABLE"),  # too_many_connections: no slot to run it now; retry
     EngineError: (400, "22000", "INVALID_ARGUMENT"),  # data_exception: a type error, an overflow in the SQL
+    DivisionByZeroError: (400, "22012", "INVALID_ARGUMENT"),  # division_by_zero
+    InvalidTextError: (400, "22P02", "INVALID_ARGUMENT"),  # invalid_text_representation
+    NumericRangeError: (400, "22003", "OUT_OF_RANGE"),  # numeric_value_out_of_range
+    DatatypeMismatchError: (400, "42804", "INVALID_ARGUMENT"),  # datatype_mismatch
     LayoutReadError: (500, "58030", "INTERNAL"),  # io_error: the server's layout files
     # parameters bound as literals
     ParameterError: (400, "0A000", "UNIMPLEMENTED"),  # feature_not_supported: a value with no SQL literal
