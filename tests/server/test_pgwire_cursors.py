@@ -61,6 +61,7 @@ def test_the_statements_are_read_as_psycopg_and_psycopg2_send_them() -> None:
     assert classify("CLOSE ALL", 100).name == "ALL" and classify('close "Mixed"', 100).name == "Mixed"
     prepared = classify("PREPARE q (int, text) AS select $1 + 1, $2", 100)
     assert (prepared.kind, prepared.types, prepared.inner and prepared.inner.params) == (Kind.PREPARE, (23, 25), 2)
+    assert classify("PREPARE q (numeric(10, 2), date) AS select $1, $2", 100).types == (1700, 1082)
     executed = classify("EXECUTE q (1, 'it''s')", 100)
     assert (executed.kind, executed.name, len(executed.args)) == (Kind.EXECUTE, "q", 2)
     assert classify("deallocate prepare Q", 100).name == "q"

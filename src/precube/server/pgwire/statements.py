@@ -6,9 +6,10 @@ client's own quoting of a value is read as the client meant it) and classified:
   in precube's dialect for `Session.sql`;
 - a query over `pg_catalog` / `information_schema`, or of the session functions alone (`version()`,
   `current_database()`…): answered by the catalog (`catalog.py`), never by the engine;
-- `SET` / `RESET` / `SHOW` of a setting, transaction control (no-ops: precube is read-only), `DISCARD`,
-  `DEALLOCATE`; `EXPLAIN` (precube's plan as text); precube's own `SHOW TABLES` / `DESCRIBE` (passed as
-  written to the session)."""
+- `SET` / `RESET` / `SHOW` of a setting, transaction control (no-ops: precube is read-only), `DISCARD`;
+- SQL-level `PREPARE` / `EXECUTE` / `DEALLOCATE` and cursors' `DECLARE` / `FETCH` / `MOVE` / `CLOSE` (the
+  connection keeps their state); `EXPLAIN` (precube's plan as text); precube's own `SHOW TABLES` /
+  `DESCRIBE` (passed as written to the session)."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ _NOOPS = [  # (statement, command tag): what pools and drivers send around queri
 _NAME = r"(?P<name>\"(?:[^\"]|\"\")+\"|[A-Za-z_][\w$]*)"
 _DEALLOCATE = re.compile(rf"^DEALLOCATE\s+(?:PREPARE\s+)?(?:(?P<all>ALL)|{_NAME})$", re.IGNORECASE)
 _PREPARE = re.compile(
-    rf"^PREPARE\s+{_NAME}\s*(?:\((?P<types>[^)]*)\))?\s*AS\s+(?P<rest>.+)$", re.IGNORECASE | re.DOTALL
+    rf"^PREPARE\s+{_NAME}\s*(?:\((?P<types>(?:[^()]|\([^()]*\))*)\))?\s*AS\s+(?P<rest>.+)$", re.IGNORECASE | re.DOTALL
 )
 _EXECUTE = re.compile(rf"^EXECUTE\s+{_NAME}\s*(?:\((?P<args>.*)\))?$", re.IGNORECASE | re.DOTALL)
 _DECLARE = re.compile(
@@ -119,6 +120,7 @@ _DECLARE = re.compile(
 _FETCH = re.compile(
     rf"^(?P<verb>FETCH|MOVE)\s+(?:(?P<direction>.*?)\s+)??(?:(?:FROM|IN)\s+)?{_NAME}$", re.IGNORECASE | re.DOTALL
 )
+_TYPE_LIST = re.compile(r",(?![^()]*\))")  # the commas between PREPARE's types, not in numeric(10, 2)
 _SQL_LEVEL = re.compile(r"^(?:PREPARE|EXECUTE|DECLARE|FETCH|MOVE)\s", re.IGNORECASE)
 _CLOSE = re.compile(rf"^CLOSE\s+(?:(?P<all>ALL)|{_NAME})$", re.IGNORECASE)
 
@@ -211,7 +213,7 @@ def _sql_level(text: str, max_depth: int) -> Statement:
         inner = classify(found.group("rest"), max_depth)
         if inner.kind not in (Kind.QUERY, Kind.CATALOG):
             raise PgError("42601", "PREPARE takes a query (SELECT, VALUES, WITH …)")
-        types = tuple(type_oid(t) for t in found.group("types").split(",")) if found.group("types") else ()
+        types = tuple(type_oid(t) for t in _TYPE_LIST.split(found.group("types") or "") if t.strip())
         return Statement(Kind.PREPARE, text, name=identifier(found.group("name")), inner=inner, types=types)
     if verb == "EXECUTE" and (found := _EXECUTE.match(text)):
         args = found.group("args")
