@@ -44,8 +44,6 @@ class UnknownFunctionError(UnknownObjectError):
 class ReadOnlyStatementError(SqlSyntaxError):
     """The statement would change something (INSERT, CREATE, …): precube answers queries only."""
 
-    code = "READ_ONLY"
-
 
 class NoLayoutError(QueryError):
     """No layout can answer the query and pushdown is forbidden; the message gives each model's reason."""
