@@ -16,10 +16,13 @@ from precube.metadata import Project, SourceType, open_store
 from precube.query.errors import (
     EngineError,
     NestingTooDeepError,
+    NumericRangeError,
     QueryError,
+    ReadOnlyStatementError,
     SqlSyntaxError,
     StatementTooLargeError,
-    UnknownObjectError,
+    UnknownColumnError,
+    UnknownTableError,
 )
 from precube.query.session import Session
 from precube.settings import QuerySettings
@@ -55,7 +58,7 @@ BAD: list[tuple[str, str, type[QueryError], str]] = [
     ("arity_engine", f"select round(lo_discount, 1, 2, 3) from {FACT}", EngineError, "round"),
     ("type_string_plus_int", f"select lo_shipmode + 1 from {FACT}", EngineError, "+"),
     ("type_bad_date_literal", "select date 'not a date'", EngineError, "date"),
-    ("overflow_int", "select cast(2147483647 as int) + cast(1 as int)", EngineError, "overflow"),
+    ("overflow_int", "select cast(2147483647 as int) + cast(1 as int)", NumericRangeError, "overflow"),
     ("overflow_sum", f"select sum(lo_revenue * 9223372036854775807) from {FACT}", EngineError, "overflow"),
     ("lone_surrogate", "select '\udc80'", SqlSyntaxError, "utf-8"),
     ("undecodable_byte", b"select '\xff' as x".decode("utf-8", "surrogateescape"), SqlSyntaxError, "utf-8"),
@@ -96,13 +99,13 @@ BAD: list[tuple[str, str, type[QueryError], str]] = [
     ("only_comment", "-- nothing here", SqlSyntaxError, "empty"),
     ("only_semicolon", ";", SqlSyntaxError, "empty"),
     ("two_statements", "select 1; select 2", SqlSyntaxError, "2 statements"),
-    ("insert", f"insert into {FACT} values (1)", SqlSyntaxError, "INSERT"),
+    ("insert", f"insert into {FACT} values (1)", ReadOnlyStatementError, "INSERT"),
     ("drop", f"drop table {FACT}", SqlSyntaxError, "DROP"),
     ("create", "create table x (a int)", SqlSyntaxError, "CREATE"),
     ("set", "set x = 1", SqlSyntaxError, "SET"),
     ("use", "use ssb", SqlSyntaxError, "USE"),
-    ("unknown_table", "select 1 from ssb.nosuch", UnknownObjectError, "NOSUCH"),
-    ("unknown_column", f"select nosuch_col from {FACT}", UnknownObjectError, "NOSUCH_COL"),
+    ("unknown_table", "select 1 from ssb.nosuch", UnknownTableError, "NOSUCH"),
+    ("unknown_column", f"select nosuch_col from {FACT}", UnknownColumnError, "NOSUCH_COL"),
 ]
 
 

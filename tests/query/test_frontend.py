@@ -6,7 +6,13 @@ import pytest
 from sqlglot import exp
 
 from precube.metadata import Column, SourceType, Table
-from precube.query.errors import SqlSyntaxError, UnknownObjectError
+from precube.query.errors import (
+    AmbiguousColumnError,
+    SqlSyntaxError,
+    UnknownColumnError,
+    UnknownObjectError,
+    UnknownTableError,
+)
 from precube.query.frontend import DIALECT, Catalog, normalise, parse
 
 
@@ -71,13 +77,15 @@ def test_ctes_subqueries_and_star_are_qualified() -> None:
 
 
 def test_unknown_tables_and_columns_are_named() -> None:
-    with pytest.raises(UnknownObjectError, match=r"table ORDERS \(default database SSB\) does not exist"):
+    with pytest.raises(UnknownTableError, match=r"table ORDERS \(default database SSB\) does not exist"):
         normalise("select count(*) from orders", CATALOG)
-    with pytest.raises(UnknownObjectError, match=r"table NOWHERE\.LINEORDER does not exist"):
+    with pytest.raises(UnknownTableError, match=r"table NOWHERE\.LINEORDER does not exist"):
         normalise("select count(*) from nowhere.lineorder", CATALOG)
-    with pytest.raises(UnknownObjectError, match="column LO_TAX is in none"):
+    with pytest.raises(UnknownColumnError, match="column LO_TAX is in none"):
         normalise("select sum(lo_tax) from lineorder", CATALOG)
-    with pytest.raises(UnknownObjectError, match="D_DATEKEY"):  # in two tables of the join
+    with pytest.raises(UnknownColumnError, match="(?i)lo_tax"):
+        normalise("select lineorder.lo_tax from lineorder", CATALOG)
+    with pytest.raises(AmbiguousColumnError, match="D_DATEKEY"):  # in two tables of the join
         normalise("select d_datekey from dates join other.dates o on dates.d_datekey = o.d_datekey", CATALOG)
 
 

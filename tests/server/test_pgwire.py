@@ -199,7 +199,7 @@ def test_the_engines_catalog_and_files_are_out_of_reach(sql: str, pg: psycopg.Co
 def test_errors_carry_precubes_message(pg: psycopg.Connection[Any]) -> None:
     with pytest.raises(errors.SyntaxError, match="cannot parse the SQL"):
         fetch(pg, "selec 1")
-    with pytest.raises(errors.UndefinedObject, match="NOPE"):
+    with pytest.raises(errors.UndefinedTable, match="NOPE"):
         fetch(pg, "select * from nope")
     with pytest.raises(errors.ReadOnlySqlTransaction, match="cannot execute INSERT in a read-only transaction"):
         fetch(pg, "insert into ssb.dates values (1)")  # as PostgreSQL refuses a write on a read-only server
@@ -208,13 +208,143 @@ def test_errors_carry_precubes_message(pg: psycopg.Connection[Any]) -> None:
     assert fetch(pg, "select 1 as one").to_pylist() == [{"one": 1}]  # the connection goes on
 
 
+def test_result_columns_are_named_and_errors_coded_as_postgresql_does(pg: psycopg.Connection[Any]) -> None:
+    sql = (
+        "select count(*), sum(d_year), d_year::bigint, cast(t.d_month as varchar), 1, d_year + 1, "
+        "case when d_year > 1995 then 'a' else 'b' end, coalesce(d_month, 'x'), t.d_month, d_year as Yr, "
+        'd_year as "Yr", count(distinct d_weeknuminyear), count(*) '
+        "from ssb.dates t group by d_year, d_month"
+    )
+    with pg.cursor() as cur:
+        cur.execute(sql)
+        assert cur.description is not None
+        assert [d.name for d in cur.description] == [
+            "count", "sum", "d_year", "d_month", "?column?", "?column?", "case", "coalesce", "d_month", "yr", "Yr",
+            "count", "count",
+        ]  # fmt: skip
+        assert len(cur.fetchall()) > 10
+    refused = [
+        ("select nope from ssb.dates", errors.UndefinedColumn),
+        ("select * from ssb.nope", errors.UndefinedTable),
+        ("selec 1", errors.SyntaxError),
+        ("select d_datekey from ssb.dates join ssb.dates d2 on true", errors.AmbiguousColumn),
+        ("select cast(d_year as int) * 2147483647 from ssb.dates", errors.NumericValueOutOfRange),
+        ("select d_year % 0 from ssb.dates", errors.DivisionByZero),
+        ("delete from ssb.dates", errors.ReadOnlySqlTransaction),
+    ]
+    wrong = []
+    for sql, kind in refused:
+        try:
+            fetch(pg, sql)
+            wrong.append((sql, "answered"))
+        except psycopg.Error as err:
+            if not isinstance(err, kind):
+                wrong.append((sql, f"{type(err).__name__} {err.sqlstate} {err}"))
+    assert not wrong
+
+
+def test_sql_level_prepare_execute_and_deallocate(pg: psycopg.Connection[Any], oracle: Oracle) -> None:
+    count = "select count(*) from ssb.dates where d_year = {}"
+    pg.execute("PREPARE by_year (int) AS " + count.format("$1"))
+    for arg, year in (("1995", 1995), ("'1994'", 1994)):  # a string read as the declared type, as PG reads it
+        assert pg.execute(f"EXECUTE by_year ({arg})").fetchall() == values(oracle.run(count.format(year)))
+    pg.execute("PREPARE by_month AS select count(*) as n from ssb.dates where d_month = $1")
+    assert pg.execute("execute BY_MONTH ('May'' or ''1''=''1')").fetchall() == [(0,)]  # a value, never SQL
+    refused = [
+        ("EXECUTE by_year ('x')", errors.InvalidTextRepresentation),
+        ("EXECUTE by_year (1, 2)", errors.SyntaxError),
+        ("EXECUTE nope (1)", errors.InvalidSqlStatementName),
+        ("PREPARE by_year AS select 1", errors.DuplicatePreparedStatement),
+    ]
+    for sql, kind in refused:
+        with pytest.raises(kind):
+            pg.execute(sql)
+    pg.pgconn.prepare(b"from_the_protocol", b"select 7 as seven")  # one namespace for Parse and PREPARE
+    assert pg.execute("EXECUTE from_the_protocol").fetchall() == [(7,)]
+    with pytest.raises(errors.DuplicatePreparedStatement):
+        pg.execute("PREPARE from_the_protocol AS select 1")
+    pg.execute("DEALLOCATE by_year")
+    with pytest.raises(errors.InvalidSqlStatementName):
+        pg.execute("EXECUTE by_year (1995)")
+    pg.execute("DEALLOCATE ALL")
+    with pytest.raises(errors.InvalidSqlStatementName):
+        pg.execute("EXECUTE by_month ('May')")
+
+
+CURSOR_Q = "select lo_orderkey, lo_linenumber, lo_revenue, lo_shipmode from ssb.lineorder where lo_quantity < 20"
+
+
+def test_psycopg_named_cursors_read_an_answer_in_chunks(
+    live: LiveServer, server_home: ServerHome, oracle: Oracle
+) -> None:
+    want = sorted(values(oracle.run(CURSOR_Q)))
+    assert len(want) > 2_000
+    with connect(live, server_home.project) as conn:  # a transaction block, as WITHOUT HOLD needs
+        for binary in (False, True):
+            with conn.cursor(name=f"chunks_{binary}", binary=binary) as cur:
+                cur.itersize = 700
+                cur.execute(CURSOR_Q)
+                assert cur.description is not None and cur.description[0].name == "lo_orderkey"
+                first = cur.fetchmany(5)
+                assert sorted(first + list(cur)) == want
+        with conn.cursor(name="scrolled", scrollable=True) as cur:
+            cur.execute("select d_year from ssb.dates where d_year = %s", (1995,))
+            cur.scroll(3)
+            assert cur.fetchone() == (1995,) and cur.rownumber == 4
+            cur.scroll(0, mode="absolute")
+            assert len(cur.fetchall()) == 365
+        conn.commit()
+        with pytest.raises(errors.InvalidCursorName):
+            conn.execute("FETCH FORWARD 1 FROM chunks_True")  # ended with its transaction
+        conn.rollback()
+    with connect(live, server_home.project, autocommit=True) as conn:
+        with pytest.raises(errors.NoActiveSqlTransaction):  # 25P01, as PostgreSQL
+            conn.execute("DECLARE c CURSOR FOR select 1")
+        with conn.cursor(name="held", withhold=True) as cur:
+            cur.execute(CURSOR_Q)
+            assert sorted(cur.fetchall()) == want
+        conn.execute("DECLARE again CURSOR WITH HOLD FOR select 1 as one")
+        with pytest.raises(errors.DuplicateCursor):
+            conn.execute("DECLARE again CURSOR WITH HOLD FOR select 2")
+        assert conn.execute("MOVE ALL FROM again").statusmessage == "MOVE 1"
+        conn.execute("CLOSE again")
+        with pytest.raises(errors.InvalidCursorName):
+            conn.execute("CLOSE again")
+
+
+def test_psycopg2_named_cursors_read_an_answer_in_chunks(
+    live: LiveServer, server_home: ServerHome, oracle: Oracle
+) -> None:
+    psycopg2 = pytest.importorskip("psycopg2")
+    want = sorted(values(oracle.run(CURSOR_Q)))
+    conn = psycopg2.connect(
+        host="127.0.0.1", port=live.pg_port, dbname=server_home.project, user=ADMIN[0], password=ADMIN[1]
+    )
+    try:
+        with conn.cursor(name="p2") as cur:
+            cur.itersize = 500
+            cur.execute(CURSOR_Q)
+            got = list(cur)
+            assert cur.description[0].name == "lo_orderkey"
+        assert sorted(got) == want
+        with conn.cursor(name="p2_parts") as cur:
+            cur.execute("select d_year, count(*) from ssb.dates where d_year > %s group by d_year", (1995,))
+            rows = cur.fetchmany(2) + cur.fetchall()
+        assert sorted(rows) == sorted(values(oracle.run(
+            "select d_year, count(*) from ssb.dates where d_year > 1995 group by d_year"
+        )))  # fmt: skip
+        conn.commit()
+    finally:
+        conn.close()
+
+
 def test_what_clients_send_around_queries(live: LiveServer, server_home: ServerHome) -> None:
     project = server_home.project
     with connect(live, project) as conn:  # psycopg's default: a transaction block around statements
         assert fetch(conn, "select count(*) as n from ssb.part").num_rows == 1
         assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
         conn.commit()
-        with pytest.raises(errors.UndefinedObject):
+        with pytest.raises(errors.UndefinedTable):
             fetch(conn, "select * from nope")
         with pytest.raises(errors.InFailedSqlTransaction):
             fetch(conn, "select 1")

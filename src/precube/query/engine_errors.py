@@ -20,16 +20,22 @@ from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
 
 from precube.errors import PrecubeError
 from precube.query.errors import (
+    AmbiguousColumnError,
+    DivisionByZeroError,
     EngineError,
     InvalidTextError,
     NestingTooDeepError,
+    NumericRangeError,
     OperatorTypeError,
     QueryError,
     QueryMemoryError,
     ResultTooLargeError,
     SqlSyntaxError,
     TypeMismatchError,
+    UnknownColumnError,
+    UnknownFunctionError,
     UnknownObjectError,
+    UnknownTableError,
 )
 from precube.query.frontend import parse_message, token_message
 from precube.query.value_bounds import MARK
@@ -120,6 +126,66 @@ def typed_error(line: str) -> EngineError | None:
     return None
 
 
+# What DuckDB's binder and catalog errors are about: their classes are broad, so the message's opening words tell
+_DUCKDB_BINDER = (
+    ("Referenced column", UnknownColumnError),
+    ("Ambiguous reference", AmbiguousColumnError),
+    ("No function matches", UnknownFunctionError),
+    ("Could not choose a best candidate function", UnknownFunctionError),
+    ("Referenced table", UnknownTableError),
+)
+_DUCKDB_CATALOG = (("Table with name", UnknownTableError), ("Function with name", UnknownFunctionError))
+# Spark's error conditions (its own names for PostgreSQL's SQLSTATEs), by their first part
+_SPARK_CONDITIONS: dict[str, type[PrecubeError]] = {
+    "UNRESOLVED_COLUMN": UnknownColumnError,
+    "UNRESOLVED_FIELD": UnknownColumnError,
+    "TABLE_OR_VIEW_NOT_FOUND": UnknownTableError,
+    "UNRESOLVED_ROUTINE": UnknownFunctionError,
+    "AMBIGUOUS_REFERENCE": AmbiguousColumnError,
+    "DIVIDE_BY_ZERO": DivisionByZeroError,
+    "INTERVAL_DIVIDED_BY_ZERO": DivisionByZeroError,
+    "CAST_INVALID_INPUT": InvalidTextError,
+    "ARITHMETIC_OVERFLOW": NumericRangeError,
+    "NUMERIC_VALUE_OUT_OF_RANGE": NumericRangeError,
+    "CAST_OVERFLOW": NumericRangeError,
+    "DATATYPE_MISMATCH": TypeMismatchError,
+}
+
+
+def _duckdb_kind(err: duckdb.Error) -> type[PrecubeError]:
+    """The error class for a DuckDB failure: by its exception class, and for the broad ones (binder, catalog,
+    invalid input, conversion) by what their message says it is about."""
+    text = str(err).split(": ", 1)[-1]
+    if isinstance(err, duckdb.BinderException):
+        return next((kind for words, kind in _DUCKDB_BINDER if text.startswith(words)), EngineError)
+    if isinstance(err, duckdb.CatalogException):
+        return next((kind for words, kind in _DUCKDB_CATALOG if words in text.split("!")[0]), EngineError)
+    if isinstance(err, duckdb.ConversionException):
+        return NumericRangeError if "out of range" in text or "Could not cast value" in text else InvalidTextError
+    if isinstance(err, duckdb.OutOfRangeException):
+        return NumericRangeError
+    if isinstance(err, duckdb.TypeMismatchException):
+        return TypeMismatchError
+    if isinstance(err, duckdb.InvalidInputException) and text.startswith("Division by zero"):
+        return DivisionByZeroError
+    return EngineError
+
+
+def _spark_kind(err: BaseException) -> type[PrecubeError]:
+    """The error class for a Spark failure, by its error condition (`getCondition`, `getErrorClass` before
+    Spark 4)."""
+    condition = ""
+    for method in ("getCondition", "getErrorClass"):
+        if callable(getattr(err, method, None)):
+            try:
+                condition = str(getattr(err, method)() or "")
+            except Exception:  # noqa: BLE001 - a py4j error whose JVM object is gone: no condition to read
+                condition = ""
+            if condition:
+                break
+    return _SPARK_CONDITIONS.get(condition.split(".")[0], EngineError)
+
+
 def query_error(err: BaseException, engine: str | None = None) -> PrecubeError:
     """The error to raise for `err`, caught while answering a statement (on `engine`, when it ran there)."""
     if isinstance(err, PrecubeError):
@@ -145,14 +211,16 @@ def query_error(err: BaseException, engine: str | None = None) -> PrecubeError:
     if isinstance(err, duckdb.Error):
         line = _duckdb_line(err)
         if isinstance(err, (duckdb.BinderException, duckdb.ConversionException)) and (typed := typed_error(line)):
-            return typed
-        found = EngineError(f"DuckDB cannot run the statement: {line}")
-        # the first line only: the rest quotes the SQL, whose relations may read Parquet (a type error is no read)
-        found.reading = isinstance(err, duckdb.IOException) or "parquet" in line.lower()
+            return typed  # in precube's words, naming the types
+        found = _duckdb_kind(err)(f"DuckDB cannot run the statement: {line}")
+        if isinstance(found, EngineError):  # an unknown name is no read failure
+            # the first line only: the rest quotes the SQL, whose relations may read Parquet (a type error is no read)
+            found.reading = isinstance(err, duckdb.IOException) or "parquet" in line.lower()
         return found
     if type(err).__module__.startswith(_SPARK_MODULES):
-        found = EngineError(f"Spark cannot run the statement: {_spark_line(err)}")
-        found.reading = any(word in str(err) for word in _SPARK_READ_FAILURES)
+        found = _spark_kind(err)(f"Spark cannot run the statement: {_spark_line(err)}")
+        if isinstance(found, EngineError):
+            found.reading = any(word in str(err) for word in _SPARK_READ_FAILURES)
         return found
     where = f" on {engine}" if engine else ""
     return QueryError(f"the query failed{where} with an internal error: {type(err).__name__}: {first_line(err)}")

@@ -25,6 +25,26 @@ class UnknownObjectError(QueryError):
     deterministic = True
 
 
+class UnknownTableError(UnknownObjectError):
+    """A table the SQL names does not exist in the project."""
+
+
+class UnknownColumnError(UnknownObjectError):
+    """A column the SQL names is in none of the query's tables."""
+
+
+class AmbiguousColumnError(UnknownObjectError):
+    """An unqualified column the SQL names is in more than one of the query's tables."""
+
+
+class UnknownFunctionError(UnknownObjectError):
+    """A function the SQL calls does not exist, or not for its arguments' types."""
+
+
+class ReadOnlyStatementError(SqlSyntaxError):
+    """The statement would change something (INSERT, CREATE, …): precube answers queries only."""
+
+
 class NoLayoutError(QueryError):
     """No layout can answer the query and pushdown is forbidden; the message gives each model's reason."""
 
@@ -118,3 +138,11 @@ class LayoutReadError(QueryError):
 
     code = "LAYOUT_FAILED"
     missing = False  # a layout's files were found missing (not only the engine's word for it)
+
+
+class DivisionByZeroError(EngineError):
+    """The engine divided by zero (an integer division or modulo)."""
+
+
+class NumericRangeError(EngineError):
+    """A number is out of its type's range (an overflow, a cast to a narrower type)."""

@@ -23,7 +23,14 @@ from sqlglot.tokenizer_core import Token, TokenType
 from precube.metadata import Table, datatypes
 from precube.modeling import spark_types
 from precube.query.dialect import DIALECT, Precube
-from precube.query.errors import NestingTooDeepError, SqlSyntaxError, UnknownObjectError
+from precube.query.errors import (
+    AmbiguousColumnError,
+    NestingTooDeepError,
+    ReadOnlyStatementError,
+    SqlSyntaxError,
+    UnknownColumnError,
+    UnknownTableError,
+)
 from precube.query.limits import check_token_depth, check_tree_depth
 from precube.query.literal_lists import collapse
 
@@ -118,7 +125,7 @@ def parse(
         raise SqlSyntaxError(f"give one query, not {len(statements)} statements")
     [tree] = statements
     if not isinstance(tree, exp.Query):
-        raise SqlSyntaxError(f"only queries can be answered, not {tree.key.upper()} statements")
+        raise ReadOnlyStatementError(f"only queries can be answered, not {tree.key.upper()} statements")
     if max_depth is not None:
         check_tree_depth(tree, max_depth)
     for node in tree.walk():
@@ -216,20 +223,27 @@ def _resolve_tables(tree: exp.Query, catalog: Catalog) -> None:
         if not catalog.has(database, table.name.lower()):
             name = table.name.upper()
             where = f"{table.db.upper()}.{name}" if table.db else f"{name} (default database {database.upper()})"
-            raise UnknownObjectError(f"table {where} does not exist in the project")
+            raise UnknownTableError(f"table {where} does not exist in the project")
         table.set("db", exp.to_identifier(database))
         table.set("catalog", None)
 
 
-_UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved")
+_UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved( for table)?")
 
 
-def _column_message(message: str) -> str:
+def _column_error(message: str, tree: exp.Query, catalog: Catalog) -> UnknownColumnError | AmbiguousColumnError:
+    """sqlglot's word on a column it cannot resolve, as the column unknown or ambiguous: an unqualified column
+    in more than one of the query's tables is ambiguous (sqlglot says only that it cannot resolve it)."""
     found = _UNRESOLVED.match(message)
     if found is None:
-        return message
-    return (
-        f"column {found.group(1).upper()} is in none of the query's tables, or in more than one of them "
+        return UnknownColumnError(message)
+    column = found.group(1).lower()
+    tables = [(t.db.lower(), t.name.lower()) for t in tree.find_all(exp.Table) if t.db]  # each occurrence
+    holding = sum(column in catalog.tables.get(db, {}).get(name, {}) for db, name in tables)
+    if not found.group(2) and holding > 1:
+        return AmbiguousColumnError(f"column {column.upper()} is in more than one of the query's tables: qualify it")
+    return UnknownColumnError(
+        f"column {column.upper()} is in none of the query's tables, or in more than one of them "
         "(qualify it with its table); a string takes single quotes"
     )
 
@@ -241,7 +255,7 @@ def qualify_query(tree: exp.Query, catalog: Catalog) -> exp.Query:
     try:
         qualified = qualify(tree, schema=catalog.schema, dialect=DIALECT, quote_identifiers=False, identify=False)
     except OptimizeError as err:
-        raise UnknownObjectError(_column_message(str(err).splitlines()[0])) from err
+        raise _column_error(str(err).splitlines()[0], tree, catalog) from err
     except SqlglotError as err:
         raise SqlSyntaxError(str(err).splitlines()[0]) from err
     assert isinstance(qualified, exp.Query)

@@ -16,7 +16,7 @@ import re
 
 from sqlglot import exp
 
-from precube.query.errors import ForbiddenSqlError, UnknownObjectError
+from precube.query.errors import ForbiddenSqlError, UnknownTableError
 from precube.query.frontend import Catalog
 
 _WHY_FUNCTION = "only SQL functions over the project's tables can be used"
@@ -146,7 +146,7 @@ def _check_table(table: exp.Table, catalog: Catalog) -> None:
         raise ForbiddenSqlError(f"the engine catalog {shown} is not allowed: {_WHY_TABLE}")
     if not db and any(cte.alias_or_name.lower() == name for cte in table.root().find_all(exp.CTE)):
         # `normalise` takes a name some CTE has for that CTE: out of its scope, the engine would resolve it
-        raise UnknownObjectError(f"table {name.upper()} does not exist in the project (its CTE is not in scope here)")
+        raise UnknownTableError(f"table {name.upper()} does not exist in the project (its CTE is not in scope here)")
     # any other name: not a project table, which `normalise` reports as an unknown table
 
 

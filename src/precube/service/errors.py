@@ -47,22 +47,29 @@ from precube.metadata.errors import (
 )
 from precube.metadata.job import InvalidJobStateError
 from precube.query.errors import (
+    AmbiguousColumnError,
+    DivisionByZeroError,
     EngineError,
     ForbiddenSqlError,
     InvalidTextError,
     LayoutReadError,
     NestingTooDeepError,
     NoLayoutError,
+    NumericRangeError,
     OperatorTypeError,
     PushdownError,
     QueryCancelledError,
     QueryMemoryError,
     QueryTimeoutError,
+    ReadOnlyStatementError,
     ResultTooLargeError,
     SqlSyntaxError,
     StatementTooLargeError,
     TypeMismatchError,
+    UnknownColumnError,
+    UnknownFunctionError,
     UnknownObjectError,
+    UnknownTableError,
 )
 from precube.service.admission import AdmissionError
 from precube.service.parameters import ParameterError, ParameterMarksError
@@ -115,6 +122,11 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     StatementTooLargeError: (400, "54000", "INVALID_ARGUMENT"),  # program_limit_exceeded
     NestingTooDeepError: (400, "54001", "INVALID_ARGUMENT"),  # statement_too_complex
     UnknownObjectError: (400, "42704", "NOT_FOUND"),  # undefined_object
+    UnknownTableError: (400, "42P01", "NOT_FOUND"),  # undefined_table
+    UnknownColumnError: (400, "42703", "NOT_FOUND"),  # undefined_column
+    AmbiguousColumnError: (400, "42702", "INVALID_ARGUMENT"),  # ambiguous_column
+    UnknownFunctionError: (400, "42883", "NOT_FOUND"),  # undefined_function
+    ReadOnlyStatementError: (400, "25006", "INVALID_ARGUMENT"),  # read_only_sql_transaction
     NoLayoutError: (400, "55000", "FAILED_PRECONDITION"),  # object_not_in_prerequisite_state: build one first
     PushdownError: (400, "0A000", "UNIMPLEMENTED"),  # feature_not_supported
     ForbiddenSqlError: (400, "42501", "PERMISSION_DENIED"),  # insufficient_privilege
@@ -127,6 +139,8 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     TypeMismatchError: (400, "42804", "INVALID_ARGUMENT"),  # datatype_mismatch: CASE/COALESCE/BETWEEN types
     OperatorTypeError: (400, "42883", "INVALID_ARGUMENT"),  # undefined_function: no operator takes these types
     InvalidTextError: (400, "22P02", "INVALID_ARGUMENT"),  # invalid_text_representation: 'abc' as a number
+    DivisionByZeroError: (400, "22012", "INVALID_ARGUMENT"),  # division_by_zero
+    NumericRangeError: (400, "22003", "OUT_OF_RANGE"),  # numeric_value_out_of_range
     LayoutReadError: (500, "58030", "INTERNAL"),  # io_error: the server's layout files
     # parameters bound as literals
     ParameterError: (400, "0A000", "UNIMPLEMENTED"),  # feature_not_supported: a value with no SQL literal

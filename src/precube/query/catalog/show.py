@@ -19,7 +19,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from precube.query.dialect import DIALECT, Precube
-from precube.query.errors import SqlSyntaxError, UnknownObjectError
+from precube.query.errors import SqlSyntaxError, UnknownObjectError, UnknownTableError
 from precube.query.frontend import token_message
 from precube.query.project_metadata import ProjectMetadata
 
@@ -194,7 +194,7 @@ def answer_show(show: Show, metadata: ProjectMetadata) -> pa.Table:
     table = catalog.table(database, show.table)
     if table is None:
         where = f"{database}.{show.table}" if show.database else f"{show.table} (default database {database})"
-        raise UnknownObjectError(f"table {where} does not exist in the project")
+        raise UnknownTableError(f"table {where} does not exist in the project")
     columns = table.columns
     if show.what == "columns":
         return pa.table({"col_name": pa.array([c.name for c in columns], pa.string())})

@@ -20,7 +20,7 @@ from precube.query.bounds import UNBOUNDED, ResultBounds
 from precube.query.catalog.rows import VIEWS, view_tables
 from precube.query.duckdb_engine import BATCH_ROWS, sealed, time_limited
 from precube.query.engine_errors import mapped_errors
-from precube.query.errors import UnknownObjectError
+from precube.query.errors import UnknownTableError
 from precube.query.frontend import Catalog
 from precube.query.project_metadata import ProjectMetadata
 from precube.query.spill import Spill
@@ -75,7 +75,7 @@ class InformationSchema:
         for table in tree.find_all(exp.Table):
             if not _is_view(table) and not (not table.db and table.name.lower() in ctes):
                 shown = ".".join(p for p in (table.catalog, table.db, table.name) if p).upper()
-                raise UnknownObjectError(
+                raise UnknownTableError(
                     f"table {shown} cannot be read beside information_schema: a catalog query reads only "
                     f"information_schema.{', information_schema.'.join(VIEWS)}"
                 )

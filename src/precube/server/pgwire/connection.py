@@ -23,6 +23,7 @@ from precube.auth import User
 from precube.errors import PrecubeError
 from precube.metadata.paths import check_project_name
 from precube.server.pgwire import placeholders
+from precube.server.pgwire.cursors import Cursor
 from precube.server.pgwire.executor import Executor, Outcome
 from precube.server.pgwire.rows import data_rows
 from precube.server.pgwire.session_settings import SessionSettings, command_line_options
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 LOG = logging.getLogger("precube.pgwire")
 ROWS_PER_WRITE = 8_192  # DataRows written (and the client's reading awaited) at a time
 _CANCELED = PgError("57014", "canceling statement due to user request")
+_SQL_LEVEL = (Kind.PREPARE, Kind.EXECUTE, Kind.DECLARE, Kind.FETCH, Kind.MOVE, Kind.CLOSE)
 
 
 @dataclass
@@ -72,6 +74,7 @@ class Connection:
     status: TransactionStatus = TransactionStatus.IDLE
     prepared: dict[str, Prepared] = field(default_factory=dict)
     portals: dict[str, Portal] = field(default_factory=dict)
+    cursors: dict[str, Cursor] = field(default_factory=dict)  # SQL-level cursors (DECLARE), by name
     canceled: asyncio.Event = field(default_factory=asyncio.Event)
     over_cap: bool = False  # opened past `[server] pg_max_connections`: refused at its start-up message (53300)
     _failed: bool = False  # an extended-protocol error: skip messages until Sync
@@ -246,7 +249,7 @@ class Connection:
                 if statement.params:
                     raise PgError("08P01", f"there is no parameter ${statement.params} (no values are bound)")
                 outcome = await self._execute(statement, [])
-                await self._answer(outcome, [], 0, describe=True, portal=None)
+                await self._answer(outcome, outcome.formats or [], 0, describe=True, portal=None)
         except PgError as err:
             self._error(err)
         self._send(m.ReadyForQuery(status=self.status))
@@ -266,6 +269,8 @@ class Connection:
             await self._answer(portal.outcome, portal.formats, message.max_rows, describe=False, portal=portal)
         elif isinstance(message, m.Close):
             (self.prepared if message.kind == "S" else self.portals).pop(message.name, None)
+            if message.kind != "S" and message.name:  # a SQL-level cursor is a portal too
+                self.cursors.pop(message.name, None)
             self._send(m.CloseComplete())
         else:
             raise PgError("0A000", f"{type(message).__name__} messages are not supported")
@@ -309,9 +314,16 @@ class Connection:
             if not prepared.statement.kind.returns_rows:
                 self._send(m.NoData())
                 return
+            if prepared.statement.kind == Kind.FETCH:  # its cursor's columns: describing moves no cursor
+                self._send(Outcome(self._cursor(prepared.statement.name).table, "").description([]))
+                return
             nulls = [placeholders.literal(None, 0, False)] * len(prepared.param_types)
             outcome = await self._execute(prepared.statement, nulls)  # its columns, with every parameter NULL
             self._send(outcome.description([]))
+            return
+        if message.name not in self.portals and message.name in self.cursors:  # a cursor is a portal too
+            cursor = self.cursors[message.name]
+            self._send(Outcome(cursor.table, "").description([1] if cursor.binary else []))
             return
         portal = self._portal(message.name)
         if portal.outcome is None:
@@ -323,6 +335,8 @@ class Connection:
         assert self._executor is not None
         if self.status == TransactionStatus.ERROR_TRANSACTION and statement.kind not in (Kind.COMMIT, Kind.ROLLBACK):
             raise PgError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
+        if statement.kind in _SQL_LEVEL:
+            return await self._sql_level(statement, values)
         self.canceled.clear()
         started, begun = time.perf_counter(), time.monotonic()
         work = asyncio.ensure_future(asyncio.to_thread(self._executor.run, statement, values))
@@ -356,12 +370,62 @@ class Connection:
         )
         return outcome
 
+    async def _sql_level(self, statement: Statement, values: list[Any]) -> Outcome:
+        """SQL-level prepared statements and cursors: this connection's, in the namespaces the extended protocol's
+        statements and portals use (a protocol-level statement can be EXECUTEd, a cursor Described)."""
+        kind, name = statement.kind, statement.name
+        if kind == Kind.PREPARE:
+            assert statement.inner is not None
+            if name in self.prepared:
+                raise PgError("42P05", f'prepared statement "{name}" already exists')
+            types = list(statement.types) + [0] * max(0, statement.inner.params - len(statement.types))
+            self.prepared[name] = Prepared(statement.inner, types)
+            return Outcome(None, "PREPARE")
+        if kind == Kind.EXECUTE:
+            prepared = self.prepared.get(name)
+            if prepared is None:
+                raise PgError("26000", f'prepared statement "{name}" does not exist')
+            if len(statement.args) != len(prepared.param_types):
+                raise PgError("42601", f'wrong number of parameters for prepared statement "{name}"')
+            bound = [placeholders.argument(a, t) for a, t in zip(statement.args, prepared.param_types, strict=True)]
+            return await self._execute(prepared.statement, bound)
+        if kind == Kind.DECLARE:
+            assert statement.inner is not None
+            if not statement.hold and self.status != TransactionStatus.IN_TRANSACTION:
+                raise PgError("25P01", "DECLARE CURSOR can only be used in transaction blocks")
+            if name in self.cursors:
+                raise PgError("42P03", f'cursor "{name}" already exists')
+            answer = await self._execute(statement.inner, values)
+            assert answer.table is not None
+            self.cursors[name] = Cursor(answer.table, statement.hold, statement.scroll, statement.binary)
+            return Outcome(None, "DECLARE CURSOR")
+        if kind == Kind.CLOSE:
+            if name == "ALL":
+                self.cursors.clear()
+                return Outcome(None, "CLOSE CURSOR ALL")
+            self._cursor(name)
+            del self.cursors[name]
+            return Outcome(None, "CLOSE CURSOR")
+        cursor = self._cursor(name)
+        assert statement.direction is not None
+        indexes, moved = cursor.move(name, statement.direction)
+        if kind == Kind.MOVE:
+            return Outcome(None, f"MOVE {moved}")
+        return Outcome(cursor.rows(indexes), f"FETCH {moved}", formats=[1] if cursor.binary else None)
+
+    def _cursor(self, name: str) -> Cursor:
+        cursor = self.cursors.get(name)
+        if cursor is None:
+            raise PgError("34000", f'cursor "{name}" does not exist')
+        return cursor
+
     def _after(self, statement: Statement, outcome: Outcome) -> None:
-        """Transaction status and prepared statements after a statement (all else is the executor's)."""
+        """Transaction status, prepared statements and cursors after a statement (all else is the executor's)."""
         if statement.kind == Kind.BEGIN:
             self.status = TransactionStatus.IN_TRANSACTION
         elif statement.kind in (Kind.COMMIT, Kind.ROLLBACK):
             self.status = TransactionStatus.IDLE
+            self.cursors = {k: c for k, c in self.cursors.items() if c.hold}  # WITHOUT HOLD ends with its block
         elif statement.kind == Kind.DEALLOCATE:
             if statement.name.upper() == "ALL":
                 self.prepared.clear()

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pygwire.messages as m
+from sqlglot import exp
 
 from precube.auth import User
 from precube.errors import PrecubeError
 from precube.server.pgwire import placeholders
+from precube.server.pgwire.colnames import names as pg_names
 from precube.server.pgwire.rows import Encoded, encode
 from precube.server.pgwire.session_settings import REPORTED, SessionSettings
 from precube.server.pgwire.sqlstate import PgError
@@ -35,6 +37,7 @@ class Outcome:
     table: pa.Table | None  # None: a command without rows
     tag: str  # CommandComplete's tag ("" with no table: an empty query)
     reported: list[tuple[str, str]] = field(default_factory=list)  # ParameterStatus to send
+    formats: list[int] | None = None  # the simple protocol's result formats (None: text; a BINARY cursor's FETCH)
     started: float = field(default_factory=time.monotonic)  # when the statement began (its time limit's start)
     _encoded: dict[tuple[int, ...], list[Encoded]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -67,6 +70,28 @@ class Outcome:
 def answer(table: pa.Table, tag: str = "SELECT") -> Outcome:
     """The outcome of a statement answering `table` (SELECT: the tag counts the rows)."""
     return Outcome(table, f"{tag} {table.num_rows}" if tag == "SELECT" else tag)
+
+
+def pg_named(table: pa.Table, tree: exp.Expr) -> pa.Table:
+    """`table` with its columns named as PostgreSQL names the select items of `tree` (`colnames.py`); a `*`'s
+    columns keep the engine's names (the items before the first `*` and after the last are placed by position)."""
+    found = pg_names(tree)
+    if found is None:
+        return table
+    width = table.num_columns
+    if None not in found:
+        if len(found) != width:
+            return table
+        return table.rename_columns(found)
+    first, last = found.index(None), len(found) - 1 - found[::-1].index(None)
+    after = len(found) - 1 - last
+    if first + after > width:
+        return table
+    renamed = list(table.column_names)
+    renamed[:first] = [n or "" for n in found[:first]]
+    if after:
+        renamed[width - after :] = [n or "" for n in found[last + 1 :]]
+    return table.rename_columns(renamed)
 
 
 @dataclass
@@ -128,7 +153,7 @@ class Executor:
         if kind == Kind.EXPLAIN:
             text = queries.explain(self.principal, precube_sql(bound)).text()
             return answer(pa.table({"QUERY PLAN": text.splitlines()}), tag="EXPLAIN")
-        return answer(self._query(precube_sql(bound)).table)
+        return answer(pg_named(self._query(precube_sql(bound)).table, statement.tree))
 
     def _query(self, text: str) -> QueryResult:
         """`text` run by the query service (authorised now: a grant revoked since sign-in stops it), cancellable

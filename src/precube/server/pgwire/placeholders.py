@@ -119,6 +119,48 @@ def literal(raw: bytes | None, oid: int, binary: bool) -> exp.Expr:
         raise _invalid(oid, raw if binary else raw.decode(), f" ({err.message})") from err
 
 
+def argument(value: exp.Expr, oid: int) -> exp.Expr:
+    """The literal of one `EXECUTE name (…)` argument, typed as PREPARE declared it (0: as written): a constant
+    (a string, a number, NULL, TRUE/FALSE, or a cast of one) read through its text as a Bind value is."""
+    if isinstance(value, exp.Cast) and isinstance(value.to, exp.DataType):
+        oid = oid or _TYPE_OIDS.get(value.to.this, 0)
+        value = value.this
+    if isinstance(value, exp.Null):
+        return literal(None, oid, False)
+    if isinstance(value, exp.Boolean):
+        return literal(b"true" if value.this else b"false", oid or pg.BOOL.oid, False)
+    negative = isinstance(value, exp.Neg)
+    inner = value.this if negative else value
+    if isinstance(inner, exp.Literal) and (inner.is_number or not negative):
+        text = ("-" if negative else "") + str(inner.this)
+        if inner.is_number and not oid:
+            oid = pg.INT8.oid if text.lstrip("-").isdigit() and abs(int(text)) < 2**63 else pg.NUMERIC.oid
+        return literal(text.encode(), oid, False)
+    raise PgError("0A000", f"EXECUTE takes constants as parameters, not {value.sql(dialect='postgres')[:60]!r}")
+
+
+_TYPE_OIDS = {
+    exp.DataType.Type.BOOLEAN: pg.BOOL.oid,
+    exp.DataType.Type.BIGINT: pg.INT8.oid,
+    exp.DataType.Type.SMALLINT: pg.INT2.oid,
+    exp.DataType.Type.INT: pg.INT4.oid,
+    exp.DataType.Type.TEXT: pg.TEXT.oid,
+    exp.DataType.Type.FLOAT: pg.FLOAT4.oid,
+    exp.DataType.Type.DOUBLE: pg.FLOAT8.oid,
+    exp.DataType.Type.CHAR: pg.BPCHAR.oid,
+    exp.DataType.Type.VARCHAR: pg.VARCHAR.oid,
+    exp.DataType.Type.DATE: pg.DATE.oid,
+    exp.DataType.Type.TIMESTAMP: pg.TIMESTAMP.oid,
+    exp.DataType.Type.TIMESTAMPTZ: pg.TIMESTAMPTZ.oid,
+    exp.DataType.Type.DECIMAL: pg.NUMERIC.oid,
+}
+
+
+def type_oid(datatype: exp.DataType) -> int:
+    """The OID of a type as sqlglot reads it (0, unknown, for one the wire has no OID for: read as text)."""
+    return _TYPE_OIDS.get(datatype.this, 0)
+
+
 def bind(statement: exp.Expr, values: list[exp.Expr]) -> exp.Expr:
     """`statement` with each `$n` replaced by the n-th value (a copy; the parsed statement is kept for the next
     Bind). A `$n` without a value is an error, as in Postgres."""

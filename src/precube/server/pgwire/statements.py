@@ -6,9 +6,10 @@ client's own quoting of a value is read as the client meant it) and classified:
   in precube's dialect for `Session.sql`;
 - a query over `pg_catalog` / `information_schema`, or of the session functions alone (`version()`,
   `current_database()`…): answered by the catalog (`catalog.py`), never by the engine;
-- `SET` / `RESET` / `SHOW` of a setting, transaction control (no-ops: precube is read-only), `DISCARD`,
-  `DEALLOCATE`; `EXPLAIN` (precube's plan as text); precube's own `SHOW TABLES` / `DESCRIBE` (passed as
-  written to the session)."""
+- `SET` / `RESET` / `SHOW` of a setting, transaction control (no-ops: precube is read-only), `DISCARD`;
+- SQL-level `PREPARE` / `EXECUTE` / `DEALLOCATE` and cursors' `DECLARE` / `FETCH` / `MOVE` / `CLOSE` (the
+  connection keeps their state); `EXPLAIN` (precube's plan as text); precube's own `SHOW TABLES` /
+  `DESCRIBE` (passed as written to the session)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ from sqlglot.tokenizer_core import TokenType
 from precube.errors import PrecubeError
 from precube.query.frontend import DIALECT, parse_message, token_message
 from precube.query.limits import check_text, check_token_depth, check_tree_depth
+from precube.server.pgwire import placeholders
 from precube.server.pgwire.catalog import is_catalog_query
+from precube.server.pgwire.cursors import Direction
 from precube.server.pgwire.placeholders import count
 from precube.server.pgwire.sqlstate import PgError
 
@@ -46,10 +49,16 @@ class Kind(StrEnum):
     ROLLBACK = "ROLLBACK"
     NOOP = "NOOP"  # accepted and ignored: its command tag is `tag`
     DEALLOCATE = "DEALLOCATE"
+    PREPARE = "PREPARE"  # SQL-level: `inner` under `name`, its parameters typed by `types`
+    EXECUTE = "EXECUTE"  # SQL-level: the prepared statement `name` with `args`
+    DECLARE = "DECLARE"  # a cursor `name` over `inner` (its `$n` bound at Bind, like a query's)
+    FETCH = "FETCH"  # rows of the cursor `name` by `direction`
+    MOVE = "MOVE"  # FETCH without rows
+    CLOSE = "CLOSE"  # the cursor `name`, or ALL
 
     @property
     def returns_rows(self) -> bool:
-        return self in (Kind.QUERY, Kind.CATALOG, Kind.PASSED, Kind.EXPLAIN, Kind.SHOW)
+        return self in (Kind.QUERY, Kind.CATALOG, Kind.PASSED, Kind.EXPLAIN, Kind.SHOW, Kind.EXECUTE, Kind.FETCH)
 
 
 @dataclass(frozen=True)
@@ -60,9 +69,18 @@ class Statement:
     name: str = ""  # SET/RESET/SHOW: the setting (lower case); DEALLOCATE: the statement
     value: str = ""  # SET: the value
     tag: str = ""  # NOOP: the command tag
+    inner: Statement | None = None  # PREPARE, DECLARE: the statement prepared or the cursor's query
+    types: tuple[int, ...] = ()  # PREPARE: the parameters' type OIDs (0: unknown)
+    args: tuple[exp.Expr, ...] = ()  # EXECUTE: the parameters' values as written
+    direction: Direction | None = None  # FETCH, MOVE
+    hold: bool = False  # DECLARE … WITH HOLD: the cursor outlives its transaction
+    scroll: bool = True  # DECLARE … NO SCROLL: forward only
+    binary: bool = False  # DECLARE BINARY: rows in the binary format
 
     @property
     def params(self) -> int:
+        if self.kind == Kind.DECLARE and self.inner is not None:
+            return self.inner.params
         return count(self.tree) if self.tree is not None else 0
 
 
@@ -86,10 +104,25 @@ _NOOPS = [  # (statement, command tag): what pools and drivers send around queri
     (re.compile(r"^RELEASE\s", re.IGNORECASE), "RELEASE"),
     (re.compile(r"^ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\s", re.IGNORECASE), "ROLLBACK"),
     (re.compile(r"^DISCARD\s+(?:ALL|PLANS|SEQUENCES|TEMP|TEMPORARY)$", re.IGNORECASE), "DISCARD ALL"),
-    (re.compile(r"^CLOSE\s+ALL$", re.IGNORECASE), "CLOSE CURSOR ALL"),
     (re.compile(r"^UNLISTEN\s", re.IGNORECASE), "UNLISTEN"),
 ]
-_DEALLOCATE = re.compile(r"^DEALLOCATE\s+(?:PREPARE\s+)?(?P<name>ALL|\"[^\"]+\"|[A-Za-z_]\w*)$", re.IGNORECASE)
+_NAME = r"(?P<name>\"(?:[^\"]|\"\")+\"|[A-Za-z_][\w$]*)"
+_DEALLOCATE = re.compile(rf"^DEALLOCATE\s+(?:PREPARE\s+)?(?:(?P<all>ALL)|{_NAME})$", re.IGNORECASE)
+_PREPARE = re.compile(
+    rf"^PREPARE\s+{_NAME}\s*(?:\((?P<types>(?:[^()]|\([^()]*\))*)\))?\s*AS\s+(?P<rest>.+)$", re.IGNORECASE | re.DOTALL
+)
+_EXECUTE = re.compile(rf"^EXECUTE\s+{_NAME}\s*(?:\((?P<args>.*)\))?$", re.IGNORECASE | re.DOTALL)
+_DECLARE = re.compile(
+    rf"^DECLARE\s+{_NAME}\s+(?P<binary>BINARY\s+)?(?:(?P<insensitive>ASENSITIVE|INSENSITIVE)\s+)?"
+    r"(?:(?P<no>NO\s+)?SCROLL\s+)?CURSOR\s+(?:(?P<hold>WITH|WITHOUT)\s+HOLD\s+)?FOR\s+(?P<rest>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_FETCH = re.compile(
+    rf"^(?P<verb>FETCH|MOVE)\s+(?:(?P<direction>.*?)\s+)??(?:(?:FROM|IN)\s+)?{_NAME}$", re.IGNORECASE | re.DOTALL
+)
+_TYPE_LIST = re.compile(r",(?![^()]*\))")  # the commas between PREPARE's types, not in numeric(10, 2)
+_SQL_LEVEL = re.compile(r"^(?:PREPARE|EXECUTE|DECLARE|FETCH|MOVE)\s", re.IGNORECASE)
+_CLOSE = re.compile(rf"^CLOSE\s+(?:(?P<all>ALL)|{_NAME})$", re.IGNORECASE)
 
 
 def split(sql: str, max_chars: int) -> list[str]:
@@ -148,7 +181,11 @@ def classify(text: str, max_depth: int) -> Statement:
     if text.upper().startswith("SHOW ") or _PASSED.match(text):
         return Statement(Kind.PASSED, text)
     if found := _DEALLOCATE.match(text):
-        return Statement(Kind.DEALLOCATE, text, name=found.group("name").strip('"'))
+        return Statement(Kind.DEALLOCATE, text, name="ALL" if found.group("all") else identifier(found.group("name")))
+    if found := _CLOSE.match(text):
+        return Statement(Kind.CLOSE, text, name="ALL" if found.group("all") else identifier(found.group("name")))
+    if _SQL_LEVEL.match(text):
+        return _sql_level(text, max_depth)
     if found := _EXPLAIN.match(text):
         options = (found.group("options") or "").upper()
         if "ANALYZE" in options.replace("ANALYSE", "ANALYZE").split() or found.group("rest").upper().startswith(
@@ -176,6 +213,56 @@ def _command(tree: exp.Expr) -> str:
     if isinstance(tree, (exp.Create, exp.Drop, exp.Alter)) and isinstance(kind, str):
         return f"{tree.key.upper()} {kind.upper()}"
     return {"truncatetable": "TRUNCATE TABLE", "copy": "COPY FROM"}.get(tree.key, tree.key.upper())
+
+
+def identifier(text: str) -> str:
+    """A name as PostgreSQL keeps it: folded to lower case unless quoted (`""` in quotes is one `"`)."""
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1].replace('""', '"')
+    return text.lower()
+
+
+def _sql_level(text: str, max_depth: int) -> Statement:
+    """PREPARE / EXECUTE of SQL-level prepared statements, and DECLARE / FETCH / MOVE of cursors."""
+    verb = text.split(None, 1)[0].upper()
+    if verb == "PREPARE" and (found := _PREPARE.match(text)):
+        inner = classify(found.group("rest"), max_depth)
+        if inner.kind not in (Kind.QUERY, Kind.CATALOG):
+            raise PgError("42601", "PREPARE takes a query (SELECT, VALUES, WITH …)")
+        types = tuple(type_oid(t) for t in _TYPE_LIST.split(found.group("types") or "") if t.strip())
+        return Statement(Kind.PREPARE, text, name=identifier(found.group("name")), inner=inner, types=types)
+    if verb == "EXECUTE" and (found := _EXECUTE.match(text)):
+        args = found.group("args")
+        values = tuple(_parse(f"SELECT {args}", max_depth).expressions) if args and args.strip() else ()
+        return Statement(Kind.EXECUTE, text, name=identifier(found.group("name")), args=values)
+    if verb == "DECLARE" and (found := _DECLARE.match(text)):
+        inner = classify(found.group("rest"), max_depth)
+        if inner.kind not in (Kind.QUERY, Kind.CATALOG):
+            raise PgError("42601", "DECLARE … CURSOR FOR takes a query (SELECT, VALUES, WITH …)")
+        hold = (found.group("hold") or "").upper() == "WITH"
+        return Statement(
+            Kind.DECLARE,
+            text,
+            name=identifier(found.group("name")),
+            inner=inner,
+            hold=hold,
+            scroll=not found.group("no"),
+            binary=bool(found.group("binary")),
+        )
+    if verb in ("FETCH", "MOVE") and (found := _FETCH.match(text)):
+        kind = Kind.FETCH if verb == "FETCH" else Kind.MOVE
+        direction = Direction.of(found.group("direction") or "")
+        return Statement(kind, text, name=identifier(found.group("name")), direction=direction)
+    raise PgError("42601", f"cannot parse the SQL: {verb} statement not understood: {text[:80]!r}")
+
+
+def type_oid(name: str) -> int:
+    """The OID of a PREPARE parameter's type (0, unknown, for a type the wire has no OID for: read as text)."""
+    try:
+        datatype = exp.DataType.build(name.strip(), dialect=READ)
+    except (ParseError, ValueError) as err:
+        raise PgError("42704", f'type "{name.strip()}" does not exist') from err
+    return placeholders.type_oid(datatype)
 
 
 def _parse(text: str, max_depth: int) -> exp.Expr:
