@@ -227,3 +227,15 @@ def test_a_large_json_answer_is_encoded_by_parts_as_jsonresponse_would() -> None
     assert _json_in_parts(found, table, time.monotonic() + 60, 60) == whole
     with pytest.raises(QueryTimeoutError, match=r"encoding the answer took longer than 2 s \(\[query\] timeout_s\)"):
         _json_in_parts(found, table, time.monotonic() - 1, 2)
+
+
+def test_open_cursors_are_bounded_together_as_one_answer(bounded: LiveServer) -> None:
+    with _connect(bounded) as pg, pg.transaction():
+        # each answer is within max_result_bytes; held together, three are past it
+        third = "select lo_orderkey, repeat('x', 400) as pad from lineorder limit 4000"  # about 1.6 MB
+        pg.execute(f"declare a cursor for {third}")
+        pg.execute(f"declare b cursor for {third}")
+        with pytest.raises(psycopg.Error) as raised:
+            pg.execute(f"declare c cursor for {third}")
+        assert raised.value.sqlstate == "54000"
+        assert "[query] max_result_bytes" in str(raised.value) and "CLOSE" in str(raised.value)
