@@ -74,7 +74,9 @@ class Server:
         args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
         start_timeout_s: float = 300.0,
+        jobs: bool = False,
     ) -> None:
+        """`jobs`: with the server's job service (and its Spark session); by default `--no-jobs`."""
         self.port, self.workers = _free_port(), workers
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = home / f"serve-bench-{self.port}.log"
@@ -87,8 +89,8 @@ class Server:
             "PRECUBE__CACHE__MIN_SCANNED_ROWS": "0",
             **(env or {}),
         }
-        command = [sys.executable, "-m", "precube", "--home", str(home), "serve", "--port", str(self.port), "--no-jobs"]
-        command += args
+        command = [sys.executable, "-m", "precube", "--home", str(home), "serve", "--port", str(self.port)]
+        command += [*([] if jobs else ["--no-jobs"]), *args]
         if workers > 1:
             command += ["--workers", str(workers)]
         self.started = time.perf_counter()

@@ -168,6 +168,28 @@ def test_any_error_reaching_the_top_is_one_line(
     assert _err(capsys) == "error: RuntimeError: something went wrong (--debug shows where)"
 
 
+def test_one_spark_session_per_command_the_supervised_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`spark()` (sampling, catalog tables) is the supervisor's session, the one jobs run on (`--wait`): a command
+    using both starts one JVM."""
+    from precube.cli.context import CliContext
+    from tests.jobs.test_spark_supervisor import FakeJvm
+
+    made: list[FakeJvm] = []
+
+    def fake_session(*_: object, **__: object) -> FakeJvm:
+        made.append(FakeJvm())
+        return made[-1]
+
+    monkeypatch.setattr("precube.spark_session.spark_session", fake_session)
+    cli = CliContext(home=tmp_path)
+    try:
+        session = cli.spark()
+        supervisor = cli.spark_supervisor()
+        assert made == [session] and supervisor.session is session and cli.spark() is session
+    finally:
+        cli.close()
+
+
 def test_usage_error_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["project", "create"]) == 2
     assert "Missing argument" in capsys.readouterr().err

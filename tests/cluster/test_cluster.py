@@ -1,7 +1,8 @@
 """Two servers on one PostgreSQL and one Redis, behind HAProxy (the module's `cluster`): a build through one is
 answered by the other (its cached answer dropped), users, grants and model states changed through one hold on the
 other within a bounded delay, a queued job runs once however many servers want it, a killed runner's job is
-resumed by the other server, and Redis, PostgreSQL or a server going away costs no answer beyond those in flight.
+resumed by the other server, a server starved of CPU keeps its job lease, and Redis, PostgreSQL or a server going
+away costs no answer beyond those in flight.
 
 Every answer is compared with the oracle (the same SQL on the raw files, restricted to the built range)."""
 
@@ -9,7 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -21,8 +25,8 @@ import pyarrow as pa
 import pytest
 
 from precube.jobs.plans import build_job
-from precube.jobs.submission import submit
-from precube.metadata import Dataflow, Job, JobState, TimeRange
+from precube.jobs.submission import act, submit
+from precube.metadata import Dataflow, Job, JobAction, JobLease, JobState, TimeRange
 from precube.modeling.model_store import require_model
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from tests.cluster.conftest import PROJECT, Cluster, answer
@@ -157,6 +161,61 @@ def test_kill_9_of_the_running_server_and_the_other_resumes_the_job(cluster: Clu
         assert [s["status_to_display"] for s in segments["value"]] == ["ONLINE"]
         assert rows(table) == oracle_rows(ssb_dir, "1999-01-01")
         print(f"the other server took the job over {taken:.1f} s after kill -9 and finished it after {finished:.1f} s")
+    finally:
+        cluster.start(holder)
+        cluster.wait_balanced({"s1", "s2"})
+
+
+# A process spinning on a CPU at normal priority, bounded in time by itself too (should the test process die).
+SPINNER = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def _lease(cluster: Cluster, project: str) -> tuple[str, int]:
+    with cluster.store.read(project) as tx:
+        lease = tx.require(JobLease, "scheduler")
+    return lease.owner, lease.epoch
+
+
+def test_under_cpu_starvation_the_holder_keeps_its_lease_and_a_killed_one_is_replaced_within_the_ttl(
+    cluster: Cluster, ssb_dir: Path
+) -> None:
+    """Issue 38: at lease_ttl_s = 10, with 4 spinning processes per core for three TTLs while one server builds,
+    its lease never changes hands (not even briefly: the epoch would grow) and the job runs once, there; kill -9
+    of the holder and the other server holds the lease within the TTL (at once: a dead process of this machine)."""
+    project, ttl = "starve", cluster.settings.jobs.lease_ttl_s
+    make_project(cluster.settings, ssb_dir, project)
+    with cluster.client(None) as balanced:
+        job = build(balanced, project, "1992-01-01", "1993-01-01")
+        wait_job(balanced, project, job, until=("RUNNING", "FINISHED"))
+    holder = cluster.holder(project)
+    assert holder is not None
+    held = _lease(cluster, project)
+    spin_s = 3 * ttl
+    command = [sys.executable, "-c", SPINNER.format(seconds=spin_s + 5)]
+    spinners = [subprocess.Popen(command) for _ in range(4 * (os.cpu_count() or 1))]
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < spin_s:
+            assert _lease(cluster, project) == held, f"the lease changed hands {time.monotonic() - started:.1f} s in"
+            time.sleep(0.5)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+        for spinner in spinners:
+            spinner.wait()
+    assert _lease(cluster, project) == held
+    runs = [_log_lines(cluster, i, f"job={job} .* started") for i in range(2)]
+    assert [len(r) for r in runs] == [int(i == holder) for i in range(2)], runs  # one run, on the holder
+    if _job(cluster, project, job).state is JobState.RUNNING:  # not left for the other server to resume
+        act(cluster.store, project, job, JobAction.DISCARD, "test")
+    other = 1 - holder
+    cluster.servers[holder].kill()
+    try:
+        took = _until(lambda: cluster.holder(project) == other, "the other server taking the lease", timeout=ttl + 5)
+        assert _lease(cluster, project)[1] == held[1] + 1
+        print(
+            f"{len(spinners)} spinners for {spin_s:g} s: no takeover; kill -9: the other held the lease {took:.1f} s after"
+        )
     finally:
         cluster.start(holder)
         cluster.wait_balanced({"s1", "s2"})

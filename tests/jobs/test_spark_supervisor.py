@@ -22,6 +22,7 @@ from precube.errors import EnvironmentMissingError
 from precube.jobs import joblog, runner, spark_supervisor
 from precube.jobs.engine_loss import ENGINE_NOTE, ENGINE_RESUMES, OUT_OF_MEMORY, RESUMED, engine_failure, put_back
 from precube.jobs.runner import new_job, run_job
+from precube.jobs.scheduler import Scheduler
 from precube.jobs.spark_supervisor import SparkState, SparkSupervisor
 from precube.jobs.submission import submit
 from precube.metadata import Job, JobState, JobType, MetadataStore, TimeRange
@@ -220,6 +221,32 @@ def test_put_back_is_bounded() -> None:
     assert "Error" not in job.error  # no exception's name
 
 
+def test_the_scheduler_binds_a_session_with_its_ticket_and_the_stand_in_after_a_failed_restart(
+    job_ctx: BuildContext, tmp_path: Path, sessions: Sessions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jobs run on the session whose ticket they carry; a lost session whose replacement cannot start is not kept
+    (its jobs would fail with the dead JVM's raw error): they get the stand-in, failing with the reason."""
+    monkeypatch.setattr(spark_supervisor, "RETRY_START_S", (60.0, 60.0))
+    supervisor = SparkSupervisor(_settings(tmp_path, interval=60), make=sessions.make, reset=sessions.reset).start()
+    scheduler = Scheduler(job_ctx, spark=supervisor)
+    try:
+        assert scheduler._bind() and scheduler.ctx.spark is sessions.made[0] and scheduler._ticket == 1
+        sessions.fail = EnvironmentMissingError("Java 17+ is required by Spark and was not found")
+        sessions.made[0].returncode = 137
+        assert supervisor.lost(ConnectionRefusedError(), 1) == "its JVM stopped answering"  # given up: restarting
+        _until(lambda: supervisor.error is not None, "the failed start")
+        assert scheduler._bind() and scheduler._ticket is None
+        with pytest.raises(EnvironmentMissingError, match="Spark could not start in the server: .*Java 17"):
+            scheduler._fenced.spark.read  # noqa: B018 (touching it is the failure)
+        sessions.fail = None
+        supervisor._retry_at = 0.0
+        supervisor._wake.set()
+        _until(lambda: supervisor.state is SparkState.UP, "UP again")
+        assert scheduler._bind() and scheduler._fenced.spark is sessions.made[1] and scheduler._ticket == 2
+    finally:
+        supervisor.stop()
+
+
 # -- the runner, on a stand-in session ------------------------------------------------------------------
 
 
@@ -250,17 +277,19 @@ def test_a_job_the_session_took_down_resumes_with_a_note_then_errs_after_the_bou
     try:
         job = _submit(job_ctx)
         monkeypatch.setattr(runner, "_execute", dies)
-        back = run_job(job_ctx, job.uuid, supervisor)
+        back = run_job(job_ctx, job.uuid, supervisor, ticket=supervisor.ticket())
         assert back.state is JobState.READY and back.error is None and back.params[ENGINE_RESUMES] == "1"
         _until(lambda: supervisor.state is SparkState.UP, "a new session")
         monkeypatch.setattr(runner, "_execute", lambda ctx, job: (None, 0))
-        done = run_job(job_ctx, job.uuid, supervisor)
+        done = run_job(job_ctx, job.uuid, supervisor, ticket=supervisor.ticket())
         assert done.state is JobState.SUCCEED and done.params[ENGINE_NOTE] == f"{RESUMED} (1 of at most 1)"
         again = _submit(job_ctx)
         monkeypatch.setattr(runner, "_execute", dies)
-        assert run_job(job_ctx, again.uuid, supervisor).state is JobState.READY
+        assert run_job(job_ctx, again.uuid, supervisor, ticket=supervisor.ticket()).state is JobState.READY
         _until(lambda: supervisor.state is SparkState.UP, "a third session")
-        failed = run_job(job_ctx, again.uuid, supervisor)  # its second loss: past the bound of 1
+        failed = run_job(
+            job_ctx, again.uuid, supervisor, ticket=supervisor.ticket()
+        )  # its second loss: past the bound of 1
         assert failed.state is JobState.ERROR and failed.error is not None
         assert failed.error.startswith("the build engine stopped 2 times while this job ran")
     finally:

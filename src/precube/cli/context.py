@@ -63,10 +63,8 @@ class CliContext:
         return self._store
 
     def spark(self) -> SparkSession:
-        from precube.spark_session import spark_session
-
-        with err_console.status("starting Spark…"):  # its console output goes to the log, not among the bars
-            return spark_session(self.settings, console_log=self.settings.home / "logs" / "spark.log")
+        """The supervisor's current session (`spark_supervisor`): one JVM per command, whatever it runs on Spark."""
+        return self.spark_supervisor().session
 
     def spark_supervisor(self) -> SparkSupervisor:
         """The supervised Spark session jobs run on in this process (`jobs run`, `--wait`), started on first use:
@@ -75,7 +73,7 @@ class CliContext:
             from precube.jobs.spark_supervisor import SparkSupervisor
 
             supervisor = SparkSupervisor(self.settings, console_log=self.settings.home / "logs" / "spark.log")
-            with err_console.status("starting Spark…"):
+            with err_console.status("starting Spark…"):  # its console output goes to the log, not among the bars
                 supervisor.start()
             if supervisor.start_failure is not None:  # a command fails at once with the fix (no Java, a bad conf)
                 supervisor.stop(stop_session=False)

@@ -187,15 +187,19 @@ def _no_preflight(ctx: BuildContext, job: Job) -> None:
 
 
 def run_job(
-    ctx: BuildContext, job_id: str, spark: SparkSupervisor | None = None, preflight: Preflight = _no_preflight
+    ctx: BuildContext,
+    job_id: str,
+    spark: SparkSupervisor | None = None,
+    preflight: Preflight = _no_preflight,
+    ticket: int | None = None,
 ) -> Job:
     """Run a READY job to its end here: SUCCEED, ERROR (with the error on the job and its step), or left
     PAUSED/DISCARDED by a user. Returns the job as stored at the end; raises `OutcomeNotRecordedError` (carrying
     the write) when the store refuses the job's outcome, so that the job does not stay RUNNING (`jobs.reconcile`).
-    With `spark` (the supervisor of `ctx.spark`), a job that fails because the session died is READY again
+    With `spark` (the supervisor of `ctx.spark`) and `ticket` (the generation of its session that `ctx.spark` is,
+    `SparkSupervisor.current`; None: no session), a job that fails because the session died is READY again
     instead (`engine_loss.put_back`)."""
     recorder = _Recorder(ctx, job_id)
-    ticket = spark.ticket() if spark is not None else None  # the session this run starts on
     note: list[str] = []
 
     def start(job: Job) -> None:

@@ -71,7 +71,7 @@ class Scheduler:
             raise ValueError(f"the scheduler needs at least one worker, not {concurrency}")
         self.ctx, self.concurrency, self.poll_s, self.listener = ctx, concurrency, poll_s, listener
         self.spark = spark
-        self._generation = spark.generation if spark is not None else 0  # the session `ctx` holds
+        self._ticket: int | None = 0  # the generation of the supervisor's session `ctx` holds (0: none bound yet)
         self.lease = Lease(ctx.store, ctx.project, lease_ttl_s, ctx.writer)
         self._fenced = dataclasses.replace(ctx, fence=self.lease.fence)  # jobs start and write only under the lease
         self._preflight = functools.partial(ensure_space, min_free_bytes=min_free_bytes)
@@ -128,17 +128,20 @@ class Scheduler:
 
     def _bind(self) -> bool:
         """Whether jobs may start now; after the supervisor started a new session, they run on it, with the
-        Spark data kept across builds (code tables, lookups) forgotten: it lived in the old JVM."""
+        Spark data kept across builds (code tables, lookups) forgotten: it lived in the old JVM. The session and
+        its ticket are read together, and each run is given the ticket of the session it runs on: read apart, a
+        restart between the reads would pair a new ticket with the old session (or the stand-in), and a job
+        failing on it would be taken for failing by itself (ERROR, not resumed)."""
         spark = self.spark
         if spark is None:
             return True
-        if not spark.accepting:
+        current = spark.current()
+        if current is None:
             return False
-        if spark.generation != self._generation:
-            self._generation = spark.generation
-            self.ctx = dataclasses.replace(
-                self.ctx, spark=spark.session, code_tables=CodeTables(), lookups=KeptLookups()
-            )
+        ticket, session = current
+        if ticket is None or ticket != self._ticket:  # None: Spark could not start; the stand-in tells why now
+            self._ticket = ticket
+            self.ctx = dataclasses.replace(self.ctx, spark=session, code_tables=CodeTables(), lookups=KeptLookups())
             self._fenced = dataclasses.replace(self.ctx, fence=self.lease.fence)
         return True
 
@@ -152,7 +155,8 @@ class Scheduler:
             if job.target_model in busy_models:  # a running job's own model is busy too
                 continue
             busy_models.add(job.target_model)
-            self._running[self._pool.submit(run_job, self._fenced, job.uuid, self.spark, self._preflight)] = job
+            run = self._pool.submit(run_job, self._fenced, job.uuid, self.spark, self._preflight, self._ticket)
+            self._running[run] = job
 
     def tick(self) -> bool:
         """One turn: keep the lease, take in finished jobs (recording the outcomes the store refused before),

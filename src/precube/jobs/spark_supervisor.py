@@ -160,16 +160,27 @@ class SparkSupervisor:
             return session
         return _NoSpark(self.error or "Spark is restarting")  # type: ignore[return-value]
 
+    def current(self) -> tuple[int | None, SparkSession] | None:
+        """What a job launched now runs on, read together under the lock (a restart may come between two reads):
+        (its ticket — the session's generation —, the session) while UP; (None, a stand-in failing with the reason)
+        while Spark could not start; None while a lost session is being replaced (jobs wait)."""
+        with self._lock:
+            if self.state is SparkState.UP and self._session is not None:
+                return self.generation, self._session
+            if self.state is SparkState.DOWN and self.error is not None:
+                return None, _NoSpark(self.error)  # type: ignore[return-value]
+            return None
+
     @property
     def accepting(self) -> bool:
         """Whether jobs may start now: Spark is UP, or its start failed (they fail at once with the reason);
         not while a lost session is being replaced."""
-        return self.state is SparkState.UP or (self.state is SparkState.DOWN and self.error is not None)
+        return self.current() is not None
 
     def ticket(self) -> int | None:
         """What a job starting now runs on: the session's generation, None without a session."""
-        with self._lock:
-            return self.generation if self.state is SparkState.UP else None
+        current = self.current()
+        return None if current is None else current[0]
 
     def status(self) -> dict[str, Any]:
         """For `/ready`: the state, why the last start failed, the restarts and why the last session was lost."""
