@@ -61,6 +61,10 @@ def test_the_service_lists_projects_models_tables_and_segments(
         assert [columns[c.name]["type_NAME"] for c in table.columns] == [c.jdbc.name for c in table.columns]
     fact = next(t for t in tables.values() if "FACT" in t["type"])
     assert fact["table_NAME"] == "LINEORDER" and any("FK" in c["type"] for _, c in fact["columns"])
+    params = {"project": server_home.project, "cube": server_home.model}  # Kylin's model filter
+    model = service.tables_and_columns(params=params)
+    assert model and all(t["type"] for t in model.values()) and set(model) <= set(tables)
+    assert any("PK" in c["type"] for t in model.values() for _, c in t["columns"])
     segments = service.list_segment(server_home.model)  # page_size=2147483646: clamped, not refused
     assert segments["value"] and segments["total_size"] == len(segments["value"])
     with pytest.raises(HTTPError) as failed:  # a 400, as Kylin 5 answers a statement it refuses
