@@ -102,11 +102,14 @@ def data(response: httpx.Response, status: int = 200) -> Any:
 
 
 def error(response: httpx.Response, status: int) -> str:
-    """The one-line `msg` of a failed request, after checking its status and envelope."""
+    """The one-line `msg` of a failed request, after checking its status and envelope (Kylin 5's `ErrorResponse`
+    fields: `exception` repeats `msg`, `url` is the request's without its query, no stack trace)."""
     assert response.status_code == status, response.text
     body = response.json()
     assert body["code"] == "999" and body["data"] is None, body
     assert body["msg"] and "\n" not in body["msg"] and "Traceback" not in body["msg"], body
+    assert body["exception"] == body["msg"] and body["stacktrace"] is None and "suggestion" in body, body
+    assert body["url"] == str(response.request.url.copy_with(query=None)), body
     return str(body["msg"])
 
 

@@ -17,6 +17,7 @@ from precube.metadata import Job, JobState, JobType, NotFoundError, SourceType, 
 from precube.metadata.job import new_job_id
 from precube.query.errors import NoLayoutError
 from precube.query.session import PUSHDOWN_PROPERTY
+from precube.server.envelope import MAX_PAGE_OFFSET, MAX_PAGE_SIZE
 from precube.sources.tables import load_file_table
 from tests.server.conftest import ServerHome, data, error, fingerprint
 from tests.server.live import LiveServer, live_server
@@ -139,6 +140,10 @@ def test_list_filters_by_name_and_pages(admin: httpx.Client, project: str) -> No
     assert len(first["value"]) == 1 and first["total_size"] >= 2 and first["value"] != second["value"]
     for bad in ({"page_size": 0}, {"page_offset": -1}, {"page_size": "x"}, {"project": "../x"}):
         error(admin.get(f"{API}/projects", params=bad), 400)
+    everything = data(admin.get(f"{API}/projects", params={"page_size": 2**31 - 2}))  # kylinpy's "all": clamped
+    assert everything["limit"] == MAX_PAGE_SIZE and len(everything["value"]) == everything["total_size"] >= 2
+    beyond = data(admin.get(f"{API}/projects", params={"page_offset": 10**30, "page_size": 10**30}))
+    assert beyond["value"] == [] and (beyond["offset"], beyond["limit"]) == (MAX_PAGE_OFFSET, MAX_PAGE_SIZE)
 
 
 def test_delete_drops_metadata_acl_and_warehouse_data(

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from precube.auth import Directory, check_admin_password
 from precube.errors import PrecubeError
-from precube.server.envelope import error, failure, invalid_input, unexpected
+from precube.server.envelope import error, failure, invalid_input, unexpected, url_of
 from precube.server.hot_path import QueryHotPath
 from precube.server.middleware import BodyLimit, RequestLog
 from precube.server.security import Authenticate
@@ -179,20 +179,20 @@ def _request_id(request: Request) -> str:
 def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(PrecubeError)
     async def precube_error(request: Request, err: PrecubeError) -> JSONResponse:
-        return error(err, _request_id(request))
+        return error(err, _request_id(request), url_of(request.scope))
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
-        return invalid_input(err.errors(), _request_id(request))
+        return invalid_input(err.errors(), _request_id(request), url_of(request.scope))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
         code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(err.status_code, "HTTP_ERROR")
-        return failure(err.status_code, str(err.detail), code, _request_id(request))
+        return failure(err.status_code, str(err.detail), code, _request_id(request), url=url_of(request.scope))
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, err: Exception) -> JSONResponse:
-        return unexpected(err, _request_id(request))
+        return unexpected(err, _request_id(request), url_of(request.scope))
 
 
 def _version() -> str:

@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from precube.errors import InvalidInputError, PrecubeError
-from precube.server.envelope import error, invalid_input, unexpected
+from precube.server.envelope import error, invalid_input, unexpected, url_of
 from precube.server.routers.query import ASK_QUERY, QUERY_PATH, answer, query_request
 from precube.server.security import Requirement, parse_json
 
@@ -41,11 +41,11 @@ class QueryHotPath:
         try:
             response = await self._answer(scope, receive, state)
         except PrecubeError as err:
-            response = error(err, rid)
+            response = error(err, rid, url_of(scope))
         except RequestValidationError as err:
-            response = invalid_input(err.errors(), rid)
+            response = invalid_input(err.errors(), rid, url_of(scope))
         except Exception as err:  # noqa: BLE001 (answered in the envelope and logged, as the app's handler does)
-            response = unexpected(err, rid)
+            response = unexpected(err, rid, url_of(scope))
         await response(scope, receive, send)
 
     async def _answer(self, scope: Scope, receive: Receive, state: dict[str, Any]) -> Response:

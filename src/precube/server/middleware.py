@@ -3,7 +3,6 @@ line per request, and a bound on the request body that stops reading at `max_bod
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import re
@@ -11,6 +10,8 @@ import time
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from precube.server.envelope import failure, url_of
 
 ACCESS = logging.getLogger("precube.access")
 _GOOD_ID = re.compile(r"^[A-Za-z0-9._\-]{1,64}$")
@@ -65,7 +66,7 @@ class BodyLimit:
             return
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            await self._refuse(send)
+            await self._refuse(scope, receive, send)
             return
         chunks: list[bytes] = []
         seen = 0
@@ -76,7 +77,7 @@ class BodyLimit:
             chunk = message.get("body", b"")
             seen += len(chunk)
             if seen > self.max_bytes:
-                await self._refuse(send)
+                await self._refuse(scope, receive, send)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -92,15 +93,6 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Send) -> None:
-        body = json.dumps(
-            {
-                "code": "999",
-                "data": None,
-                "msg": f"the request body exceeds {self.max_bytes} bytes",
-                "error_code": "PAYLOAD_TOO_LARGE",
-            }
-        ).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"the request body exceeds {self.max_bytes} bytes"
+        await failure(413, message, "PAYLOAD_TOO_LARGE", url=url_of(scope))(scope, receive, send)

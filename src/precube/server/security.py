@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from precube.auth import AuthenticationError, Directory, Permission, User
 from precube.errors import InvalidInputError, PrecubeError
 from precube.metadata.paths import check_project_name
-from precube.server.envelope import error, unexpected
+from precube.server.envelope import error, unexpected, url_of
 from precube.server.state import ServerState
 from precube.service.principal import Principal
 
@@ -134,10 +134,10 @@ class Authenticate:
         try:
             user = await _sign_in(scope, header)
         except PrecubeError as err:
-            await error(err, rid)(scope, receive, send)
+            await error(err, rid, url_of(scope))(scope, receive, send)
             return
         except Exception as err:  # noqa: BLE001 (e.g. the store's driver: answered in the envelope, and logged)
-            await unexpected(err, rid)(scope, receive, send)
+            await unexpected(err, rid, url_of(scope))(scope, receive, send)
             return
         state["user"] = user.username  # for the access log
         state["principal"] = user

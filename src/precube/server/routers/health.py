@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 
 from precube.errors import PrecubeError
 from precube.jobs import disk
-from precube.server.envelope import failure, ok
+from precube.server.envelope import failure, ok, url_of
 from precube.server.security import requires, state_of
 
 router = APIRouter(tags=["health"])
@@ -31,7 +31,7 @@ def ready(request: Request) -> dict[str, Any] | JSONResponse:
     try:
         state.store.last_change()
     except PrecubeError as err:
-        return failure(503, f"metadata store unreachable: {err.message}", "NOT_READY")
+        return failure(503, f"metadata store unreachable: {err.message}", "NOT_READY", url=url_of(request.scope))
     cache = state.cache
     answer = {
         "status": "READY",

@@ -33,14 +33,13 @@ from precube.modeling.model_store import (
     rule_from_groups,
     set_model_rules,
 )
-from precube.server.envelope import ok, page
+from precube.server.envelope import Paging, ok, page, paging
 from precube.server.security import Caller, requires, state_of
 
 router = APIRouter(tags=["index_plans"])
 
 READ = Depends(requires(Permission.QUERY))
 WRITE = Depends(requires(Permission.MANAGEMENT))
-MAX_PAGE = 10_000
 Column = str | int  # a name, or Kylin's id
 
 
@@ -316,8 +315,7 @@ class IndexFilter:
     key: str | None
     sort_by: str
     reverse: bool
-    page_offset: int
-    page_size: int
+    paged: Paging
 
 
 def index_filter(
@@ -326,15 +324,13 @@ def index_filter(
     key: str | None = None,
     sort_by: str = "id",
     reverse: bool = False,
-    page_offset: int = Query(0, ge=0),
-    page_size: int = Query(10, ge=1, le=MAX_PAGE),
+    paged: Paging = Depends(paging),
 ) -> IndexFilter:
-    return IndexFilter(status, sources, key, sort_by, reverse, page_offset, page_size)
+    return IndexFilter(status, sources, key, sort_by, reverse, paged)
 
 
 def _list_indexes(request: Request, project: str, ref: str, f: IndexFilter) -> dict[str, Any]:
     status, sources, key, sort_by, reverse = f.status, f.sources, f.key, f.sort_by, f.reverse
-    page_offset, page_size = f.page_offset, f.page_size
 
     def split(values: list[str]) -> set[str]:
         return {v.strip().upper() for item in values for v in item.split(",") if v.strip()}
@@ -355,7 +351,7 @@ def _list_indexes(request: Request, project: str, ref: str, f: IndexFilter) -> d
         if (not wanted_status or i["status"] in wanted_status) and (not wanted_sources or i["source"] in wanted_sources)
     ]
     items.sort(key=lambda i: i[sort_keys[sort_by]], reverse=reverse)
-    return ok(page(items, page_offset, page_size) | {"model_id": model.uuid, "model_name": model.alias})
+    return ok(page(items, f.paged) | {"model_id": model.uuid, "model_name": model.alias})
 
 
 @router.get("/models/{model_name}/indexes")

@@ -21,7 +21,7 @@ from precube.jobs.submission import act, delete_jobs, get_job
 from precube.metadata import Job, JobAction, JobState, JobType, NotFoundError
 from precube.metadata.entity import now_ms
 from precube.metadata.paths import check_name
-from precube.server.envelope import ok, page
+from precube.server.envelope import Paging, ok, page, paging
 from precube.server.security import Caller, requires, state_of
 
 router = APIRouter(tags=["jobs"])
@@ -92,8 +92,7 @@ def jobs(
     statuses: list[str] | None = Query(None),
     job_names: list[str] | None = Query(None),
     key: str | None = Query(None, max_length=200),
-    page_offset: int = Query(0, ge=0),
-    page_size: int = Query(10, ge=1, le=100_000),
+    paged: Paging = Depends(paging),
     sort_by: str = "create_time",
     reverse: bool = True,
     caller: Caller = Depends(requires(Permission.QUERY, project_optional=True)),
@@ -138,7 +137,7 @@ def jobs(
                 continue
             records.append(record(job, project))
     records.sort(key=_SORT[sort_by], reverse=reverse)
-    return ok(page(records, page_offset, page_size))
+    return ok(page(records, paged))
 
 
 class StatusRequest(BaseModel):

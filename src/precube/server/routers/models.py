@@ -46,7 +46,7 @@ from precube.modeling.model_store import (
     require_model,
     update_model,
 )
-from precube.server.envelope import ok, page
+from precube.server.envelope import Paging, ok, page, paging
 from precube.server.security import Caller, requires, state_of
 from precube.server.state import ServerState
 
@@ -54,7 +54,6 @@ router = APIRouter(tags=["models"])
 
 READ = Depends(requires(Permission.QUERY))
 WRITE = Depends(requires(Permission.MANAGEMENT))
-MAX_PAGE = 10_000
 
 
 class ModelRequest(ModelSpec):
@@ -193,8 +192,7 @@ def list_models(
     exact: bool = False,
     status: list[str] = Query(default_factory=list),
     table: str | None = None,
-    page_offset: int = Query(0, ge=0),
-    page_size: int = Query(10, ge=1, le=MAX_PAGE),
+    paged: Paging = Depends(paging),
     sort_by: str = "last_modify",
     reverse: bool = True,
 ) -> dict[str, Any]:
@@ -221,7 +219,7 @@ def list_models(
             if not wanted or entry["status"] in wanted:
                 items.append(entry)
     items.sort(key=SORT_KEYS[sort_by], reverse=reverse)
-    return ok(page(items, page_offset, page_size))
+    return ok(page(items, paged))
 
 
 @router.post("/models")

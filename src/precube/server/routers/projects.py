@@ -17,7 +17,7 @@ from precube.jobs.removal import remove_project
 from precube.metadata import Project
 from precube.metadata.paths import check_project_name
 from precube.metadata.project import AutoMergeTimeRange
-from precube.server.envelope import ok, page
+from precube.server.envelope import Paging, ok, page, paging
 from precube.server.security import Caller, requires, state_of
 from precube.service.queries import PUSHDOWN_PROPERTY
 from precube.sources.tables import check_identifier
@@ -111,8 +111,7 @@ def list_projects(
     caller: Caller = Depends(requires(project_optional=True)),
     project: str | None = Query(None, max_length=200),
     exact: bool = False,
-    page_offset: int = Query(0, ge=0, le=1_000_000),
-    page_size: int = Query(10, ge=1, le=100_000),
+    paged: Paging = Depends(paging),
 ) -> dict[str, Any]:
     """The projects the caller holds a permission on (system admins: all), filtered by name (`exact`, else
     a case-insensitive substring)."""
@@ -124,7 +123,7 @@ def list_projects(
         held = state.directory.permission(caller.user, p.name)
         if held is not None:
             found.append(_describe(p, held))
-    return ok(page(found, page_offset, page_size))
+    return ok(page(found, paged))
 
 
 @router.post("/projects")

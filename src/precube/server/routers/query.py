@@ -1,6 +1,7 @@
 """Kylin 5's `query` endpoints: `POST /query` (Kylin's answer as JSON, or the rows as an Arrow IPC stream
 with the answer's metadata in a header), `POST /query/explain`, the result cache (`DELETE /query/cache`,
-`GET /query/cache/stats`), `GET /query/history_queries` and `GET /query/tables_and_columns`.
+`GET /query/cache/stats`), `GET /query/history_queries` and `GET /query/tables_and_columns` (also at Kylin's
+older `GET /tables_and_columns`).
 
 A statement precube refuses (bad SQL, a query-trust escape, no layout with pushdown forbidden, …) is a 4xx
 with Kylin's failure envelope and the one-line query error as `msg`, not Kylin's 200 with `isException`:
@@ -31,7 +32,8 @@ from precube.query.bounds import Window
 from precube.query.errors import QueryTimeoutError
 from precube.query.project_metadata import ProjectMetadata
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
-from precube.server.envelope import ok, page
+from precube.server import table_meta
+from precube.server.envelope import Paging, ok, paging
 from precube.server.security import Caller, parse_json, requires, state_of
 from precube.server.state import ServerState
 from precube.service.queries import Handle, QueryResult, RunOptions
@@ -379,8 +381,7 @@ def cache_stats(request: Request, caller: Caller = Depends(requires(Permission.Q
 @router.get("/query/history_queries")
 def history_queries(
     request: Request,
-    page_offset: int = Query(0, ge=0),
-    page_size: int = Query(10, ge=1, le=10_000),
+    paged: Paging = Depends(paging),
     start_time_from: int | None = Query(None, ge=0, description="epoch ms"),
     start_time_to: int | None = Query(None, ge=0, description="epoch ms"),
     latency_from: float | None = Query(None, ge=0, description="seconds"),
@@ -401,8 +402,8 @@ def history_queries(
         min_ms=None if latency_from is None else latency_from * 1000,
         max_ms=None if latency_to is None else latency_to * 1000,
         sql=sql,
-        offset=page_offset * page_size,
-        limit=page_size,
+        offset=paged.start,
+        limit=paged.size,
     )
     histories = [
         {
@@ -430,62 +431,27 @@ def history_queries(
     return ok({"query_histories": histories, "size": total})
 
 
+MODEL_FILTER = Query(None, max_length=256, description="Only this model's tables (Kylin's `cube`: a model alias).")
+
+
 @router.get("/query/tables_and_columns")
 def tables_and_columns(
-    request: Request,
-    page_offset: int = Query(0, ge=0),
-    page_size: int = Query(10, ge=1, le=10_000),
-    caller: Caller = Depends(requires(Permission.QUERY)),
+    request: Request, cube: str | None = MODEL_FILTER, caller: Caller = Depends(requires(Permission.QUERY))
 ) -> dict[str, Any]:
-    """The project's tables and their columns as BI clients list them (Kylin's TableMeta and ColumnMeta): the
-    project's catalog description, computed columns included, in upper case."""
-    catalog = state_of(request).queries.catalog(caller.principal)
-    metas = []
-    for table in catalog.tables:
-        schema, name = table.schema.upper(), table.name.upper()
-        columns = []
-        for column in table.columns:
-            t = column.jdbc
-            columns.append(
-                {
-                    "TABLE_CAT": "defaultCatalog",
-                    "TABLE_SCHEM": schema,
-                    "TABLE_NAME": name,
-                    "COLUMN_NAME": column.name.upper(),
-                    "DATA_TYPE": t.code,
-                    "TYPE_NAME": t.name,
-                    "COLUMN_SIZE": t.precision,
-                    "BUFFER_LENGTH": -1,
-                    "DECIMAL_DIGITS": t.scale,
-                    "NUM_PREC_RADIX": 10,
-                    "NULLABLE": 1 if column.nullable else 0,
-                    "REMARKS": column.comment,
-                    "COLUMN_DEF": None,
-                    "SQL_DATA_TYPE": -1,
-                    "SQL_DATETIME_SUB": -1,
-                    "CHAR_OCTET_LENGTH": -1,
-                    "ORDINAL_POSITION": column.position,
-                    "IS_NULLABLE": "YES" if column.nullable else "NO",
-                    "SCOPE_CATLOG": None,
-                    "SCOPE_SCHEMA": None,
-                    "SCOPE_TABLE": None,
-                    "SOURCE_DATA_TYPE": -1,
-                    "IS_AUTOINCREMENT": "NO",
-                }
-            )
-        metas.append(
-            {
-                "TABLE_CAT": "defaultCatalog",
-                "TABLE_SCHEM": schema,
-                "TABLE_NAME": name,
-                "TABLE_TYPE": table.kind,
-                "REMARKS": None,
-                "TYPE_CAT": None,
-                "TYPE_SCHEM": None,
-                "TYPE_NAME": None,
-                "SELF_REFERENCING_COL_NAME": None,
-                "REF_GENERATION": None,
-                "columns": columns,
-            }
-        )
-    return ok(page(metas, page_offset, page_size))
+    """The project's tables and their columns as BI clients list them (Kylin 5's `TableMetaWithType` list):
+    every table, computed columns included, never paged."""
+    return ok(_tables_and_columns(request, caller, cube))
+
+
+@router.get("/tables_and_columns")
+def legacy_tables_and_columns(
+    request: Request, cube: str | None = MODEL_FILTER, caller: Caller = Depends(requires(Permission.QUERY))
+) -> list[Any]:
+    """Kylin's older path of the same list (ODBC drivers call it), answered as Kylin does: the bare list,
+    without the envelope."""
+    return _tables_and_columns(request, caller, cube)
+
+
+def _tables_and_columns(request: Request, caller: Caller, model: str | None) -> list[Any]:
+    metadata = state_of(request).queries.metadata(caller.principal)
+    return table_meta.tables_and_columns(metadata.description, (m.model for m in metadata.models), model)

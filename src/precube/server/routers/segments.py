@@ -24,7 +24,7 @@ from precube.jobs.submission import submit_all
 from precube.metadata import Dataflow, Job, TimeRange
 from precube.metadata.paths import check_name
 from precube.modeling.model_store import require_model
-from precube.server.envelope import ok, page
+from precube.server.envelope import Paging, ok, page, paging
 from precube.server.security import Caller, requires, state_of
 
 router = APIRouter(tags=["segments"])
@@ -97,8 +97,7 @@ def segments(
     start: str | None = None,
     end: str | None = None,
     status: str | None = None,
-    page_offset: int = Query(0, ge=0),
-    page_size: int = Query(10, ge=1, le=10_000),
+    paged: Paging = Depends(paging),
     sort_by: str = "last_modified",
     reverse: bool = True,
     caller: Caller = Depends(requires(Permission.QUERY)),
@@ -117,7 +116,7 @@ def segments(
     ]
     records.sort(key=_SORT[sort_by], reverse=reverse)
     model = {"model": listing.model.alias, "model_status": str(listing.dataflow.status)}
-    return ok({**page(records, page_offset, page_size), **model})
+    return ok({**page(records, paged), **model})
 
 
 class BuildRequest(BaseModel):

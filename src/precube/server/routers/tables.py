@@ -16,7 +16,7 @@ from precube.errors import InvalidInputError
 from precube.jobs.table_changes import apply_reload, preview_reload, preview_unload, unload_tables
 from precube.metadata import SourceType, Table, TableExt
 from precube.metadata.csv_options import CsvOptions
-from precube.server.envelope import ok, page
+from precube.server.envelope import Paging, ok, page, paging
 from precube.server.security import Caller, requires, state_of
 from precube.server.state import ServerState
 from precube.sources.csv_files import check_columns, check_encoding
@@ -213,8 +213,7 @@ def list_tables(
     table: str | None = Query(None, max_length=_NAME),
     is_fuzzy: bool = False,
     ext: bool = True,
-    page_offset: int = Query(0, ge=0, le=1_000_000),
-    page_size: int = Query(10, ge=1, le=100_000),
+    paged: Paging = Depends(paging),
 ) -> dict[str, Any]:
     """The project's tables, by database and name (`is_fuzzy`: a case-insensitive substring); `ext` adds the
     sampled stats and example rows."""
@@ -235,7 +234,7 @@ def list_tables(
             stats = exts.get(t.identity)
             described["ext"] = _stats(stats) if stats is not None else None
         found.append(described)
-    return ok(page(found, page_offset, page_size))
+    return ok(page(found, paged))
 
 
 @router.post("/tables/sampling_jobs")

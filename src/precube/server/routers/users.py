@@ -14,13 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from precube.auth import Permission, User, check_user_name
 from precube.auth.throttle import ADDRESS, USER
 from precube.errors import InvalidInputError
-from precube.server.envelope import ok, page
+from precube.server.envelope import Paging, ok, page, paging
 from precube.server.security import Caller, requires, state_of
 
 router = APIRouter(tags=["users"])
 
-PAGE_OFFSET = Query(0, ge=0, description="Page number, from 0.")
-PAGE_SIZE = Query(10, ge=1, le=10_000, description="Items per page.")
 PrincipalType = Literal["user", "group", "USER", "GROUP"]
 
 
@@ -92,8 +90,7 @@ def list_users(
     request: Request,
     name: str | None = Query(None, max_length=100, description="Only users whose name contains this."),
     is_case_sensitive: bool = False,
-    page_offset: int = PAGE_OFFSET,
-    page_size: int = PAGE_SIZE,
+    paged: Paging = Depends(paging),
     caller: Caller = Depends(requires(admin=True)),
 ) -> dict[str, Any]:
     state = state_of(request)
@@ -104,7 +101,7 @@ def list_users(
             users = [u for u in users if name in u.username]
         else:
             users = [u for u in users if name.lower() in u.username.lower()]
-    return ok(page([{**u.public(), "locked": u.username.lower() in locked} for u in users], page_offset, page_size))
+    return ok(page([{**u.public(), "locked": u.username.lower() in locked} for u in users], paged))
 
 
 @router.post("/user")
@@ -181,8 +178,7 @@ def _address(text: str) -> str:
 def list_groups(
     request: Request,
     group_name: str | None = Query(None, max_length=100, description="Only groups whose name contains this."),
-    page_offset: int = PAGE_OFFSET,
-    page_size: int = PAGE_SIZE,
+    paged: Paging = Depends(paging),
     caller: Caller = Depends(requires(admin=True)),
 ) -> dict[str, Any]:
     """The groups and their users."""
@@ -193,7 +189,7 @@ def list_groups(
         for g in directory.known_groups()
         if not group_name or group_name.lower() in g.lower()
     ]
-    return ok(page(groups, page_offset, page_size))
+    return ok(page(groups, paged))
 
 
 @router.get("/user_group/groups")
@@ -201,15 +197,14 @@ def group_names(
     request: Request,
     group_name: str | None = Query(None, max_length=100, description="Only groups whose name contains this."),
     is_case_sensitive: bool = False,
-    page_offset: int = PAGE_OFFSET,
-    page_size: int = PAGE_SIZE,
+    paged: Paging = Depends(paging),
     caller: Caller = Depends(requires(admin=True)),
 ) -> dict[str, Any]:
     """The groups' names (Kylin 5's list); groups are Kylin's four and any group a user is in."""
     names = state_of(request).directory.known_groups()
     if group_name:
         names = [g for g in names if (group_name in g if is_case_sensitive else group_name.lower() in g.lower())]
-    return ok(page(names, page_offset, page_size))
+    return ok(page(names, paged))
 
 
 @router.get("/user_group/group_members/{group_name}")
@@ -217,8 +212,7 @@ def group_members(
     group_name: str,
     request: Request,
     username: str | None = Query(None, max_length=100, description="Only users whose name contains this."),
-    page_offset: int = PAGE_OFFSET,
-    page_size: int = PAGE_SIZE,
+    paged: Paging = Depends(paging),
     caller: Caller = Depends(requires(admin=True)),
 ) -> dict[str, Any]:
     directory = state_of(request).directory
@@ -228,7 +222,7 @@ def group_members(
         for u in directory.users()
         if group_name in u.groups and (not username or username.lower() in u.username.lower())
     ]
-    return ok(page(members, page_offset, page_size))
+    return ok(page(members, paged))
 
 
 # -- project ACL (the project's ADMIN) ---------------------------------------------------------------
@@ -238,8 +232,7 @@ def group_members(
 def project_acl(
     request: Request,
     name: str | None = Query(None, max_length=100, description="Only users or groups whose name contains this."),
-    page_offset: int = PAGE_OFFSET,
-    page_size: int = PAGE_SIZE,
+    paged: Paging = Depends(paging),
     caller: Caller = Depends(requires(Permission.ADMIN)),
 ) -> dict[str, Any]:
     """Who holds which permission on the project: `{type: user|group, name, permission}`."""
@@ -251,7 +244,7 @@ def project_acl(
         for e in state.directory.acl(project).entries
         if not name or name.lower() in e.sid.lower()
     ]
-    return ok(page(entries, page_offset, page_size))
+    return ok(page(entries, paged))
 
 
 @router.post("/access/project")

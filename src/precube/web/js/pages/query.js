@@ -174,12 +174,12 @@ export async function render(view) {
   }
 
   async function loadSchema() {
-    const found = await api.get("/query/tables_and_columns", { project, page_size: 1000 });
+    const found = await api.get("/query/tables_and_columns", { project });
     clear(schemaHost);
-    if (!found.value.length) schemaHost.append(h("div", { class: "muted" }, "No table loaded."));
-    for (const t of found.value) {
-      const name = `${t.TABLE_SCHEM}.${t.TABLE_NAME}`;
-      const list = h("ul", { class: "schema-cols" }, t.columns.map((c) => h("li", {}, h("button", { class: "link-btn", type: "button", onclick: () => editor.insert(c.COLUMN_NAME) }, c.COLUMN_NAME), h("span", { class: "muted" }, c.TYPE_NAME.toLowerCase()))));
+    if (!found.length) schemaHost.append(h("div", { class: "muted" }, "No table loaded."));
+    for (const t of found) {
+      const name = `${t.table_SCHEM}.${t.table_NAME}`;
+      const list = h("ul", { class: "schema-cols" }, t.columns.map((c) => h("li", {}, h("button", { class: "link-btn", type: "button", onclick: () => editor.insert(c.column_NAME) }, c.column_NAME), h("span", { class: "muted" }, c.type_NAME.toLowerCase()))));
       schemaHost.append(h("details", { class: "schema-table" }, h("summary", {}, h("button", { class: "link-btn strong", type: "button", onclick: (e) => (e.preventDefault(), editor.insert(name)) }, name), h("span", { class: "muted" }, ` ${t.columns.length}`)), list));
     }
   }
