@@ -398,13 +398,13 @@ class Connection:
             answer = await self._execute(statement.inner, values)
             assert answer.table is not None
             # the answers a connection keeps are bounded together, as one answer is: cursors are not a way round it
-            bound = self.server.state.settings.query.max_result_bytes
+            max_bytes = self.server.state.settings.query.max_result_bytes
             kept = answer.table.nbytes + sum(c.table.nbytes for c in self.cursors.values())
-            if kept > bound:
+            if kept > max_bytes:
                 raise PgError(
                     "54000",
                     f"the connection's open cursors would hold {kept:,} bytes, past [query] max_result_bytes "
-                    f"({bound:,}): CLOSE a cursor first",
+                    f"({max_bytes:,}): CLOSE a cursor first",
                 )
             self.cursors[name] = Cursor(answer.table, statement.hold, statement.scroll, statement.binary)
             return Outcome(None, "DECLARE CURSOR")
