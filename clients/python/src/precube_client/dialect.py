@@ -18,8 +18,9 @@ kylinpy report none."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy
 from sqlalchemy import types as sqltypes
@@ -35,6 +36,16 @@ if TYPE_CHECKING:  # SQLAlchemy 2's typed dictionaries (plain dictionaries at ru
     )
 
 SQLALCHEMY_1 = sqlalchemy.__version__.startswith("1.")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cached(fn: F) -> F:
+    """SQLAlchemy's reflection cache. 1.4's rewrites the method from its signature, annotations included, and
+    cannot write string annotations (this module's, `from __future__`): there it gets the method without them."""
+    if SQLALCHEMY_1:
+        fn.__annotations__ = {}
+    return reflection.cache(fn)
+
 
 _SPARK_TYPES: dict[str, type[sqltypes.TypeEngine[Any]]] = {
     "BOOLEAN": sqltypes.BOOLEAN,
@@ -157,12 +168,12 @@ class PrecubeBaseDialect(default.DefaultDialect):
     def _schema(self, connection: Connection, schema: str | None) -> str:
         return (schema or self._get_default_schema_name(connection)).upper()
 
-    @reflection.cache
+    @cached
     def get_schema_names(self, connection: Connection, **kw: Any) -> list[str]:
         found = self._rows(connection, "SELECT schema_name FROM information_schema.schemata ORDER BY schema_name")
         return [self._name(r[0]) for r in found]
 
-    @reflection.cache
+    @cached
     def get_table_names(self, connection: Connection, schema: str | None = None, **kw: Any) -> list[str]:
         found = self._rows(
             connection,
@@ -183,7 +194,7 @@ class PrecubeBaseDialect(default.DefaultDialect):
         )
         return bool(found and found[0][0])
 
-    @reflection.cache
+    @cached
     def get_columns(
         self, connection: Connection, table_name: str, schema: str | None = None, **kw: Any
     ) -> list[ReflectedColumn]:
@@ -210,7 +221,7 @@ class PrecubeBaseDialect(default.DefaultDialect):
             columns.append(column)
         return columns
 
-    @reflection.cache
+    @cached
     def get_table_comment(
         self, connection: Connection, table_name: str, schema: str | None = None, **kw: Any
     ) -> ReflectedTableComment:
