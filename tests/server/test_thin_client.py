@@ -37,6 +37,7 @@ CLIENT = REPO / "clients" / "python"
 SUPERSET_PINS = ["sqlalchemy>=1.4,<2", "pandas>=2.1.4,<2.2", "pyarrow>=16.1.0,<19", "numpy>1.23.5,<2.3"]
 ENGINE_PACKAGES = {"pyspark", "duckdb", "sqlglot", "precube"}
 # SSB's dates table: 1992-01-01 to 1998-12-31 (2,557 days: 1992 and 1996 are leap years)
+BUILD = "setuptools>=77"  # builds the client in the venv (its pyproject's build-system)
 GRAIN_COUNTS = {"none": 2557, "P1D": 2557, "P1M": 84, "P3M": 28, "P1Y": 7}
 
 
@@ -49,15 +50,18 @@ def thin_python() -> Path:
     """The thin venv's Python, the client of this checkout installed in it."""
     venv = Path(os.environ.get("PRECUBE_THIN_VENV") or REPO / ".venv-thin")
     python = venv / "bin" / "python"
-    want = hashlib.sha256(json.dumps([SUPERSET_PINS, (CLIENT / "pyproject.toml").read_text()]).encode()).hexdigest()
+    want = hashlib.sha256(
+        json.dumps([SUPERSET_PINS, BUILD, (CLIENT / "pyproject.toml").read_text()]).encode()
+    ).hexdigest()
     stamp = venv / ".precube-pins"
     if not python.exists() or not stamp.exists() or stamp.read_text() != want:
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
         constraints = venv / "superset-pins.txt"
         constraints.write_text("\n".join(SUPERSET_PINS) + "\n")
-        _pip(python, "-c", str(constraints), f"{CLIENT}[sqlalchemy,pandas]")
+        _pip(python, "-c", str(constraints), BUILD, f"{CLIENT}[sqlalchemy,pandas]")
         stamp.write_text(want)
-    _pip(python, "--no-deps", "--force-reinstall", str(CLIENT))
+    # this checkout's client, built with the venv's own setuptools (no build environment to make each session)
+    _pip(python, "--no-deps", "--force-reinstall", "--no-build-isolation", str(CLIENT))
     return python
 
 
