@@ -148,7 +148,8 @@ class PrecubeBaseDialect(default.DefaultDialect):
         return precube_client
 
     def _get_default_schema_name(self, connection: Connection) -> str:
-        dbapi_connection: Any = connection.connection.dbapi_connection
+        pooled: Any = connection.connection  # SQLAlchemy 1.4's first connect hands the DB-API connection itself
+        dbapi_connection: Any = getattr(pooled, "dbapi_connection", pooled)
         return self._name(dbapi_connection.backend.default_database())
 
     def _get_server_version_info(self, connection: Connection) -> tuple[int, ...]:
