@@ -4,17 +4,14 @@ carrying the server's one-line message and its error code."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 
 from precube.errors import PrecubeError
+from precube_client.http import ANSWER_HEADER, ARROW_TYPE, BASE, JSON_TYPE, failure_of
 
-BASE = "/kylin/api"
-JSON_TYPE = "application/json"
-ARROW_TYPE = "application/vnd.apache.arrow.stream"
-ANSWER_HEADER = "X-Precube-Answer"  # an Arrow query answer's metadata: the JSON answer without its rows
+__all__ = ["ANSWER_HEADER", "ARROW_TYPE", "BASE", "JSON_TYPE", "Remote", "RemoteError"]
 
 
 class RemoteError(PrecubeError):
@@ -67,16 +64,6 @@ class Remote:
 
 
 def _error(response: httpx.Response) -> RemoteError:
-    return failure_of(response.status_code, response.content)
-
-
-def failure_of(status: int, body: bytes) -> RemoteError:
-    """The error a failed request's answer (Kylin's failure envelope) carries: its one-line `msg`, code, SQLSTATE
-    and whether a retry may succeed."""
-    try:
-        found = json.loads(body)
-        message, code = str(found["msg"]), str(found.get("error_code") or "REMOTE_ERROR")
-        sqlstate, retryable = str(found.get("sqlstate") or ""), found.get("retryable") is True
-    except (ValueError, KeyError, TypeError):
-        message, code, sqlstate, retryable = f"HTTP {status} from the server", "REMOTE_ERROR", "", False
-    return RemoteError(message, code, status, sqlstate, retryable)
+    """The error of a failed request's answer (Kylin's failure envelope, read by the thin client's rule)."""
+    found = failure_of(response.status_code, response.content)
+    return RemoteError(found.message, found.code, response.status_code, found.sqlstate, found.retryable)

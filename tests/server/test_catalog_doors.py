@@ -13,11 +13,11 @@ import pytest
 import sqlalchemy as sa
 
 import precube.dbapi as db
-from precube.dbapi.dialect import column_type
 from precube.metadata import Model, Table, open_store
 from precube.query.catalog.description import CatalogDescription
 from precube.query.project_metadata import read_metadata
 from precube.server.pgwire import types as pg
+from precube_client.dialect import column_type
 from tests.server.conftest import ServerHome, data
 from tests.server.live import ADMIN, LiveServer
 from tests.server.test_pgwire import connect, fetch

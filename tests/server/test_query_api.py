@@ -211,6 +211,22 @@ def test_the_query_route_reads_only_json_and_one_project(admin: httpx.Client, se
     assert data(admin.post(QUERY, params={"project": server_home.project}, json=body))["resultRowCount"] == 1
 
 
+def test_params_bind_the_marks_as_kylins_prepared_statements(admin: httpx.Client, server_home: ServerHome) -> None:
+    """`params` (Kylin's `PrepareSqlRequest`): each `?` bound by the server's binder, a value as its class says;
+    an unknown class, a value it cannot read and marks that do not match are 400s with one-line messages."""
+    sql = "select count(*) from ssb.dates where d_year = ? and d_month = ? and ? is null"
+    params = [
+        {"className": "java.lang.Integer", "value": "1995"},
+        {"className": "java.lang.String", "value": "May"},
+        {"className": "java.lang.Object", "value": None},
+    ]
+    body = {"sql": sql, "project": server_home.project, "params": params}
+    assert data(admin.post(QUERY, json=body))["results"] == [["31"]]
+    odd = {**body, "params": [*params[:2], {"className": "java.lang.Long", "value": "x"}]}
+    assert error(admin.post(QUERY, json=odd), 400) == "parameter 3 is not a java.lang.Long: 'x'"
+    assert "3 ? marks but 2 parameters" in error(admin.post(QUERY, json={**body, "params": params[:2]}), 400)
+
+
 def test_explain_tells_the_layout_and_the_rejections(admin: httpx.Client, server_home: ServerHome) -> None:
     found = data(admin.post(f"{QUERY}/explain", json={"sql": SSB_Q, "project": server_home.project}))
     assert found["pushdown"] is False and found["contexts"][0]["model"] == server_home.model
@@ -374,6 +390,9 @@ def test_the_hot_path_answers_as_the_declared_route(live: LiveServer, server_hom
         ("json", {**ok_sql, "forcedToPushDown": True}, {}),
         ("json", {**ok_sql, "backdoorToggles": {"DEBUG_TOGGLE_DISABLE_QUERY_CACHE": "true"}}, {}),
         ("arrow", ok_sql, {}),
+        ("json", {**ok_sql, "sql": f"{SSB_Q} limit ?", "params": [{"className": "java.lang.Long", "value": "2"}]}, {}),
+        ("json", {**ok_sql, "params": [{"className": "java.util.List", "value": "[]"}]}, {}),
+        ("json", {**ok_sql, "params": [{"className": "java.lang.Long", "value": "1"}]}, {}),  # no ? mark
         ("json", {"sql": "select nope from ssb.lineorder", "project": project}, {}),
         ("json", {"sql": "select 1", "project": "no_such_project"}, {}),
         ("json", {"sql": SSB_Q}, {}),

@@ -17,8 +17,9 @@ import pytest
 import sqlalchemy as sa
 
 import precube.dbapi as db
-from precube.dbapi.dialect import PrecubeDialect, PrecubeHTTPDialect
-from precube.dbapi.time_grains import TIME_GRAIN_EXPRESSIONS, datetime_literal
+from precube.dbapi.dialect import PrecubeDialect
+from precube_client.dialect import PrecubeHTTPDialect
+from precube_client.time_grains import TIME_GRAIN_EXPRESSIONS, datetime_literal
 from tests.query.oracle import Oracle, assert_same, load_case
 from tests.server.conftest import ServerHome
 from tests.server.live import ADMIN, LiveServer
@@ -164,13 +165,13 @@ def test_the_dialects_and_superset_spec_are_registered() -> None:
     found = {e.name: e.value for e in entry_points(group="sqlalchemy.dialects") if e.name.startswith("precube")}
     assert found == {
         "precube": "precube.dbapi.dialect:PrecubeDialect",
-        "precube.http": "precube.dbapi.dialect:PrecubeHTTPDialect",
-        "precube.https": "precube.dbapi.dialect:PrecubeHTTPSDialect",
+        "precube.http": "precube_client.dialect:PrecubeHTTPDialect",
+        "precube.https": "precube_client.dialect:PrecubeHTTPSDialect",
     }
     assert sa.engine.url.make_url("precube+http://u:p@h:1/p").get_dialect() is PrecubeHTTPDialect
     assert sa.engine.url.make_url("precube:///p").get_dialect() is PrecubeDialect
     [spec] = [e for e in entry_points(group="superset.db_engine_specs") if e.name == "precube"]
-    assert spec.value == "precube.dbapi.superset:PrecubeEngineSpec"
+    assert spec.value == "precube_client.superset:PrecubeEngineSpec"
     args = PrecubeHTTPDialect().create_connect_args(sa.engine.url.make_url("precube+http://u:p%40ss@h:7171/proj"))
     assert args == (["http://h:7171"], {"project": "proj", "user": "u", "password": "p@ss"})
     with pytest.raises(ValueError, match="unknown option 'x'"):

@@ -13,8 +13,6 @@ from starlette.responses import Response
 
 import precube
 from precube.cache.errors import CacheError, CacheUnavailableError
-from precube.dbapi import errors as db
-from precube.dbapi.http import failed
 from precube.dbapi.local import _mapped
 from precube.errors import InvalidInputError, PrecubeError
 from precube.metadata.errors import NotFoundError, StoreUnavailableError, VersionConflictError
@@ -23,6 +21,8 @@ from precube.remote import RemoteError
 from precube.server.envelope import error, invalid_input, unexpected
 from precube.server.pgwire.sqlstate import PgError
 from precube.service.errors import _TABLE, GRPC_CODES, Disposition, disposition
+from precube_client import errors as db
+from precube_client.http import failed
 
 _DEFINES_ERROR = re.compile(r"^class \w+\([^)]*Error\b", re.MULTILINE)
 

@@ -8,19 +8,30 @@
                 "where d_year >= ? group by d_year", (1995,))
     cur.fetchall(); cur.description; cur.fetch_arrow_table(); cur.fetch_df()
 
-Parameters are `?` marks (paramstyle qmark), bound as SQL literals through the parsed statement (`binding`).
-Errors are PEP 249's classes carrying precube's one-line message and error `code` (`errors`)."""
+Parameters are `?` marks (paramstyle qmark), bound as SQL literals through the parsed statement (the service's
+binder: here, or by the server). Errors are PEP 249's classes carrying precube's one-line message and error
+`code`. Everything but the in-process backend (`local`) is the thin client's (`precube_client`, its own
+distribution under `clients/python`): one implementation, installable without the engine."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from precube.dbapi.connection import Backend, Connection
-from precube.dbapi.cursor import Cursor
-from precube.dbapi.errors import (
+from precube_client import (
+    BINARY,
+    DATETIME,
+    NUMBER,
+    ROWID,
+    STRING,
+    Backend,
+    Binary,
+    Connection,
+    Cursor,
     DatabaseError,
     DataError,
+    Date,
+    DateFromTicks,
     Error,
     IntegrityError,
     InterfaceError,
@@ -28,29 +39,19 @@ from precube.dbapi.errors import (
     NotSupportedError,
     OperationalError,
     ProgrammingError,
-    Warning,
-)
-from precube.dbapi.types import (
-    BINARY,
-    DATETIME,
-    NUMBER,
-    ROWID,
-    STRING,
-    Binary,
-    Date,
-    DateFromTicks,
     Time,
     TimeFromTicks,
     Timestamp,
     TimestampFromTicks,
+    Warning,
+    apilevel,
+    paramstyle,
+    threadsafety,
 )
+from precube_client import connect as connect_server
 
 if TYPE_CHECKING:
     from precube.settings import Settings
-
-apilevel = "2.0"
-threadsafety = 1  # threads may share the module, not connections
-paramstyle = "qmark"
 
 
 def connect(
@@ -71,11 +72,9 @@ def connect(
     if not isinstance(project, str) or not project:
         raise InterfaceError("connect needs project=NAME")
     if url is not None:
-        from precube.dbapi.http import HttpBackend
-
         if any(v is not None for v in (home, config, settings, engine)):
             raise InterfaceError("home, config, settings and engine are for an in-process connection, not a server's")
-        return Connection(HttpBackend(url, project, user, password, timeout))
+        return connect_server(url, project=project, user=user, password=password, timeout=timeout)
     if password is not None:
         raise InterfaceError("password is for a server: give its URL (connect('http://host:7070', …))")
     from precube.dbapi.local import LocalBackend

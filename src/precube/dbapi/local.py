@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from precube.api import connect
-from precube.dbapi.errors import error_of
 from precube.errors import PrecubeError
 from precube.service.admission import Limits
 from precube.service.errors import disposition
@@ -19,6 +18,7 @@ from precube.service.principal import Principal
 from precube.service.queries import QueryService
 from precube.service.sessions import Sessions
 from precube.settings import Settings
+from precube_client.errors import error_of
 
 if TYPE_CHECKING:
     from precube.cache import CachedSession

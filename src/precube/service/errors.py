@@ -6,7 +6,7 @@ whether retrying may succeed.
 every error below it its answer, and only the specific errors that differ are listed. `PrecubeError` itself is
 the default, input a user can change (400, 42000). SQLSTATEs keep PostgreSQL's meaning, so a Postgres driver
 raises its own matching exception; the DB-API derives its PEP 249 class from the SQLSTATE by psycopg's rule
-(`precube.dbapi.errors.class_of`). `retryable` is the error's own attribute (its class's, or the instance's
+(`precube_client.errors.class_of`). `retryable` is the error's own attribute (its class's, or the instance's
 when it sets one), never a second table.
 
 How `retryable` shows per door:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from precube.jdbc_types import JdbcType, of_name
+from precube.jdbc_types import of_name
 from precube.metadata import Model, Table, datatypes
+from precube_client.jdbc_types import JdbcType
 
 if TYPE_CHECKING:
     from precube.query.project_metadata import ProjectMetadata

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from precube.jdbc_types import CHAR, VARCHAR
 from precube.metadata import datatypes
 from precube.query.catalog.description import CatalogDescription, ColumnDescription, TableDescription
+from precube_client.jdbc_types import CHAR, VARCHAR
 
 # --- the information_schema views (ANSI's and Postgres's column names; types as Spark's SQL spells them) ---
 

@@ -1,5 +1,6 @@
 """Kylin 5's `query` endpoints: `POST /query` (Kylin's answer as JSON, or the rows as an Arrow IPC stream
-with the answer's metadata in a header), `POST /query/explain`, the result cache (`DELETE /query/cache`,
+with the answer's metadata in a header; `params` binds its `?` marks as Kylin's prepared statements do, the thin
+client's way to send parameters), `POST /query/explain`, the result cache (`DELETE /query/cache`,
 `GET /query/cache/stats`), `GET /query/history_queries` and `GET /query/tables_and_columns` (also at Kylin's
 older `GET /tables_and_columns`).
 
@@ -27,7 +28,7 @@ from starlette.types import Receive
 
 from precube.auth import Permission
 from precube.errors import InvalidInputError
-from precube.jdbc_types import of_arrow, text_column
+from precube.jdbc_types import text_column
 from precube.query.bounds import Window
 from precube.query.errors import QueryTimeoutError
 from precube.query.project_metadata import ProjectMetadata
@@ -36,7 +37,10 @@ from precube.server import table_meta
 from precube.server.envelope import Paging, ok, paging
 from precube.server.security import Caller, parse_json, requires, state_of
 from precube.server.state import ServerState
+from precube.server.state_params import StateParam, values_of
+from precube.service.parameters import bind
 from precube.service.queries import Handle, QueryResult, RunOptions
+from precube_client.jdbc_types import of_arrow
 
 router = APIRouter(tags=["query"])
 
@@ -63,6 +67,7 @@ class QueryRequest(BaseModel):
     format: str | None = Field(None, max_length=32)
     encode: bool = True
     backdoor_toggles: dict[str, str] | None = Field(None, alias="backdoorToggles")
+    params: list[StateParam] | None = Field(None, max_length=65_535)  # Kylin's PrepareSqlRequest: `?` values
 
 
 class ExplainRequest(BaseModel):
@@ -133,9 +138,10 @@ async def answer(state: ServerState, caller: Caller, body: QueryRequest, accept:
     cancelled."""
     deadline = time.monotonic() + state.settings.query.timeout_s  # encoding the answer is within the time limit
     principal, options = caller.principal, _options(body)
-    result = state.queries.answer_from_memory(principal, body.sql, options)
+    sql = body.sql if body.params is None else bind(body.sql, values_of(body.params))
+    result = state.queries.answer_from_memory(principal, sql, options)
     if result is None:
-        result = await _until_gone(state, state.queries.run(principal, body.sql, options=options), receive)
+        result = await _until_gone(state, state.queries.run(principal, sql, options=options), receive)
     if result.table.num_rows * result.table.num_columns <= LOOP_ANSWER_CELLS:
         return _response(state, principal.project, result, accept, deadline)
     return await run_in_threadpool(_response, state, principal.project, result, accept, deadline)

@@ -9,7 +9,7 @@ from typing import Any
 
 from superset.db_engine_specs.base import BaseEngineSpec
 
-from precube.dbapi.time_grains import EPOCH_MS_TO_DATETIME, EPOCH_TO_DATETIME, TIME_GRAIN_EXPRESSIONS, datetime_literal
+from precube_client.time_grains import EPOCH_MS_TO_DATETIME, EPOCH_TO_DATETIME, TIME_GRAIN_EXPRESSIONS, datetime_literal
 
 
 class PrecubeEngineSpec(BaseEngineSpec):  # type: ignore[misc]  # (Superset is untyped here)

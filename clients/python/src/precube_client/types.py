@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from precube.jdbc_types import of_arrow
+from precube_client.jdbc_types import of_arrow
 
 Description = tuple[str, str, int | None, int | None, int | None, int | None, bool]
 

@@ -1,6 +1,8 @@
 """The remote backend: a precube server's `POST /kylin/api/query`, the rows as one Arrow IPC stream
-(`Accept: application/vnd.apache.arrow.stream`), signed in with HTTP Basic. It needs no engine: only the
-standard library's HTTP client, pyarrow and the server's REST API.
+(`Accept: application/vnd.apache.arrow.stream`), signed in with HTTP Basic, parameters sent as Kylin's
+`params` for the server to bind (`params`). It needs no engine: only the standard library's HTTP client,
+pyarrow and the server's REST API; the constants and the failure envelope here are the server's and the CLI's
+too (`precube.remote`).
 
 One keep-alive connection per DB-API connection (PEP 249 threadsafety 1: connections are not shared between
 threads), through `http.client` rather than httpx: a query's own client cost is then a few tenths of a
@@ -13,16 +15,41 @@ import base64
 import http.client
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pyarrow as pa
 
-from precube.dbapi.binding import bind
-from precube.dbapi.errors import Error, InterfaceError, OperationalError, error_of
-from precube.remote import ARROW_TYPE, BASE, JSON_TYPE, failure_of
+from precube_client.errors import Error, InterfaceError, OperationalError, error_of
+from precube_client.params import state_params
 
+BASE = "/kylin/api"
+JSON_TYPE = "application/json"
+ARROW_TYPE = "application/vnd.apache.arrow.stream"
+ANSWER_HEADER = "X-Precube-Answer"  # an Arrow query answer's metadata: the JSON answer without its rows
 UNREACHABLE = "08001"  # sqlclient_unable_to_establish_sqlconnection
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a failed request's answer (Kylin's failure envelope) says: its one-line `msg`, error code, SQLSTATE
+    ("" when absent) and whether a retry may succeed."""
+
+    message: str
+    code: str
+    sqlstate: str
+    retryable: bool
+
+
+def failure_of(status: int, body: bytes) -> Failure:
+    """The failure a failed answer's body carries (a body that is not the envelope: the HTTP status alone)."""
+    try:
+        found = json.loads(body)
+        message, code = str(found["msg"]), str(found.get("error_code") or "REMOTE_ERROR")
+        return Failure(message, code, str(found.get("sqlstate") or ""), found.get("retryable") is True)
+    except (ValueError, KeyError, TypeError):
+        return Failure(f"HTTP {status} from the server", "REMOTE_ERROR", "", False)
 
 
 def failed(status: int, body: bytes) -> Error:
@@ -77,8 +104,11 @@ class HttpBackend:
         return data
 
     def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
-        """Bound here (Kylin's `POST /query` takes SQL text), by the one binder."""
-        data = self._request("POST", "/query", {"sql": bind(sql, parameters), "project": self.project}, ARROW_TYPE)
+        """The statement and its parameters as Kylin's `params`, bound by the server."""
+        body: dict[str, Any] = {"sql": sql, "project": self.project}
+        if parameters is not None:
+            body["params"] = state_params(parameters)
+        data = self._request("POST", "/query", body, ARROW_TYPE)
         table: pa.Table = pa.ipc.open_stream(data).read_all()
         return table
 

@@ -1,7 +1,7 @@
 """PEP 249's connection, over a `Backend` (DESIGN §10's Connection protocol): what answers a statement with an
-Arrow table. Two implement it: `local.LocalBackend` (a query session in this process) and `http.HttpBackend`
-(a precube server's REST API, the rows as Arrow IPC). precube's SQL reads only, so there are no transactions:
-`commit` and `rollback` do nothing."""
+Arrow table. Two implement it: `http.HttpBackend` here (a precube server's REST API, the rows as Arrow IPC) and
+`precube.dbapi.local.LocalBackend` in the full package (a query session in this process). precube's SQL reads
+only, so there are no transactions: `commit` and `rollback` do nothing."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from precube.dbapi.cursor import Cursor
-from precube.dbapi.errors import InterfaceError
+from precube_client.cursor import Cursor
+from precube_client.errors import InterfaceError
 
 
 class Backend(Protocol):

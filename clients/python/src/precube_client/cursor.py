@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from precube.dbapi.errors import InterfaceError, ProgrammingError
-from precube.dbapi.types import Description, description, rows
+from precube_client.errors import InterfaceError, ProgrammingError
+from precube_client.types import Description, description, rows
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from precube.dbapi.connection import Connection
+    from precube_client.connection import Connection
 
 BATCH = 1024  # rows converted to tuples at a time by fetchone/fetchmany
 
