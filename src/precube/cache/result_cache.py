@@ -23,6 +23,7 @@ from precube.cache.key import CacheKey, cache_key, key_of_sql, scope_of
 from precube.cache.single_flight import SingleFlight
 from precube.cache.validity import model_uses, stale_reason
 from precube.metadata.entity import now_ms
+from precube.query.cancel import Cancellation
 from precube.query.plan_cache import Shape
 from precube.query.project_metadata import ProjectMetadata
 from precube.query.session import QueryResult, Session
@@ -73,10 +74,12 @@ class ResultCache:
         pushdown: bool | None,
         run: Callable[[ProjectMetadata], QueryResult],
         access: str = "",
+        cancel: Cancellation | None = None,
     ) -> QueryResult:
         """The cached answer of `sql` (whose token shape is `shape`) in `session`'s store and project, or the
         answer `run` computes on the project's metadata (once for identical concurrent queries, whose waiters get
-        it, or its error, even when it is not kept)."""
+        it, or its error, even when it is not kept). A wait for that run ends at the statement's deadline or
+        cancel (`cancel`)."""
         started = time.perf_counter()
         project = session.project
         key = cache_key(session.store.identity, project, shape, access=access)
@@ -106,6 +109,7 @@ class ResultCache:
                 compute,
                 _entry,
                 take,
+                cancel,
             )
             if flown.waited:
                 self._count(key.scope, "waits")
