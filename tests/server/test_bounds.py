@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,23 @@ def test_a_hostile_statement_ends_in_time_with_one_line(
         assert pg.execute(NORMAL).fetchone() is not None
 
 
+def test_a_statement_queued_past_its_deadline_is_a_timeout_on_the_wire(bounded: LiveServer) -> None:
+    """Every pushdown slot held (by the test): a statement waits in the queue until its deadline (`timeout_s`
+    from its arrival, before `queue_timeout_s`) and then fails as a time-out, 57014, naming the wait."""
+    admission = bounded.state.queries.admission
+    assert admission.limits.queue_timeout_s > TIMEOUT_S
+    with _connect(bounded) as pg, ExitStack() as held:
+        for _ in range(admission.limits.max_running_pushdown):
+            held.enter_context(admission.slot("holder", True))
+        started = time.monotonic()
+        with pytest.raises(psycopg.Error) as raised:
+            pg.execute(NORMAL).fetchall()
+        assert time.monotonic() - started <= TIMEOUT_S + 1
+        assert raised.value.sqlstate == "57014" and "waiting for a slot" in str(raised.value), raised.value
+        pg.rollback()
+    assert admission.stats().queued == {"layout": 0, "pushdown": 0}
+
+
 def test_an_answer_within_the_bounds_is_whole(client: httpx.Client) -> None:
     response, _ = _post(client, f"select lo_orderkey, lo_linenumber from lineorder limit {MAX_ROWS}")
     assert response.status_code == 200, response.text
@@ -183,5 +201,7 @@ def test_a_large_json_answer_is_encoded_by_parts_as_jsonresponse_would() -> None
     found = {"columnMetas": [], "label": '"results":[] in a value', "duration": 1}
     whole = JSONResponse(ok({**found, "results": _results(table)})).body
     assert _json_in_parts(found, table, time.monotonic() + 60, 60) == whole
-    with pytest.raises(QueryTimeoutError, match=r"encoding the answer took longer than 2 s \(\[query\] timeout_s\)"):
+    with pytest.raises(
+        QueryTimeoutError, match=r"encoding its answer took longer than the time limit of 2 s \(\[query\] timeout_s\)"
+    ):
         _json_in_parts(found, table, time.monotonic() - 1, 2)
