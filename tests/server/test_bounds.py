@@ -4,6 +4,10 @@ query after each; parameters out of range and type errors in the statement are 4
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import json
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -122,6 +126,39 @@ def test_a_statement_queued_past_its_deadline_is_a_timeout_on_the_wire(bounded: 
         assert raised.value.sqlstate == "57014" and "waiting for a slot" in str(raised.value), raised.value
         pg.rollback()
     assert admission.stats().queued == {"layout": 0, "pushdown": 0}
+
+
+def test_a_rest_client_that_stops_reading_is_dropped_at_the_deadline(bounded: LiveServer) -> None:
+    """An answer larger than the socket's buffers, to a client that reads nothing: at the statement's deadline the
+    server drops the connection, the rest unsent (before, the answer stayed buffered while the client held it)."""
+    # 4 MB of quotes, 8 MB as JSON: more than the kernel's socket buffers hold
+    sql = f"select repeat('\"', 800) s from lineorder limit {MAX_ROWS}"
+    body = json.dumps({"sql": sql, "project": "ssb"}).encode()
+    auth = base64.b64encode(f"{ADMIN[0]}:{ADMIN[1]}".encode()).decode()
+    request = (
+        f"POST {QUERY} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {auth}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the answer cannot all fit on its way
+        sock.connect(("127.0.0.1", int(httpx.URL(bounded.url).port or 80)))
+        sock.sendall(request)
+        time.sleep(TIMEOUT_S + 1)  # reads nothing until past the deadline
+        sock.settimeout(10)  # a connection left open would end the reading here (TimeoutError: the test fails)
+        received = b""
+        with contextlib.suppress(ConnectionResetError):  # dropped: what the kernel had, then the end
+            while chunk := sock.recv(1 << 16):
+                received += chunk
+    head, _, answer = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")).split(b":")[1])
+    assert len(answer) < length  # the answer was cut off at the deadline, not held for the client
+    _still_answers_on(bounded)
+
+
+def _still_answers_on(server: LiveServer) -> None:
+    with server.client() as client:
+        _still_answers(client)
 
 
 def test_an_answer_within_the_bounds_is_whole(client: httpx.Client) -> None:
