@@ -1,6 +1,6 @@
 """The single flight's rule for failed runs, on both backends, with scripted runs (the result-cache suite
 drives the same rule through real engines): a run's failure of the statement is everyone's, a failure of the run
-is run again once, and a cancel never counts."""
+is run again once, and a cancel or a time-out (the runner's own deadline) never counts."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from precube.cache.entry import Entry
 from precube.cache.key import CacheKey
 from precube.cache.memory import MemoryBackend
 from precube.cache.single_flight import SingleFlight
+from precube.query.cancel import Cancellation
 from precube.query.errors import EngineError, QueryCancelledError, QueryTimeoutError, SqlSyntaxError
 
 KEY = CacheKey("scope", "digest")
@@ -101,3 +102,38 @@ def test_a_cancel_is_its_clients_alone_and_does_not_count(backend: CacheBackend)
     assert runs == 4
     assert sorted(type(e).__name__ for e in _errors(outcomes)) == ["EngineError", *["QueryCancelledError"] * 2]
     assert sorted(o for o in outcomes if isinstance(o, int)) == [4] * 3
+
+
+def test_a_takeover_after_a_timeout_runs_only_until_the_waiters_deadline(backend: CacheBackend) -> None:
+    """Each call has its own deadline: the first run times out (its own: not shared), and the waiter that takes
+    the query over runs it only for what is left of its deadline, ending by it."""
+    flight = SingleFlight(backend)
+    left: list[float] = []  # the time each run had
+    ended: dict[str, tuple[float, BaseException | None]] = {}
+
+    def call(name: str, cancel: Cancellation) -> None:
+        def compute() -> tuple[int, bool]:
+            remaining = cancel.remaining()
+            assert remaining is not None
+            left.append(remaining)
+            time.sleep(max(0.0, remaining))  # an engine that runs until the statement's deadline
+            raise QueryTimeoutError("the query ran longer than the time limit")
+
+        try:
+            flight.run(KEY, lambda: None, compute, _entry, lambda e: 0, cancel)
+            ended[name] = (time.monotonic(), None)
+        except Exception as err:  # noqa: BLE001 (checked below)
+            ended[name] = (time.monotonic(), err)
+
+    first = threading.Thread(target=call, args=("first", Cancellation(0.6)))
+    first.start()
+    time.sleep(0.1)
+    waiter = Cancellation(1.0)  # its deadline: 0.5 s after the first run's
+    second = threading.Thread(target=call, args=("waiter", waiter))
+    second.start()
+    first.join(10)
+    second.join(10)
+    assert len(left) == 2 and left[1] < 0.6  # the takeover had what was left, not a whole timeout_s
+    at, error = ended["waiter"]
+    assert isinstance(error, QueryTimeoutError) and isinstance(ended["first"][1], QueryTimeoutError)
+    assert waiter.deadline is not None and at < waiter.deadline + 0.3

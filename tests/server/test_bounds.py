@@ -4,8 +4,13 @@ query after each; parameters out of range and type errors in the statement are 4
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import json
+import socket
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +109,56 @@ def test_a_hostile_statement_ends_in_time_with_one_line(
         assert raised.value.sqlstate == sqlstate and names in str(raised.value)
         pg.rollback()
         assert pg.execute(NORMAL).fetchone() is not None
+
+
+def test_a_statement_queued_past_its_deadline_is_a_timeout_on_the_wire(bounded: LiveServer) -> None:
+    """Every pushdown slot held (by the test): a statement waits in the queue until its deadline (`timeout_s`
+    from its arrival, before `queue_timeout_s`) and then fails as a time-out, 57014, naming the wait."""
+    admission = bounded.state.queries.admission
+    assert admission.limits.queue_timeout_s > TIMEOUT_S
+    with _connect(bounded) as pg, ExitStack() as held:
+        for _ in range(admission.limits.max_running_pushdown):
+            held.enter_context(admission.slot("holder", True))
+        started = time.monotonic()
+        with pytest.raises(psycopg.Error) as raised:
+            pg.execute(NORMAL).fetchall()
+        assert time.monotonic() - started <= TIMEOUT_S + 1
+        assert raised.value.sqlstate == "57014" and "waiting for a slot" in str(raised.value), raised.value
+        pg.rollback()
+    assert admission.stats().queued == {"layout": 0, "pushdown": 0}
+
+
+def test_a_rest_client_that_stops_reading_is_dropped_at_the_deadline(bounded: LiveServer) -> None:
+    """An answer larger than the socket's buffers, to a client that reads nothing: at the statement's deadline the
+    server drops the connection, the rest unsent (before, the answer stayed buffered while the client held it)."""
+    # 4 MB of quotes, 8 MB as JSON: more than the kernel's socket buffers hold
+    sql = f"select repeat('\"', 800) s from lineorder limit {MAX_ROWS}"
+    body = json.dumps({"sql": sql, "project": "ssb"}).encode()
+    auth = base64.b64encode(f"{ADMIN[0]}:{ADMIN[1]}".encode()).decode()
+    request = (
+        f"POST {QUERY} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {auth}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the answer cannot all fit on its way
+        sock.connect(("127.0.0.1", int(httpx.URL(bounded.url).port or 80)))
+        sock.sendall(request)
+        time.sleep(TIMEOUT_S + 1)  # reads nothing until past the deadline
+        sock.settimeout(10)  # a connection left open would end the reading here (TimeoutError: the test fails)
+        received = b""
+        with contextlib.suppress(ConnectionResetError):  # dropped: what the kernel had, then the end
+            while chunk := sock.recv(1 << 16):
+                received += chunk
+    head, _, answer = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")).split(b":")[1])
+    assert len(answer) < length  # the answer was cut off at the deadline, not held for the client
+    _still_answers_on(bounded)
+
+
+def _still_answers_on(server: LiveServer) -> None:
+    with server.client() as client:
+        _still_answers(client)
 
 
 def test_an_answer_within_the_bounds_is_whole(client: httpx.Client) -> None:
@@ -225,7 +280,9 @@ def test_a_large_json_answer_is_encoded_by_parts_as_jsonresponse_would() -> None
     found = {"columnMetas": [], "label": '"results":[] in a value', "duration": 1}
     whole = JSONResponse(ok({**found, "results": _results(table)})).body
     assert _json_in_parts(found, table, time.monotonic() + 60, 60) == whole
-    with pytest.raises(QueryTimeoutError, match=r"encoding the answer took longer than 2 s \(\[query\] timeout_s\)"):
+    with pytest.raises(
+        QueryTimeoutError, match=r"encoding its answer took longer than the time limit of 2 s \(\[query\] timeout_s\)"
+    ):
         _json_in_parts(found, table, time.monotonic() - 1, 2)
 
 

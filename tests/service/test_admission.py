@@ -6,25 +6,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
-import duckdb
 import pytest
 
-from precube.metadata import MetadataStore, Project, SourceType, open_store
 from precube.query.cancel import Cancellation
 from precube.query.errors import QueryCancelledError
-from precube.query.session import Session
 from precube.service.admission import Admission, AdmissionError, AdmissionStats, Limits
 from precube.service.errors import disposition
 from precube.service.principal import Principal
 from precube.service.queries import Handle, QueryService
-from precube.service.sessions import Sessions
-from precube.settings import QuerySettings
-from precube.sources.tables import load_file_table
+from tests.service.conftest import CHEAP, ROWS, SLOW, ServiceOf
 
 WAIT_S = 5.0  # the bound of every wait in these tests: a wait that ends sooner proves nothing failed
 
@@ -158,41 +150,7 @@ def test_a_cancel_takes_a_waiting_statement_out_of_the_queue() -> None:
 
 # -- the query service over a tiny project: slow statements are real cross joins on DuckDB -------------------
 
-ROWS = 3000
-SLOW = "select sum(a.x + b.x * c.x) s from tiny.t a, tiny.t b, tiny.t c"  # 2.7e10 rows: many seconds
-CHEAP = "select count(*) n from tiny.t"
-
-
-@pytest.fixture
-def tiny(tmp_path: Path) -> Iterator[MetadataStore]:
-    """Project `tiny` with one Parquet table `tiny.t` of ROWS rows, and no model: every statement is pushed down."""
-    folder = tmp_path / "t"
-    folder.mkdir()
-    duckdb.sql(f"copy (select range::integer x from range({ROWS})) to '{folder}/part-0.parquet'")
-    store = open_store(f"sqlite:///{tmp_path / 'metadata.db'}")
-    store.create_project(Project(name="tiny", default_database="TINY"))
-    load_file_table(store, "tiny", folder, SourceType.PARQUET)
-    yield store
-    store.close()
-
-
-ServiceOf = Callable[..., QueryService]
-
-
-@pytest.fixture
-def service_of(tiny: MetadataStore, tmp_path: Path) -> Iterator[ServiceOf]:
-    """A factory of query services over `tiny` with the given `[query]` settings, all closed at the end."""
-    with ExitStack() as stack:
-
-        def make(**limits: Any) -> QueryService:
-            settings = QuerySettings(timeout_s=60, **limits)
-            session = Session(tiny, "tiny", str(tmp_path / "warehouse"), history=None, settings=settings)
-            stack.callback(session.close)
-            service = QueryService(Sessions.of(session), None, Limits.of(settings))
-            stack.callback(service.close)
-            return service
-
-        yield make
+# `SLOW`, `CHEAP`, `tiny` and `service_of`: `tests/service/conftest.py`
 
 
 def _principal(user: str) -> Principal:

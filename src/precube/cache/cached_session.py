@@ -121,6 +121,7 @@ class CachedSession:
         the caller can change it); `no_cache` and `force_pushdown` neither read nor store it. Only a run on the
         engine is admitted (`admit`): a hit, or a wait for an identical statement's answer, takes no slot."""
         session = self.session
+        cancel = Cancellation.of(cancel, session.settings.timeout_s)  # the deadline holds from here (`Session.sql`)
         shape = session.shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
 
         def run(metadata: ProjectMetadata | None = None) -> QueryResult:
@@ -142,7 +143,7 @@ class CachedSession:
         if no_cache or force_pushdown or shape is None or session.catalog.may_answer(sql):
             return run()
         started, start_ms = time.perf_counter(), now_ms()
-        result = self.cache.result_cache.answer(session, sql, shape, pushdown, run, access, window)
+        result = self.cache.result_cache.answer(session, sql, shape, pushdown, run, access, window, cancel)
         if isinstance(result, CachedResult):  # a hit, or the answer of the identical query it waited on
             session.record_answer(sql, start_ms, started, result, user=user)
         return result

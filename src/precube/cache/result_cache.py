@@ -24,6 +24,7 @@ from precube.cache.single_flight import SingleFlight
 from precube.cache.validity import model_uses, stale_reason
 from precube.metadata.entity import now_ms
 from precube.query.bounds import WHOLE, Window
+from precube.query.cancel import Cancellation
 from precube.query.plan_cache import Shape
 from precube.query.project_metadata import ProjectMetadata
 from precube.query.session import QueryResult, Session
@@ -75,10 +76,12 @@ class ResultCache:
         run: Callable[[ProjectMetadata], QueryResult],
         access: str = "",
         window: Window = WHOLE,
+        cancel: Cancellation | None = None,
     ) -> QueryResult:
         """The cached answer of `sql` (whose token shape is `shape`) in `session`'s store and project, or the
         answer `run` computes on the project's metadata (once for identical concurrent queries, whose waiters get
-        it, or its error, even when it is not kept). `window`: the rows asked for, kept apart from the whole answer."""
+        it, or its error, even when it is not kept). `window`: the rows asked for, kept apart from the whole answer.
+        A wait for that run ends at the statement's deadline or cancel (`cancel`)."""
         started = time.perf_counter()
         project = session.project
         key = cache_key(session.store.identity, project, shape, access=access, window=window)
@@ -108,6 +111,7 @@ class ResultCache:
                 compute,
                 _entry,
                 take,
+                cancel,
             )
             if flown.waited:
                 self._count(key.scope, "waits")

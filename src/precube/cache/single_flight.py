@@ -12,7 +12,10 @@ no layout, no permission) is every waiter's: running it again would fail the sam
 (an engine failure, a timeout, a memory bound, its client's cancel) is only the runner's: one waiter takes the
 marker over and runs the query again while the others wait for that run, whose failure, if it fails too, is
 then everyone's (so a query that always fails runs twice, not once per waiter). A cancel is its runner's alone
-and never counts: the next waiter runs the query, as after a crash.
+and never counts: the next waiter runs the query, as after a crash. So is a time-out: each statement has its own
+deadline (`Cancellation`, from its arrival), which a waiter never waits past, and a waiter that takes over runs
+the query only for what is left of its own; a query that always times out then ends for every waiter by its
+deadline, and none of its runs goes past the deadline of the waiter that runs it.
 """
 
 from __future__ import annotations
@@ -32,13 +35,16 @@ from precube.cache.entry import Entry
 from precube.cache.errors import CacheError, CacheUnavailableError
 from precube.cache.key import CacheKey
 from precube.errors import PrecubeError
-from precube.query.errors import QueryCancelledError
+from precube.query.cancel import Cancellation
+from precube.query.errors import QueryCancelledError, QueryTimeoutError
 
 T = TypeVar("T")
 
 FIRST_DELAY_S = 0.002
 MAX_DELAY_S = 0.1
 HANDED_S = 5.0  # how long a run's answer waits for its waiters (they poll at least every MAX_DELAY_S)
+WAITING = "waiting for an identical statement's run"  # where a statement's time went (`Cancellation.spent`)
+_OWN = (QueryCancelledError, QueryTimeoutError)  # failures of the runner's own statement (its client, its deadline)
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +71,15 @@ class SingleFlight:
         compute: Callable[[], tuple[T, bool]],
         share: Callable[[T], Entry],
         take: Callable[[Entry], T],
+        cancel: Cancellation | None = None,
     ) -> Flown[T]:
         """The answer from `lookup` (the cache), from the run this call waited on, or from `compute` (which
         returns the answer and whether it cached it), computing it only while holding the key's marker. An
-        answer not cached is handed to the waiters as `share` makes it, and read back with `take`."""
+        answer not cached is handed to the waiters as `share` makes it, and read back with `take`. `cancel`: the
+        statement's, whose cancel or deadline ends the wait (a QueryCancelledError, a QueryTimeoutError)."""
         token = uuid.uuid4().hex
-        deadline = time.monotonic() + self.wait_s
+        began = time.monotonic()
+        deadline = began + self.wait_s
         delay = FIRST_DELAY_S
         waited = False
         awaited: set[str] = set()  # the runs this call waits on
@@ -84,18 +93,25 @@ class SingleFlight:
                     found = self._ready(key, lookup, take, awaited, ended, failed) if waited else None
                     if found is not None:
                         return Flown(found, False, waited)
+                    if waited and cancel is not None:
+                        cancel.spent(WAITING, time.monotonic() - began)  # the run gets only what is left
                     return Flown(self._compute(key, token, compute, share, again=bool(failed)), True, waited)
                 finally:
                     self.backend.release(key, token)
             if holder and holder not in ended:  # a failed run may hold its marker a moment after its hand-over
                 awaited.add(holder)
             waited = True
-            time.sleep(delay)
+            left = cancel.remaining() if cancel is not None else None
+            time.sleep(delay if left is None else max(0.0, min(delay, left)))
             delay = min(delay * 2, MAX_DELAY_S)
             found = self._ready(key, lookup, take, awaited, ended, failed)
             if found is not None:
                 return Flown(found, False, waited)
+            if cancel is not None:
+                _check(cancel, began)
             if time.monotonic() > deadline:
+                if cancel is not None:
+                    cancel.spent(WAITING, time.monotonic() - began)
                 return Flown(compute()[0], True, waited)
 
     def _ready(
@@ -108,20 +124,20 @@ class SingleFlight:
         failed: list[str],
     ) -> T | None:
         """The cached answer, else what a run this call waited on handed over. Its error is raised when shared,
-        or when a run failed before it (a cancel by its client aside); else the run is noted as `ended` and, but
-        for a cancel, `failed`, and this call tries to run the query."""
+        or when a run failed before it (a cancel or time-out of the runner's own aside); else the run is noted as
+        `ended` and, but for those, `failed`, and this call tries to run the query."""
         found = lookup()
         if found is not None:
             return found
         for run in list(awaited):
             handed = self.backend.handed(key, run)
             if isinstance(handed, Failure):
-                cancelled = isinstance(handed.error, QueryCancelledError)  # its client's: no fault of the query
-                if handed.shared or (failed and not cancelled):
+                own = isinstance(handed.error, _OWN)  # its client's or its deadline: no fault of the query
+                if handed.shared or (failed and not own):
                     raise _copy(handed.error)
                 awaited.discard(run)  # taken over: its failure is not waited on again
                 ended.add(run)
-                if not cancelled:
+                if not own:
                     failed.append(run)
                 return None
             if handed is not None:
@@ -158,12 +174,21 @@ class SingleFlight:
             log.log(level, "query answer not handed to waiters: %s", err)
 
 
+def _check(cancel: Cancellation, began: float) -> None:
+    """End a wait on an identical statement's run once the waiting statement is cancelled or past its
+    deadline (the time-out's message names the wait)."""
+    if cancel.cancelled or (cancel.deadline is not None and time.monotonic() >= cancel.deadline):
+        cancel.spent(WAITING, time.monotonic() - began)
+        cancel.check()
+
+
 def _shared(err: BaseException, again: bool) -> bool:
     """Whether the waiters take `err`: it follows from the statement alone (every identical statement fails so),
-    or the query failed a second time, unless its runner's client cancelled it (another waiter then runs it)."""
+    or the query failed a second time, unless that was its runner's own (a cancel by its client, its deadline:
+    another waiter then runs it)."""
     if isinstance(err, PrecubeError) and err.deterministic:
         return True
-    return again and not isinstance(err, QueryCancelledError)
+    return again and not isinstance(err, _OWN)
 
 
 def _copy(err: BaseException) -> BaseException:

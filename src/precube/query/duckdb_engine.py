@@ -26,10 +26,10 @@ from sqlglot import exp
 from precube.metadata import SourceType, Table, datatypes
 from precube.metadata.csv_options import CsvOptions
 from precube.query.bounds import UNBOUNDED, WHOLE, ResultBounds, Window
-from precube.query.cancel import CANCELLED, Cancellation
+from precube.query.cancel import CANCELLED, Cancellation, allowed, timeout_error
 from precube.query.duckdb_connections import Connections, Cursor
 from precube.query.engine_errors import mapped_errors
-from precube.query.errors import PushdownError, QueryCancelledError, QueryError, QueryTimeoutError
+from precube.query.errors import PushdownError, QueryCancelledError, QueryError
 from precube.query.literal_lists import run_lifted
 from precube.query.lookup_snapshot import SnapshotScan
 from precube.query.rewrite import LayoutScan
@@ -325,9 +325,9 @@ class DuckDBEngine:
         window: Window = WHOLE,
     ) -> pa.Table:
         """Run `sql` over the layouts and sources it reads, on a cursor of its own (statements of other threads
-        run beside it); past `timeout_s` it is interrupted (a QueryTimeoutError), as on `cancel` (a
-        QueryCancelledError); any other failure is a one-line QueryError. Only `window`'s rows are fetched (and
-        the one past them: `Window.cut`)."""
+        run beside it); at the statement's deadline (`cancel`'s, else `timeout_s` from now) it is interrupted (a
+        QueryTimeoutError), as on `cancel` (a QueryCancelledError); any other failure is a one-line QueryError.
+        Only `window`'s rows are fetched (and the one past them: `Window.cut`)."""
         with mapped_errors(self.name):
             db, cursor = self._cursor(sources)
             try:
@@ -498,11 +498,13 @@ def sealed(
 def time_limited(
     watchdog: Watchdog, timeout_s: float | None, call: Callable[[], T], cancel: Cancellation | None = None
 ) -> T:
-    """`call()`, interrupted by `watchdog` past `timeout_s` (a QueryTimeoutError) or on `cancel` (a
-    QueryCancelledError); the caller holds the connection `watchdog` interrupts (none other runs on it)."""
-    if timeout_s is None and cancel is None:
+    """`call()`, interrupted by `watchdog` at the statement's deadline (`cancel`'s, else `timeout_s` from now: a
+    QueryTimeoutError) or on `cancel` (a QueryCancelledError); a statement already past its deadline fails
+    without running. The caller holds the connection `watchdog` interrupts (none other runs on it)."""
+    seconds = allowed(cancel, timeout_s)
+    if seconds is None and cancel is None:
         return call()
-    watchdog.arm(timeout_s if timeout_s is not None else NO_TIME_LIMIT_S)
+    watchdog.arm(seconds if seconds is not None else NO_TIME_LIMIT_S)
     fired = False
     try:
         if cancel is None:
@@ -515,8 +517,7 @@ def time_limited(
             raise QueryCancelledError(CANCELLED) from err
         if not fired:
             raise
-        limit = f"{timeout_s:g} s ([query] timeout_s)"
-        raise QueryTimeoutError(f"the query ran longer than the time limit of {limit}") from err
+        raise timeout_error(cancel, timeout_s) from err
     finally:
         if not fired:
             watchdog.disarm()

@@ -364,10 +364,12 @@ class Session:
         `no_cache` is for a result-cache wrapper (this session has none). A wrapper may pass the statement's
         `shape` (tokenized once) and the project's `metadata` read to plan on (its answer is dated by it). `user`:
         who the history records (a server's signed-in caller), else the session's user. `cancel` stops the
-        statement; `access` is the digest of what about the caller may change the answer (plans are kept per
-        digest); `admit` is held while an engine runs the statement (a server's admission control). The answer
+        statement and carries its deadline (`[query] timeout_s` from its arrival; without one, from now), which
+        every step reads; `access` is the digest of what about the caller may change the answer (plans are kept
+        per digest); `admit` is held while an engine runs the statement (a server's admission control). The answer
         is `window`'s rows of it (the engine fetches no more), `partial` when it had more past them."""
         # both steps raise only one-line QueryErrors (`engine_errors`)
+        cancel = Cancellation.of(cancel, self.settings.timeout_s)  # an embedded caller's: timeout_s from now
         shape = shape if shape is not None else self.shape_of(sql)  # the plan cache's key
         chosen = engine or self.engine
         return self._execute(
@@ -412,7 +414,7 @@ class Session:
             catalog = self.catalog.recognise(sql)
             if catalog is not None:  # answered from the metadata: no plan, no engine
                 chosen = CATALOG
-                answer = self.catalog.answer(catalog, metadata or self.metadata.get(self.project))
+                answer = self.catalog.answer(catalog, metadata or self.metadata.get(self.project), cancel)
                 answer, partial = window.of(answer)
                 took = (time.perf_counter() - started) * 1000
                 result = QueryResult(answer, None, CATALOG, took, partial=partial)

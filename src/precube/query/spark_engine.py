@@ -16,9 +16,9 @@ from sqlglot import exp
 
 from precube.metadata import Table
 from precube.query.bounds import UNBOUNDED, WHOLE, ResultBounds, Window
-from precube.query.cancel import CANCELLED, Cancellation
+from precube.query.cancel import CANCELLED, Cancellation, allowed, timeout_error
 from precube.query.engine_errors import mapped_errors
-from precube.query.errors import QueryCancelledError, QueryTimeoutError
+from precube.query.errors import QueryCancelledError
 from precube.query.lookup_snapshot import SnapshotScan
 from precube.query.rewrite import LayoutScan
 from precube.storage import cells
@@ -105,9 +105,10 @@ class SparkEngine:
         cancel: Cancellation | None = None,
         window: Window = WHOLE,
     ) -> pa.Table:
-        """Run `sql` over the layouts and sources it reads; past `timeout_s` its Spark jobs (tagged with the
-        statement's own tag) are cancelled, a QueryTimeoutError, as on `cancel` (a QueryCancelledError). Any
-        failure is a one-line QueryError. Only `window`'s rows are collected (and the one past them)."""
+        """Run `sql` over the layouts and sources it reads; at the statement's deadline (`cancel`'s, else
+        `timeout_s` from now) its Spark jobs (tagged with the statement's own tag) are cancelled, a
+        QueryTimeoutError, as on `cancel` (a QueryCancelledError). Any failure is a one-line QueryError. Only
+        `window`'s rows are collected (and the one past them)."""
         with mapped_errors(self.name):
             return self._tagged(self._session(), sql, scans, sources, cancel or Cancellation(), window)
 
@@ -141,7 +142,8 @@ class SparkEngine:
         def stop_soon() -> None:  # the canceller's thread must not wait for the statement's end
             threading.Thread(target=stop, name="precube-spark-cancel", daemon=True).start()
 
-        timer = threading.Timer(self.timeout_s, stop) if self.timeout_s is not None else None
+        seconds = allowed(cancel, self.timeout_s)  # what is left of the statement's time (past it: fails here)
+        timer = threading.Timer(seconds, stop) if seconds is not None else None
         context.addJobTag(tag)  # the tag is the calling thread's, as are the jobs it starts
         with self._lock:
             self._running[tag] = stop_soon
@@ -155,9 +157,7 @@ class SparkEngine:
             if cancel.cancelled:
                 raise QueryCancelledError(CANCELLED) from err
             if stopped.is_set():
-                raise QueryTimeoutError(
-                    f"the query ran longer than the time limit of {self.timeout_s:g} s ([query] timeout_s)"
-                ) from err
+                raise timeout_error(cancel, self.timeout_s) from err
             raise
         finally:
             done.set()

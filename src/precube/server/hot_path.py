@@ -59,7 +59,8 @@ class QueryHotPath:
         # the permission first, as the route's dependency: a caller without it learns nothing of the body's faults
         caller = self.requirement.check(server.directory, state["principal"], given)
         body = query_request(kind, parsed)
-        return await answer(server, caller, body, headers.get(b"accept", b"").decode("latin-1"), receive)
+        accept = headers.get(b"accept", b"").decode("latin-1")
+        return await answer(server, caller, body, accept, receive, state)
 
 
 async def _body(receive: Receive) -> bytes:

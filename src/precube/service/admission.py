@@ -10,8 +10,10 @@ its user's `max_running_per_user`.
 
 A statement that finds no slot waits, first come first served among those a freed slot fits, at most
 `queue_timeout_s`; a full queue (`max_queued`) or the end of that wait is an `AdmissionError` (503 with
-`Retry-After`, SQLSTATE 53300). A cancel of a waiting statement takes it out of the queue at once. Slots are
-counters under one lock: taking and freeing one costs no thread and, with no queue, no wake-up."""
+`Retry-After`, SQLSTATE 53300). The wait never goes past the statement's deadline (its `Cancellation`'s): a
+statement whose deadline comes first gets a `QueryTimeoutError` instead. A cancel of a waiting statement takes
+it out of the queue at once. Slots are counters under one lock: taking and freeing one costs no thread and, with
+no queue, no wake-up."""
 
 from __future__ import annotations
 
@@ -112,27 +114,35 @@ class Admission:
             self._release(user, lane)
 
     def _wait(self, waiter: _Waiter, full: str, cancel: Cancellation | None) -> None:
-        """Wait for `waiter` to be granted a slot; out of the queue (and an error) on time-out or cancel."""
+        """Wait for `waiter` to be granted a slot, at most `queue_timeout_s` and never past the statement's
+        deadline; out of the queue (and an error) on time-out or cancel: past the deadline a QueryTimeoutError,
+        past `queue_timeout_s` an AdmissionError."""
         started = time.monotonic()
+        left = cancel.remaining() if cancel is not None else None
+        wait_s = self.limits.queue_timeout_s if left is None else max(0.0, min(self.limits.queue_timeout_s, left))
         cancelled = False
         try:
             if cancel is None:
-                waiter.woken.wait(self.limits.queue_timeout_s)
+                waiter.woken.wait(wait_s)
             else:
                 with cancel.running_on(waiter.woken.set):
-                    waiter.woken.wait(self.limits.queue_timeout_s)
+                    waiter.woken.wait(wait_s)
         except QueryCancelledError:  # cancelled before it could wait
             cancelled = True
         with self._lock:
             granted = waiter.granted
             if not granted:
                 self._queue.remove(waiter)
+        waited = time.monotonic() - started
+        if cancel is not None:
+            cancel.spent("waiting for a slot", waited)
         if cancelled or (cancel is not None and cancel.cancelled):
             if granted:
                 self._release(waiter.user, waiter.lane)
             raise QueryCancelledError(CANCELLED)
         if not granted:
-            waited = time.monotonic() - started
+            if cancel is not None and left is not None and left <= self.limits.queue_timeout_s:
+                raise cancel.timed_out()
             raise AdmissionError(
                 f"the server is busy: {full}, and no slot freed within {waited:.3g} s "
                 f"([query] queue_timeout_s = {self.limits.queue_timeout_s:g}); retry later"

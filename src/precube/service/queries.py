@@ -63,7 +63,7 @@ class Handle:
     principal: Principal
     statement: str
     future: Future[QueryResult]
-    cancellation: Cancellation = field(default_factory=Cancellation)
+    cancellation: Cancellation = field(default_factory=Cancellation)  # and the statement's deadline
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     submitted: float = field(default_factory=time.perf_counter)  # its latency counts the wait for a worker
 
@@ -120,12 +120,14 @@ class QueryService:
     ) -> Handle:
         """Submit `statement` (its `?` marks bound to `parameters`); the handle's result is the answer.
         Authorisation and binding fail here, before anything is queued, and so does a statement beyond the
-        service's capacity (`AdmissionError`)."""
+        service's capacity (`AdmissionError`). The statement's deadline is `[query] timeout_s` from now: waiting
+        for a worker, a slot or an identical statement's run, running and answering all count against it."""
+        arrived = time.monotonic()
         self.authorise(principal)
         text = bind(statement, parameters)
         session = self.sessions.get(principal.project)
         future: Future[QueryResult] = Future()
-        handle = Handle(principal, text, future)
+        handle = Handle(principal, text, future, Cancellation(session.settings.timeout_s, arrived))
         with self._lock:
             if len(self._running) >= self._capacity:
                 raise AdmissionError(

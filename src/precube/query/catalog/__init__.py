@@ -10,6 +10,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.query.bounds import UNBOUNDED, ResultBounds
+from precube.query.cancel import Cancellation
 from precube.query.catalog.show import Show, answer_show, parse_show, starts_show
 from precube.query.catalog.views import InformationSchema, reads_views
 from precube.query.errors import QueryError
@@ -53,10 +54,13 @@ class CatalogAnswers:
             return None
         return tree if reads_views(tree) else None
 
-    def answer(self, statement: Show | exp.Query, metadata: ProjectMetadata) -> pa.Table:
+    def answer(
+        self, statement: Show | exp.Query, metadata: ProjectMetadata, cancel: Cancellation | None = None
+    ) -> pa.Table:
+        """The statement's rows; a query over the views runs within the statement's deadline (`cancel`'s)."""
         if isinstance(statement, Show):
             return answer_show(statement, metadata)
-        return self.views.query(statement, metadata)
+        return self.views.query(statement, metadata, cancel)
 
     def close(self) -> None:
         self.views.close()

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from precube.query import guard
 from precube.query.bounds import UNBOUNDED, ResultBounds
+from precube.query.cancel import Cancellation
 from precube.query.catalog.rows import VIEWS, view_tables
 from precube.query.duckdb_engine import BATCH_ROWS, sealed, time_limited
 from precube.query.engine_errors import mapped_errors
@@ -68,8 +69,9 @@ class InformationSchema:
         self._lock = threading.Lock()
         self._watchdog = Watchdog(self._interrupt)
 
-    def query(self, tree: exp.Query, metadata: ProjectMetadata) -> pa.Table:
-        """The rows of `tree` (parsed, reading at least one view) over the views of `metadata`'s project."""
+    def query(self, tree: exp.Query, metadata: ProjectMetadata, cancel: Cancellation | None = None) -> pa.Table:
+        """The rows of `tree` (parsed, reading at least one view) over the views of `metadata`'s project, within
+        the statement's deadline (`cancel`'s, else `timeout_s`)."""
         guard.check(tree, VIEW_CATALOG)  # table functions, engine catalogs, files; functions off the allow-list
         ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
         for table in tree.find_all(exp.Table):
@@ -87,7 +89,7 @@ class InformationSchema:
         text = bounded_values(tree, self.bounds.max_bytes).sql(dialect="duckdb")
         with self._lock, mapped_errors("duckdb"):
             con = self._connection(metadata)
-            return time_limited(self._watchdog, self.timeout_s, lambda: self._fetch(con, text))
+            return time_limited(self._watchdog, self.timeout_s, lambda: self._fetch(con, text), cancel)
 
     def _fetch(self, con: duckdb.DuckDBPyConnection, text: str) -> pa.Table:
         reader = con.sql(text).to_arrow_reader(BATCH_ROWS)  # streams: stopped at a bound

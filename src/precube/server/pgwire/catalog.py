@@ -21,9 +21,10 @@ import pyarrow as pa
 from sqlglot import exp
 
 from precube.query.bounds import UNBOUNDED, ResultBounds
+from precube.query.cancel import Cancellation, allowed, timeout_error
 from precube.query.duckdb_engine import BATCH_ROWS
 from precube.query.engine_errors import query_error
-from precube.query.errors import EngineError, QueryTimeoutError
+from precube.query.errors import EngineError
 from precube.query.value_bounds import bounded_values
 from precube.server.pgwire import catalog_tables as ct
 from precube.server.pgwire.session_settings import SessionSettings
@@ -151,14 +152,23 @@ class Catalog:
         self.timeout_s = timeout_s
         self.bounds = bounds
 
-    def answer(self, metadata: ProjectMetadata, project: str, tree: exp.Expr, settings: SessionSettings) -> pa.Table:
-        """Run a catalog query on the project's `metadata` for the connection with these settings."""
+    def answer(
+        self,
+        metadata: ProjectMetadata,
+        project: str,
+        tree: exp.Expr,
+        settings: SessionSettings,
+        cancel: Cancellation | None = None,
+    ) -> pa.Table:
+        """Run a catalog query on the project's `metadata` for the connection with these settings, until the
+        statement's deadline (`cancel`'s, else `timeout_s` from now)."""
+        seconds = allowed(cancel, self.timeout_s)  # a statement past its deadline fails here
         sandbox = self._sandbox(project, settings.user, metadata)
         rewritten = rewrite(tree, project, metadata.default_database.lower(), settings)
         sql = bounded_values(rewritten, self.bounds.max_bytes).sql(dialect="duckdb")
         cursor = sandbox.db.cursor()
         # a timer per statement: catalog statements are few, and cursors of one sandbox run side by side
-        timer = threading.Timer(self.timeout_s, cursor.interrupt) if self.timeout_s is not None else None
+        timer = threading.Timer(seconds, cursor.interrupt) if seconds is not None else None
         if timer is not None:
             timer.daemon = True
             timer.start()
@@ -166,9 +176,7 @@ class Catalog:
             reader = cursor.sql(sql).to_arrow_reader(BATCH_ROWS)  # streams: stopped at a bound
             return self.bounds.collect(reader.schema, reader)
         except duckdb.InterruptException as err:
-            raise QueryTimeoutError(
-                f"the query ran longer than the time limit of {self.timeout_s:g} s ([query] timeout_s)"
-            ) from err
+            raise timeout_error(cancel, self.timeout_s) from err
         except duckdb.Error as err:
             found = query_error(err)  # out of memory, a value past its bound: precube's own error
             if not isinstance(found, EngineError):

@@ -338,7 +338,7 @@ class Connection:
         if statement.kind in _SQL_LEVEL:
             return await self._sql_level(statement, values)
         self.canceled.clear()
-        started, begun = time.perf_counter(), time.monotonic()
+        started, begun = time.perf_counter(), time.monotonic()  # `begun`: the deadline of a statement without one
         work = asyncio.ensure_future(asyncio.to_thread(self._executor.run, statement, values))
         canceled = asyncio.ensure_future(self.canceled.wait())
         try:
@@ -351,7 +351,8 @@ class Connection:
             raise _CANCELED
         try:
             outcome = work.result()
-            outcome.started = begun
+            if outcome.deadline is None:
+                outcome.deadline = begun + self.server.state.settings.query.timeout_s
             if statement.kind == Kind.COMMIT and self.status == TransactionStatus.ERROR_TRANSACTION:
                 outcome.tag = "ROLLBACK"  # as PostgreSQL answers the COMMIT of a failed transaction
         except PgError:
@@ -452,10 +453,11 @@ class Connection:
         if describe:
             self._send(outcome.description(formats))
         start = portal.sent if portal is not None else 0
-        # `[query] timeout_s` holds for encoding and sending too: from the statement's start, or from this Execute
-        # when it reads on from where an earlier one stopped (a client reading a portal by pieces at its pace)
+        # `[query] timeout_s` holds for encoding and sending too: the statement's deadline (from its arrival), or
+        # from this Execute when it reads on from where an earlier one stopped (a client reading a portal by
+        # pieces at its pace)
         timeout_s = self.server.state.settings.query.timeout_s
-        deadline = (outcome.started if start == 0 else time.monotonic()) + timeout_s
+        deadline = outcome.deadline if start == 0 and outcome.deadline is not None else time.monotonic() + timeout_s
         encoded = await asyncio.to_thread(outcome.encoded, formats)
         total = outcome.table.num_rows
         stop = min(total, start + max_rows) if max_rows > 0 else total
@@ -463,7 +465,11 @@ class Connection:
             if self.canceled.is_set():
                 raise _CANCELED
             if time.monotonic() > deadline:
-                raise PgError("57014", f"sending the answer took longer than {timeout_s:g} s ([query] timeout_s)")
+                raise PgError(
+                    "57014",
+                    f"the query and sending its answer took longer than the time limit of {timeout_s:g} s "
+                    "([query] timeout_s)",
+                )
             chunk = await asyncio.to_thread(data_rows, encoded, lo, min(stop, lo + ROWS_PER_WRITE))
             self.writer.write(chunk)
             # a client that stops reading is dropped at the deadline (TimeoutError ends the connection)

@@ -6,7 +6,6 @@ for a command) and the command tag."""
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ from sqlglot import exp
 
 from precube.auth import User
 from precube.errors import PrecubeError
+from precube.query.cancel import Cancellation
 from precube.server.pgwire import placeholders
 from precube.server.pgwire.colnames import names as pg_names
 from precube.server.pgwire.rows import Encoded, encode
@@ -24,7 +24,7 @@ from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, Statement, precube_sql
 from precube.server.pgwire.types import of_arrow, typmod
 from precube.service.principal import Principal
-from precube.service.queries import Handle, QueryResult
+from precube.service.queries import Handle
 
 if TYPE_CHECKING:
     from precube.server.pgwire.listener import PgServer
@@ -38,7 +38,7 @@ class Outcome:
     tag: str  # CommandComplete's tag ("" with no table: an empty query)
     reported: list[tuple[str, str]] = field(default_factory=list)  # ParameterStatus to send
     formats: list[int] | None = None  # the simple protocol's result formats (None: text; a BINARY cursor's FETCH)
-    started: float = field(default_factory=time.monotonic)  # when the statement began (its time limit's start)
+    deadline: float | None = None  # the statement's (`Cancellation`): encoding and sending end by it
     _encoded: dict[tuple[int, ...], list[Encoded]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -144,25 +144,33 @@ class Executor:
             return self._show(statement.name)
         queries = self.server.state.queries
         if kind == Kind.PASSED:
-            return answer(self._query(statement.text).table)
+            return self._query(statement.text)
         assert statement.tree is not None
         bound = placeholders.bind(statement.tree, values)
         if kind == Kind.CATALOG:
+            cancel = Cancellation(self.server.state.settings.query.timeout_s)  # the statement's deadline
             metadata = queries.metadata(self.principal)
-            return answer(self.server.catalog.answer(metadata, self.project, bound, self.session_settings))
+            found = answer(self.server.catalog.answer(metadata, self.project, bound, self.session_settings, cancel))
+            found.deadline = cancel.deadline
+            return found
         if kind == Kind.EXPLAIN:
             text = queries.explain(self.principal, precube_sql(bound)).text()
             return answer(pa.table({"QUERY PLAN": text.splitlines()}), tag="EXPLAIN")
-        return answer(pg_named(self._query(precube_sql(bound)).table, statement.tree))
+        found = self._query(precube_sql(bound))
+        assert found.table is not None  # a query's answer has rows
+        found.table = pg_named(found.table, statement.tree)  # PostgreSQL's column names, on the wire only
+        return found
 
-    def _query(self, text: str) -> QueryResult:
+    def _query(self, text: str) -> Outcome:
         """`text` run by the query service (authorised now: a grant revoked since sign-in stops it), cancellable
-        through `cancel` while it runs."""
+        through `cancel` while it runs; its answer is sent by the statement's deadline."""
         handle = self.server.state.queries.run(self.principal, text)
         with self._lock:
             self._running = handle
         try:
-            return handle.result()
+            found = answer(handle.result().table)
+            found.deadline = handle.cancellation.deadline
+            return found
         finally:
             with self._lock:
                 self._running = None

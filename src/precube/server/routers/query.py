@@ -34,6 +34,7 @@ from precube.query.errors import QueryTimeoutError
 from precube.query.project_metadata import ProjectMetadata
 from precube.remote import ANSWER_HEADER, ARROW_TYPE
 from precube.server import table_meta
+from precube.server.connections import SEND_DEADLINE
 from precube.server.envelope import Paging, ok, paging
 from precube.server.security import Caller, parse_json, requires, state_of
 from precube.server.state import ServerState
@@ -125,23 +126,33 @@ async def query(request: Request, caller: Caller = Depends(ASK_QUERY)) -> Respon
     kind = request.headers.get("content-type", "application/json").lower()
     raw = await request.body()
     body = query_request(kind, parse_json(raw) if "json" in kind and raw else None)
-    return await answer(state_of(request), caller, body, request.headers.get("accept", ""), request.receive)
+    accept, scope_state = request.headers.get("accept", ""), request.scope.setdefault("state", {})
+    return await answer(state_of(request), caller, body, accept, request.receive, scope_state)
 
 
 LOOP_ANSWER_CELLS = 20_000  # a larger answer is encoded in a worker thread, not on the event loop
 
 
-async def answer(state: ServerState, caller: Caller, body: QueryRequest, accept: str, receive: Receive) -> Response:
+async def answer(
+    state: ServerState, caller: Caller, body: QueryRequest, accept: str, receive: Receive, sent: dict[str, Any]
+) -> Response:
     """The response to `POST /query` (the route's and the hot path's one implementation): the query service's
     fast lane when this process's result cache holds the answer, else its executor; the event loop waits on
     neither. `receive` (the request's, its body read) tells when the client has gone: the statement is then
-    cancelled."""
-    deadline = time.monotonic() + state.settings.query.timeout_s  # encoding the answer is within the time limit
+    cancelled. `sent` (the request's ASGI scope state) gets the statement's deadline for sending the answer."""
+    arrived = time.monotonic()
     principal, options = caller.principal, _options(body)
     sql = body.sql if body.params is None else bind(body.sql, values_of(body.params))
     result = state.queries.answer_from_memory(principal, sql, options)
     if result is None:
-        result = await _until_gone(state, state.queries.run(principal, sql, options=options), receive)
+        handle = state.queries.run(principal, sql, options=options)
+        deadline = handle.cancellation.deadline or arrived + state.settings.query.timeout_s
+        result = await _until_gone(state, handle, receive)
+    else:
+        deadline = arrived + state.settings.query.timeout_s
+    # encoding and sending the answer end by the statement's deadline too (`server.connections` drops a client
+    # that has not read it all by then)
+    sent[SEND_DEADLINE] = deadline
     if result.table.num_rows * result.table.num_columns <= LOOP_ANSWER_CELLS:
         return _response(state, principal.project, result, accept, deadline)
     return await run_in_threadpool(_response, state, principal.project, result, accept, deadline)
@@ -203,7 +214,10 @@ def _json_in_parts(found: dict[str, Any], table: pa.Table, deadline: float, time
     parts = [text[:at].encode()]
     for start in range(0, table.num_rows, ENCODE_ROWS):
         if time.monotonic() > deadline:
-            raise QueryTimeoutError(f"encoding the answer took longer than {timeout_s:g} s ([query] timeout_s)")
+            raise QueryTimeoutError(
+                f"the query and encoding its answer took longer than the time limit of {timeout_s:g} s "
+                "([query] timeout_s)"
+            )
         rows = json.dumps(_results(table.slice(start, ENCODE_ROWS)), ensure_ascii=False, separators=(",", ":"))
         parts.append((b"," if start else b"") + rows[1:-1].encode())
     parts.append(text[at:].encode())
