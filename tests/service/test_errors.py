@@ -146,6 +146,10 @@ def test_rest_answers_a_retryable_failure_with_retry_after() -> None:
         "code": "999",
         "data": None,
         "msg": "the model changed meanwhile",
+        "exception": "the model changed meanwhile",  # Kylin 5's error fields: kylinpy shows `exception`
+        "stacktrace": None,
+        "suggestion": None,
+        "url": "",
         "error_code": "VERSION_CONFLICT",
         "sqlstate": "40001",
         "retryable": True,
