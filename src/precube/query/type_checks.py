@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from precube.query.errors import InvalidTextError, OperatorTypeError
 from precube.query.frontend import Catalog
+from precube.query.literal_lists import items_of
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 _TEMPORAL = ("date", "timestamp")
@@ -38,7 +39,8 @@ def _pairs(node: exp.Expr) -> Iterator[tuple[exp.Column, exp.Literal]]:
     if isinstance(node, (exp.Between, exp.In)):
         if isinstance(node.this, exp.Column):
             between = isinstance(node, exp.Between)
-            others = [node.args.get("low"), node.args.get("high")] if between else node.expressions
+            # a long list is one collapsed literal (`literal_lists`): its items are checked one by one
+            others = [node.args.get("low"), node.args.get("high")] if between else items_of(node.expressions)
             yield from ((node.this, v) for v in others if isinstance(v, exp.Literal))
         return
     left, right = node.args.get("this"), node.args.get("expression")

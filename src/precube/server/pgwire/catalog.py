@@ -24,7 +24,7 @@ from precube.query.bounds import UNBOUNDED, ResultBounds
 from precube.query.cancel import Cancellation, allowed, timeout_error
 from precube.query.duckdb_engine import BATCH_ROWS
 from precube.query.engine_errors import query_error
-from precube.query.errors import EngineError
+from precube.query.errors import QueryMemoryError, ResultTooLargeError
 from precube.query.value_bounds import bounded_values
 from precube.server.pgwire import catalog_tables as ct
 from precube.server.pgwire.session_settings import SessionSettings
@@ -179,9 +179,9 @@ class Catalog:
             raise timeout_error(cancel, self.timeout_s) from err
         except duckdb.Error as err:
             found = query_error(err)  # out of memory, a value past its bound: precube's own error
-            if not isinstance(found, EngineError):
+            if isinstance(found, (QueryMemoryError, ResultTooLargeError)):
                 raise found from err
-            raise sandbox_error(str(err).splitlines()[0]) from err
+            raise sandbox_error(str(err).splitlines()[0]) from err  # any other: PostgreSQL's words and SQLSTATE
         finally:
             if timer is not None:
                 timer.cancel()
