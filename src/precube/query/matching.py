@@ -17,11 +17,18 @@ joined back to the layout's rows at query time, with the query's join type (the 
 equal). A layout row stands for fact rows with one foreign key value, so the join multiplies it exactly
 as it multiplies those fact rows, and each measure's merge stays correct. Layouts that need no such join
 are preferred.
+
+Computed columns (Kylin's `ComputedColumnRewriter`): an expression of the block, outside aggregate calls (in
+WHERE, HAVING, GROUP BY, the SELECT list, a CASE, an aggregate's FILTER), whose canonical text is a computed
+column's expression is read from that column, the largest such expression first (`folded`): the layout needs the
+computed column as a dimension, not the columns the expression reads. The column holds the expression's value on
+every row of the flat table, NULL included, so `expr`, `NOT expr` and `CASE WHEN expr …` give what they give over
+the source rows; an aggregate argument is matched by `aggregates` (a measure over the computed column).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -29,7 +36,7 @@ from sqlglot import exp
 from precube.metadata import Layout, Model, Segment
 from precube.metadata.model import JoinType
 from precube.query.aggregates import AggCall, AggWay, agg_call
-from precube.query.contexts import INNER, LEFT, QueryContext
+from precube.query.contexts import INNER, LEFT, QueryContext, is_group_aggregate
 from precube.query.frontend import canonical
 from precube.query.join_proof import DROPS, KEEPS, LEAVES_OUT, JoinProof, join_proof
 from precube.query.project_metadata import ModelMetadata, SegmentLayouts
@@ -37,6 +44,7 @@ from precube.query.pruning import ValueRange, may_match
 from precube.query.topn import TopNAnswer, topn_answers
 
 ColumnKey = tuple[str, str]  # (query alias, column name), lower case
+Folded = tuple[exp.Expr, int]  # an expression of a block (a node of its tree) → the computed column holding it
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,7 @@ class Match:
     rejected: list[Rejection] = field(default_factory=list)
     proof: JoinProof = field(default_factory=JoinProof)  # joins the query treats otherwise than the model
     filters: tuple[exp.Expr, ...] = ()  # the block's join conditions that are filters on the model (`JoinMapping`)
+    folded: tuple[Folded, ...] = ()  # the block's expressions read from computed columns
 
     @property
     def table_index(self) -> bool:
@@ -219,13 +228,64 @@ class _ModelColumns:
     def name(self, column_id: int) -> str:
         return self.m.column_names.get(column_id, str(column_id))
 
+    def folded(self, ctx: QueryContext) -> list[Folded]:
+        """The block's largest expressions outside aggregate calls that are a computed column's (module
+        docstring). WHERE is walked as the context's filter, without the join conditions of comma joins."""
+        kinds = self.m.computed_kinds
+        if not kinds:
+            return []
+        found = []
+        stack = _block_roots(ctx)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (exp.Query, exp.Subquery)) or is_group_aggregate(node):
+                continue
+            if type(node) in kinds and not isinstance(node, exp.Column) and node.find(exp.Column) is not None:
+                cid = self.argument(node)
+                if cid is not None:
+                    found.append((node, cid))
+                    continue
+            stack.extend(node.iter_expressions())
+        return found
+
+
+def _block_roots(ctx: QueryContext) -> list[exp.Expr]:
+    """The block's own expressions, its WHERE as the context's filter (a comma join's conditions left out)."""
+    roots: list[exp.Expr] = [ctx.filter] if ctx.filter is not None else []
+    for key, value in ctx.select.args.items():
+        if key not in ("from_", "joins", "with_", "where") and value is not None:
+            roots.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, exp.Expr))
+    return roots
+
+
+def columns_outside(ctx: QueryContext, skipped: Collection[int]) -> list[exp.Column]:
+    """The columns the block reads outside aggregate calls and outside the nodes `skipped` (by id): the
+    context's `columns` less those the skipped expressions read (the filter's nodes are not the WHERE's when
+    `contexts` took a comma join's conditions out of it)."""
+    found = []
+    stack = _block_roots(ctx)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (exp.Query, exp.Subquery)) or is_group_aggregate(node) or id(node) in skipped:
+            continue
+        if isinstance(node, exp.Column):
+            if node.table:
+                found.append(node)
+            continue
+        stack.extend(node.iter_expressions())
+    return found
+
 
 _FILTER_LEVEL = {exp.EQ: 5, exp.In: 5, exp.GTE: 4, exp.LTE: 4, exp.GT: 3, exp.LT: 3, exp.Between: 3, exp.Like: 2}
 
 
-def _filter_order(ctx: QueryContext, columns: _ModelColumns) -> list[int]:
-    """Filter columns by how selective their predicate kind is (Kylin's filter levels)."""
+def _filter_order(ctx: QueryContext, columns: _ModelColumns, folded: Sequence[Folded]) -> list[int]:
+    """Filter columns by how selective their predicate kind is (Kylin's filter levels); a computed column the
+    filter reads (a condition: two values) after equalities."""
     ranked: dict[int, int] = {}
+    if folded and ctx.filter is not None:
+        within = {id(n) for n in ctx.filter.walk()}
+        ranked.update((cid, _FILTER_LEVEL[exp.GTE]) for node, cid in folded if id(node) in within)
     for col in ctx.filter_columns:
         cid = columns.column(col)
         if cid is None:
@@ -272,10 +332,11 @@ class _Needs:
     calls: list[AggCall]
     topn: list[TopNAnswer]  # TOP_N measures that answer the block from layouts lacking their key
     joins: JoinMapping
+    folded: list[Folded]
 
     @property
     def needed(self) -> frozenset[int]:
-        return frozenset(self.columns.values())
+        return frozenset(self.columns.values()) | {cid for _, cid in self.folded}
 
 
 def _needs(ctx: QueryContext, m: ModelMetadata) -> _Needs | str:
@@ -283,8 +344,10 @@ def _needs(ctx: QueryContext, m: ModelMetadata) -> _Needs | str:
     if isinstance(joins, str):
         return joins
     cols = _ModelColumns(m, joins.aliases)
+    folded = cols.folded(ctx)
+    read = columns_outside(ctx, {id(node) for node, _ in folded}) if folded else ctx.columns
     columns: dict[ColumnKey, int] = {}
-    for col in [*ctx.columns, *(c for f in joins.filters for c in f.find_all(exp.Column))]:
+    for col in [*read, *(c for f in joins.filters for c in f.find_all(exp.Column))]:
         cid = cols.column(col)
         if cid is None:
             return f"column {col.table.upper()}.{col.name.upper()} is not a column of the model"
@@ -298,10 +361,14 @@ def _needs(ctx: QueryContext, m: ModelMetadata) -> _Needs | str:
     group = ctx.select.args.get("group")
     group_cols = [g for g in group.expressions] if group else []
     grouping_sets = group is not None and any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets", "all"))
+    by_node = {id(node): cid for node, cid in folded}
+    group_ids = [
+        by_node.get(id(g), columns.get((g.table, g.name.lower())) if isinstance(g, exp.Column) else None)
+        for g in group_cols
+    ]
     group_dims = (
-        frozenset(columns[(g.table, g.name.lower())] for g in group_cols)
-        if not grouping_sets
-        and all(isinstance(g, exp.Column) and (g.table, g.name.lower()) in columns for g in group_cols)
+        frozenset(g for g in group_ids if g is not None)
+        if not grouping_sets and all(g is not None for g in group_ids)
         else None
     )
     calls = [
@@ -322,7 +389,7 @@ def _needs(ctx: QueryContext, m: ModelMetadata) -> _Needs | str:
         if m.topn_measures
         else []
     )
-    return _Needs(cols, columns, inner, calls, topn, joins)
+    return _Needs(cols, columns, inner, calls, topn, joins, folded)
 
 
 def requirements(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[int, ...], frozenset[int]] | str:
@@ -349,7 +416,7 @@ def requirements(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[int, ...], 
             return call.problem or f"{call.node.sql(dialect='spark')}: no measure of the model computes it"
         wanted |= way.dims
         measures |= way.measures
-    first = [c for c in _filter_order(ctx, needs.cols) if c in wanted]
+    first = [c for c in _filter_order(ctx, needs.cols, needs.folded) if c in wanted]
     position = {c.id: i for i, c in enumerate(m.model.dimensions())}
     rest = sorted(wanted - set(first), key=position.__getitem__)
     return (*first, *rest), frozenset(measures)
@@ -372,7 +439,7 @@ def _match_model(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[object, ...
     if not candidates:
         return "no layout is built in every segment the query reads"
 
-    filter_order = _filter_order(ctx, cols)
+    filter_order = _filter_order(ctx, cols, needs.folded)
     best: tuple[tuple[object, ...], Match] | None = None
     reasons: list[Misfit] = []
     retyped_fit = False  # a layout that fits but holds a column built with another type than Spark's
@@ -416,6 +483,7 @@ def _match_model(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[object, ...
                     derived,
                     proof=proof,
                     filters=needs.joins.filters,
+                    folded=tuple(needs.folded),
                 ),
             )
     if best is None:
