@@ -60,7 +60,9 @@ def tpch_model(spark: SparkSession, tpch_data: Path, tmp_path_factory: pytest.Te
             load_file_table(store, PROJECT, tpch_data / name, SourceType.PARQUET)
         create_model(store, PROJECT, parse_spec(tpch.model_spec()))
         found = recommend(read_metadata(store, PROJECT), MODEL, tpch.queries().values())
-        add_to_model(store, PROJECT, MODEL, found.measures, found.computed_columns)  # what `index recommend --apply` does
+        add_to_model(
+            store, PROJECT, MODEL, found.measures, found.computed_columns
+        )  # what `index recommend --apply` does
         set_model_rules(store, PROJECT, MODEL, found.groups, None)
         ctx = BuildContext(spark, store, PROJECT, warehouse, writer="test")
         started = time.monotonic()

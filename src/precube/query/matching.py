@@ -339,12 +339,14 @@ class _Needs:
         return frozenset(self.columns.values()) | {cid for _, cid in self.folded}
 
 
-def _needs(ctx: QueryContext, m: ModelMetadata) -> _Needs | str:
+def _needs(ctx: QueryContext, m: ModelMetadata, fold: bool = True) -> _Needs | str:
+    """What the block reads of the model: with its expressions read from computed columns (`fold`), or as
+    written (a layout built before the computed column was added holds the columns it reads)."""
     joins = join_mapping(ctx, m.model)
     if isinstance(joins, str):
         return joins
     cols = _ModelColumns(m, joins.aliases)
-    folded = cols.folded(ctx)
+    folded = cols.folded(ctx) if fold else []
     read = columns_outside(ctx, {id(node) for node, _ in folded}) if folded else ctx.columns
     columns: dict[ColumnKey, int] = {}
     for col in [*read, *(c for f in joins.filters for c in f.find_all(exp.Column))]:
@@ -426,8 +428,11 @@ def _match_model(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[object, ...
     needs = _needs(ctx, m)
     if isinstance(needs, str):
         return needs
-    cols, columns, inner, calls, needed = needs.cols, needs.columns, needs.inner, needs.calls, needs.needed
-    owners = {cid: alias for (alias, _), cid in {**inner, **columns}.items()}
+    variants = [needs]
+    if needs.folded:  # a layout may hold the columns an expression reads and not its computed column
+        plain = _needs(ctx, m, fold=False)
+        variants += [plain] if not isinstance(plain, str) else []
+    cols = needs.cols
     lookups = _lookup_joins(ctx, m, needs.joins)
     scanned, pruned = _prune(ctx.filter, m, cols)
     unproven = needs.joins.proof.check(s.segment for s in scanned)
@@ -439,55 +444,58 @@ def _match_model(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[object, ...
     if not candidates:
         return "no layout is built in every segment the query reads"
 
-    filter_order = _filter_order(ctx, cols, needs.folded)
     best: tuple[tuple[object, ...], Match] | None = None
-    reasons: list[Misfit] = []
+    reasons: list[Misfit] = []  # (of the first variant: why a layout cannot answer the block at its best)
     retyped_fit = False  # a layout that fits but holds a column built with another type than Spark's
-    for layout in candidates:
-        found = _layout_fits(ctx, layout, needed, calls, cols, inner, needs.topn)
-        if not isinstance(found, tuple):
-            reasons.append(found)
-            continue
-        if m.layout_columns[layout.id] & m.retyped:
-            retyped_fit = True
-            continue
-        ways, missing = found
-        derived = _derive(missing, owners, lookups, cols.m.layout_columns[layout.id]) if missing else ()
-        if derived is None:
-            reasons.append(missing)
-            continue
-        rows = sum(s.layouts[layout.id].rows for s in scanned)
-        positions = tuple(layout.col_order.index(c) if c in layout.col_order else 999 for c in filter_order)
-        dims = layout.dimensions
-        key = (
-            layout.is_table_index,
-            bool(derived),
-            rows,
-            positions,
-            len(dims),
-            len(layout.col_order) - len(dims),
-            layout.id,
-        )
-        if best is None or key < best[0]:
-            proof = needs.joins.proof
-            best = (
-                key,
-                Match(
-                    m,
-                    layout,
-                    {**inner, **columns},
-                    ways,
-                    scanned,
-                    pruned,
-                    rows,
-                    derived,
-                    proof=proof,
-                    filters=needs.joins.filters,
-                    folded=tuple(needs.folded),
-                ),
+    for variant in variants:
+        columns, inner = variant.columns, variant.inner
+        owners = {cid: alias for (alias, _), cid in {**inner, **columns}.items()}
+        filter_order = _filter_order(ctx, cols, variant.folded)
+        misfits: list[Misfit] = reasons if variant is needs else []
+        for layout in candidates:
+            found = _layout_fits(ctx, layout, variant.needed, variant.calls, cols, inner, variant.topn)
+            if not isinstance(found, tuple):
+                misfits.append(found)
+                continue
+            if m.layout_columns[layout.id] & m.retyped:
+                retyped_fit = True
+                continue
+            ways, missing = found
+            derived = _derive(missing, owners, lookups, cols.m.layout_columns[layout.id]) if missing else ()
+            if derived is None:
+                misfits.append(missing)
+                continue
+            rows = sum(s.layouts[layout.id].rows for s in scanned)
+            positions = tuple(layout.col_order.index(c) if c in layout.col_order else 999 for c in filter_order)
+            dims = layout.dimensions
+            key = (
+                layout.is_table_index,
+                bool(derived),
+                rows,
+                positions,
+                len(dims),
+                len(layout.col_order) - len(dims),
+                layout.id,
             )
+            if best is None or key < best[0]:  # (a tie: the folded variant, tried first)
+                best = (
+                    key,
+                    Match(
+                        m,
+                        layout,
+                        {**inner, **columns},
+                        ways,
+                        scanned,
+                        pruned,
+                        rows,
+                        derived,
+                        proof=needs.joins.proof,
+                        filters=needs.joins.filters,
+                        folded=tuple(variant.folded),
+                    ),
+                )
     if best is None:
-        return m.retyped_reason if retyped_fit else _why_not(reasons, calls, needed, candidates, cols)
+        return m.retyped_reason if retyped_fit else _why_not(reasons, needs.calls, needs.needed, candidates, cols)
     return best
 
 

@@ -143,7 +143,14 @@ def _missing_measures(m: ModelMetadata, metadata: ProjectMetadata, statements: l
     return [found[k] for k in sorted(found, key=lambda k: (k[1], order.index(k[0])))]
 
 
-_COMPARISONS = {exp.EQ: "EQ", exp.NEQ: "NE", exp.LT: "LT", exp.LTE: "LE", exp.GT: "GT", exp.GTE: "GE"}
+_COMPARISONS: dict[type[exp.Expr], str] = {
+    exp.EQ: "EQ",
+    exp.NEQ: "NE",
+    exp.LT: "LT",
+    exp.LTE: "LE",
+    exp.GT: "GT",
+    exp.GTE: "GE",
+}
 
 
 def _predicate_columns(m: ModelMetadata, metadata: ProjectMetadata, statements: list[str]) -> list[ComputedColumnSpec]:
@@ -218,7 +225,7 @@ def _predicate_name(pred: exp.Expr) -> str:
     if isinstance(pred, (exp.Like, exp.ILike)):
         words = re.sub(r"[^A-Z0-9]+", "_", str(pred.expression.name).upper()).strip("_")
         return f"{columns[0]}_{pred.key.upper()}_{words or 'PATTERN'}"
-    return f"{pred.sql_name().upper()}_{columns[0]}"
+    return f"{(pred.sql_name() if isinstance(pred, exp.Func) else pred.key).upper()}_{columns[0]}"
 
 
 def _with_computed(m: ModelMetadata, added: list[ComputedColumnSpec]) -> ModelMetadata:

@@ -1,0 +1,141 @@
+"""Row-level predicates read from boolean computed columns (`matching.folded`): `index recommend` proposes them
+for the TPC-H queries (Q12's date comparisons, Q9's LIKE) and the model built in `conftest` holds them. An
+expression equal to one — in WHERE, under NOT, written the other way round, in a CASE, in GROUP BY — is read
+from the column, so the layout holds it instead of the columns it reads; each answer equals DuckDB's on the raw
+files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+import pytest
+
+from precube import tpch
+from precube.metadata import Project, SourceType, open_store
+from precube.modeling.model_spec import parse_spec
+from precube.modeling.model_store import add_to_model, create_model
+from precube.query.contexts import contexts
+from precube.query.frontend import normalise
+from precube.query.matching import requirements
+from precube.query.project_metadata import read_metadata
+from precube.query.recommend import recommend
+from precube.query.reshape import reshape
+from precube.query.session import Session
+from precube.sources.tables import load_file_table
+from tests.tpch.conftest import TpchModel
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+LATE = "L_COMMITDATE_LT_L_RECEIPTDATE"
+EARLY = "L_SHIPDATE_LT_L_COMMITDATE"
+GREEN = "P_NAME_LIKE_GREEN"
+
+
+def test_recommend_proposes_boolean_computed_columns_for_row_level_predicates(tpch_data: Path, tmp_path: Path) -> None:
+    """Q12's comparisons of two dates and Q9's LIKE become BOOLEAN computed columns, dimensions once applied; the
+    layouts then hold them and not the dates or P_NAME. A comparison whose columns are both read elsewhere in its
+    block gets none (the layout would hold the columns anyway), nor does a LIKE of a column read elsewhere."""
+    both_read = "select l_commitdate, l_receiptdate, count(*) from tpch.lineitem where l_commitdate = l_receiptdate group by 1, 2"
+    named = "select p_name, count(*) from tpch.lineitem join tpch.part on l_partkey = p_partkey where p_name like '%red%' group by 1"
+    with open_store(f"sqlite:///{tmp_path / 'meta.db'}") as store:
+        store.create_project(Project(name="tpch", default_database=tpch.DATABASE))
+        for name in tpch.TABLES:
+            load_file_table(store, "tpch", tpch_data / name, SourceType.PARQUET)
+        create_model(store, "tpch", parse_spec(tpch.model_spec()))
+        queries = tpch.queries()
+        found = recommend(read_metadata(store, "tpch"), tpch.MODEL, [*queries.values(), both_read, named])
+        assert {(c.column_name, c.expression) for c in found.computed_columns} == {
+            (LATE, "LINEITEM.L_COMMITDATE < LINEITEM.L_RECEIPTDATE"),
+            (EARLY, "LINEITEM.L_SHIPDATE < LINEITEM.L_COMMITDATE"),
+            (GREEN, "PART.P_NAME LIKE '%green%'"),
+        }
+        assert not found.skipped
+        saved = add_to_model(store, "tpch", tpch.MODEL, found.measures, found.computed_columns)
+        types = {cc.column_name: cc.datatype for cc in saved.model.computed_columns}
+        assert types[LATE] == types[EARLY] == types[GREEN] == "boolean"
+        assert {LATE, EARLY, GREEN} <= {c.name for c in saved.model.dimensions()}
+        metadata = read_metadata(store, "tpch")
+        [model] = metadata.models
+
+        def dims(sql: str) -> set[str]:
+            [ctx] = [c for c in contexts(reshape(normalise(sql, metadata.catalog))) if c.aggregating]
+            need = requirements(ctx, model)
+            assert not isinstance(need, str), need
+            return {model.column_names[c].split(".", 1)[1] for c in need[0]}
+
+        assert dims(queries["q12"]) == {"L_SHIPMODE", "L_RECEIPTDATE", LATE, EARLY, "O_ORDERPRIORITY"}
+        assert dims(queries["q09"]) == {GREEN, "O_ORDERDATE", "N_NAME"}
+        # matched however it is written, and only where it is the whole expression
+        assert dims("select count(*) from tpch.lineitem where l_receiptdate > l_commitdate") == {LATE}
+        assert dims("select count(*) from tpch.lineitem where l_receiptdate >= l_commitdate") == {
+            "L_RECEIPTDATE",
+            "L_COMMITDATE",
+        }
+
+
+# each shape over the layout recommended for Q12 (L_SHIPMODE, the two comparisons, L_RECEIPTDATE, O_ORDERPRIORITY)
+SHAPES = {
+    "where": "select l_shipmode, count(*) as n from lineitem where l_commitdate < l_receiptdate group by l_shipmode",
+    "not": "select l_shipmode, count(*) as n from lineitem where not (l_commitdate < l_receiptdate) group by l_shipmode",
+    "reversed": "select l_shipmode, count(*) as n from lineitem where l_receiptdate > l_commitdate "
+    "and l_shipdate < l_commitdate group by l_shipmode",
+    "or": "select l_shipmode, count(*) as n from lineitem where l_shipdate < l_commitdate or l_shipmode = 'AIR' "
+    "group by l_shipmode",
+    "case": "select case when l_commitdate < l_receiptdate then 'late' else 'on time' end as status, count(*) as n "
+    "from lineitem group by case when l_commitdate < l_receiptdate then 'late' else 'on time' end",
+    "group_by": "select l_shipdate < l_commitdate as early, l_commitdate < l_receiptdate as late, count(*) as n "
+    "from lineitem join orders on l_orderkey = o_orderkey where o_orderpriority = '1-URGENT' "
+    "group by l_shipdate < l_commitdate, l_commitdate < l_receiptdate",
+    "having": "select l_shipmode, count(*) as n from lineitem group by l_shipmode, l_commitdate < l_receiptdate "
+    "having l_commitdate < l_receiptdate",
+}
+
+
+@pytest.fixture(scope="module")
+def session(tpch_model: TpchModel, spark: SparkSession) -> Iterator[Session]:
+    with Session(*tpch_model.session_args, spark=lambda: spark) as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def raw(tpch_model: TpchModel) -> Iterator[duckdb.DuckDBPyConnection]:
+    con = duckdb.connect()
+    for table in tpch.TABLES:
+        files = str(tpch_model.data / table / "*.parquet").replace("'", "''")
+        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{files}')")
+    yield con
+    con.close()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_predicates_are_read_from_their_computed_columns(
+    name: str, session: Session, raw: duckdb.DuckDBPyConnection
+) -> None:
+    sql = SHAPES[name]
+    ours = session.sql(sql, pushdown=False)
+    [match] = ours.matches
+    held = {match.model.column_names[c].split(".", 1)[1] for c in match.layout.dimensions}
+    assert "L_COMMITDATE" not in held and "L_SHIPDATE" not in held, held
+    theirs = raw.execute(sql).fetchall()
+    assert sorted(map(tuple, zip(*(c.to_pylist() for c in ours.table.columns), strict=True))) == sorted(theirs)
+
+
+@pytest.mark.spark
+def test_a_literal_read_from_a_computed_column_is_part_of_the_plans_key(
+    session: Session, raw: duckdb.DuckDBPyConnection
+) -> None:
+    """The plan for `like '%green%'` reads P_NAME_LIKE_GREEN: a statement of the same shape with another pattern
+    is planned afresh (no layout holds it), not answered from that column."""
+    shape = "select count(*) as n from lineitem join part on l_partkey = p_partkey where p_name like '{}'"
+    green = session.sql(shape.format("%green%"))
+    assert not green.pushdown and green.table.column(0).to_pylist() == [
+        raw.execute(shape.format("%green%")).fetchone()[0]  # type: ignore[index]
+    ]
+    red = session.sql(shape.format("%red%"))
+    assert red.pushdown
+    assert red.table.column(0).to_pylist() == [raw.execute(shape.format("%red%")).fetchone()[0]]  # type: ignore[index]
