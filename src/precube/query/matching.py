@@ -407,6 +407,9 @@ def requirements(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[int, ...], 
     if isinstance(needs, str):
         return needs
     dims = {c.id for c in m.model.dimensions()}
+    if needs.folded and not needs.needed <= dims:  # a computed column that is no dimension: the columns it reads
+        plain = _needs(ctx, m, fold=False)
+        needs = plain if isinstance(plain, _Needs) else needs
     missing = sorted(needs.needed - dims)
     if missing:
         return "no dimension: " + ", ".join(needs.cols.name(c) for c in missing)
