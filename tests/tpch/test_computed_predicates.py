@@ -47,16 +47,27 @@ def test_recommend_proposes_boolean_computed_columns_for_row_level_predicates(tp
             load_file_table(store, "tpch", tpch_data / name, SourceType.PARQUET)
         create_model(store, "tpch", parse_spec(tpch.model_spec()))
         queries = tpch.queries()
-        found = recommend(read_metadata(store, "tpch"), tpch.MODEL, [*queries.values(), both_read, named])
+        # a function of a column and literals under NOT; another pattern whose name is taken
+        more = (
+            "select o_orderpriority, count(*) from tpch.lineitem join tpch.orders on l_orderkey = o_orderkey "
+            "join tpch.part on l_partkey = p_partkey where not startswith(p_brand, 'Brand#1') "
+            "and (p_name like 'green%' or o_orderpriority = '1-URGENT') group by 1"
+        )
+        statements = [*queries.values(), both_read, named, more]
+        found = recommend(read_metadata(store, "tpch"), tpch.MODEL, statements)
         assert {(c.column_name, c.expression) for c in found.computed_columns} == {
             (LATE, "LINEITEM.L_COMMITDATE < LINEITEM.L_RECEIPTDATE"),
             (EARLY, "LINEITEM.L_SHIPDATE < LINEITEM.L_COMMITDATE"),
             (GREEN, "PART.P_NAME LIKE '%green%'"),
+            ("STARTS_WITH_P_BRAND", "STARTSWITH(PART.P_BRAND, 'Brand#1')"),
+            (f"{GREEN}_2", "PART.P_NAME LIKE 'green%'"),
         }
         assert not found.skipped
         saved = add_to_model(store, "tpch", tpch.MODEL, found.measures, found.computed_columns)
         types = {cc.column_name: cc.datatype for cc in saved.model.computed_columns}
-        assert types[LATE] == types[EARLY] == types[GREEN] == "boolean"
+        assert set(types.values()) >= {"boolean"} and all(
+            types[c.column_name] == "boolean" for c in found.computed_columns
+        )
         assert {LATE, EARLY, GREEN} <= {c.name for c in saved.model.dimensions()}
         metadata = read_metadata(store, "tpch")
         [model] = metadata.models
