@@ -1,5 +1,6 @@
 """Row-level predicates read from boolean computed columns (`matching.folded`): `index recommend` proposes them
-for the TPC-H queries (Q12's date comparisons, Q9's LIKE) and the model built in `conftest` holds them. An
+for the TPC-H queries (Q12's date comparisons, Q9's LIKE, Q4's EXISTS) and the model built in `conftest` holds
+them. An
 expression equal to one — in WHERE, under NOT, written the other way round, in a CASE, in GROUP BY — is read
 from the column, so the layout holds it instead of the columns it reads; each answer equals DuckDB's on the raw
 files."""
@@ -22,7 +23,7 @@ from precube.query.frontend import normalise
 from precube.query.matching import requirements
 from precube.query.project_metadata import read_metadata
 from precube.query.recommend import recommend
-from precube.query.reshape import reshape
+from precube.query.reshape import lookup_keys, reshape
 from precube.query.session import Session
 from precube.sources.tables import load_file_table
 from tests.tpch.conftest import TpchModel
@@ -73,13 +74,19 @@ def test_recommend_proposes_boolean_computed_columns_for_row_level_predicates(tp
         [model] = metadata.models
 
         def dims(sql: str) -> set[str]:
-            [ctx] = [c for c in contexts(reshape(normalise(sql, metadata.catalog))) if c.aggregating]
+            keys = lookup_keys(m.model for m in metadata.models)
+            [ctx] = [c for c in contexts(reshape(normalise(sql, metadata.catalog), keys)) if c.aggregating]
             need = requirements(ctx, model)
             assert not isinstance(need, str), need
             return {model.column_names[c].split(".", 1)[1] for c in need[0]}
 
         assert dims(queries["q12"]) == {"L_SHIPMODE", "L_RECEIPTDATE", LATE, EARLY, "O_ORDERPRIORITY"}
         assert dims(queries["q09"]) == {GREEN, "O_ORDERDATE", "N_NAME"}
+        # Q4's EXISTS as a count of distinct order keys over LINEITEM joined to ORDERS (`reshape`), from a bitmap
+        assert dims(queries["q04"]) == {LATE, "O_ORDERDATE", "O_ORDERPRIORITY"}
+        assert ("COUNT_DISTINCT", "LINEITEM.L_ORDERKEY", "bitmap") in {
+            (x.expression, x.column, x.return_type) for x in found.measures
+        }
         # matched however it is written, and only where it is the whole expression
         assert dims("select count(*) from tpch.lineitem where l_receiptdate > l_commitdate") == {LATE}
         assert dims("select count(*) from tpch.lineitem where l_receiptdate >= l_commitdate") == {

@@ -38,9 +38,10 @@ from precube.metadata.model import JoinType
 from precube.query.aggregates import AggCall, AggWay, agg_call
 from precube.query.contexts import INNER, LEFT, QueryContext, is_group_aggregate
 from precube.query.frontend import canonical
-from precube.query.join_proof import DROPS, KEEPS, LEAVES_OUT, JoinProof, join_proof
+from precube.query.join_proof import COUNTS_KEYS, DROPS, KEEPS, LEAVES_OUT, JoinProof, join_proof
 from precube.query.project_metadata import ModelMetadata, SegmentLayouts
 from precube.query.pruning import ValueRange, may_match
+from precube.query.reshape import UNIQUE_KEY
 from precube.query.topn import TopNAnswer, topn_answers
 
 ColumnKey = tuple[str, str]  # (query alias, column name), lower case
@@ -162,6 +163,9 @@ def join_mapping(ctx: QueryContext, model: Model) -> JoinMapping | str:
         for jt in model.join_tables:
             if jt.join.type is not JoinType.LEFT and jt.alias.upper() not in used:
                 differing[jt.alias.upper()] = LEAVES_OUT
+        counted = ctx.select._meta.get(UNIQUE_KEY) if ctx.select._meta else None
+        if counted in mapped:  # one row per key of it: its key must be unique, and every fact row find it
+            differing.setdefault(mapped[counted], COUNTS_KEYS)
         filters = tuple(
             exp.EQ(this=exp.column(a, table=e.left), expression=exp.column(b, table=e.right))
             for e in pending
@@ -416,7 +420,9 @@ def requirements(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[int, ...], 
     wanted: set[int] = set(needs.needed)
     measures: set[int] = set()
     for call in needs.calls:
-        way = next((w for w in call.ways if w.dims <= dims), None)
+        # a way adding no dimension first (a measure of a column the block does not otherwise read)
+        fitting = [w for w in call.ways if w.dims <= dims]
+        way = next((w for w in fitting if w.dims <= needs.needed), fitting[0] if fitting else None)
         if way is None:
             return call.problem or f"{call.node.sql(dialect='spark')}: no measure of the model computes it"
         wanted |= way.dims

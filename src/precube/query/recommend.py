@@ -7,8 +7,9 @@ aggregation group whose dimensions are all mandatory, so it yields exactly that 
 come filter columns first (equality before range), so that the layout's sorted rows let a filter skip
 row groups. Statements are reshaped first as the query path reshapes them (`reshape`).
 
-A SUM, AVG, COUNT, MIN or MAX of a column (or computed column) that no measure of the model computes gets the
-measures it needs proposed (AVG: SUM and COUNT of the column), named after them — also for a dimension, whose
+A SUM, AVG, COUNT, MIN, MAX or COUNT(DISTINCT) of a column (or computed column) that no measure of the model
+computes gets the measures it needs proposed (AVG: SUM and COUNT of the column; COUNT(DISTINCT): an exact bitmap
+COUNT_DISTINCT), named after them — also for a dimension, whose
 values would otherwise have to be a dimension of the layout (a SUM weighted by COUNT(*)), multiplying its
 rows; the groups use them, so the model must hold them first (`--apply` adds them).
 
@@ -43,7 +44,7 @@ from precube.query.errors import QueryError
 from precube.query.frontend import DIALECT, canonical, normalise
 from precube.query.matching import argument_columns, columns_outside, map_aliases, requirements
 from precube.query.project_metadata import ModelMetadata, ProjectMetadata
-from precube.query.reshape import reshape
+from precube.query.reshape import lookup_keys, reshape
 
 
 @dataclass
@@ -108,7 +109,7 @@ def _with_grand_totals(m: ModelMetadata, needs: Needs) -> Needs:
 
 
 def _blocks(sql: str, metadata: ProjectMetadata) -> list[QueryContext]:
-    return contexts(reshape(normalise(sql, metadata.catalog)))
+    return contexts(reshape(normalise(sql, metadata.catalog), lookup_keys(m.model for m in metadata.models)))
 
 
 def _missing_measures(m: ModelMetadata, metadata: ProjectMetadata, statements: list[str]) -> list[MeasureSpec]:
@@ -128,17 +129,21 @@ def _missing_measures(m: ModelMetadata, metadata: ProjectMetadata, statements: l
                 continue
             for call in ctx.aggregates:
                 arg = call.this
-                if type(call) not in _NEEDED or arg is None or isinstance(arg, (exp.Distinct, exp.Star)):
+                distinct = isinstance(call, exp.Count) and isinstance(arg, exp.Distinct) and len(arg.expressions) == 1
+                if distinct:  # an exact COUNT(DISTINCT x): a bitmap of x's values
+                    arg = arg.expressions[0]
+                elif type(call) not in _NEEDED or arg is None or isinstance(arg, (exp.Distinct, exp.Star)):
                     continue
                 col = column_of(arg)
                 if col is None:
                     continue
-                for fn in _NEEDED[type(call)]:
+                for fn in (F.COUNT_DISTINCT,) if distinct else _NEEDED[type(call)]:
                     key = (fn, refs[col])
                     if key in have or key in found:
                         continue
                     name = _fresh(f"{fn.value}_{refs[col].split('.', 1)[1]}", names)
-                    found[key] = MeasureSpec(name=name, expression=fn.value, column=refs[col])
+                    kind = "bitmap" if fn is F.COUNT_DISTINCT else ""
+                    found[key] = MeasureSpec(name=name, expression=fn.value, column=refs[col], return_type=kind)
     order = list(F)
     return [found[k] for k in sorted(found, key=lambda k: (k[1], order.index(k[0])))]
 
