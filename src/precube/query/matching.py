@@ -236,47 +236,46 @@ class _ModelColumns:
         """The block's largest expressions outside aggregate calls that are a computed column's (module
         docstring). WHERE is walked as the context's filter, without the join conditions of comma joins."""
         kinds = self.m.computed_kinds
-        if not kinds:
-            return []
-        found = []
-        stack = _block_roots(ctx)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (exp.Query, exp.Subquery)) or is_group_aggregate(node):
-                continue
-            if type(node) in kinds and not isinstance(node, exp.Column) and node.find(exp.Column) is not None:
-                cid = self.argument(node)
-                if cid is not None:
-                    found.append((node, cid))
-                    continue
-            stack.extend(node.iter_expressions())
+        found: list[Folded] = []
+
+        def fold(node: exp.Expr) -> bool:
+            if type(node) not in kinds or isinstance(node, exp.Column) or node.find(exp.Column) is None:
+                return False
+            cid = self.argument(node)
+            if cid is not None:
+                found.append((node, cid))
+            return cid is not None
+
+        if kinds:
+            _walk_block(ctx, fold)
         return found
 
 
-def _block_roots(ctx: QueryContext) -> list[exp.Expr]:
-    """The block's own expressions, its WHERE as the context's filter (a comma join's conditions left out)."""
-    roots: list[exp.Expr] = [ctx.filter] if ctx.filter is not None else []
+def _walk_block(ctx: QueryContext, visit: Callable[[exp.Expr], bool]) -> None:
+    """Visit the block's own expressions outside aggregate calls and subqueries, parents first, WHERE as the
+    context's filter (a comma join's conditions left out); not below a node `visit` returns True for."""
+    stack: list[exp.Expr] = [ctx.filter] if ctx.filter is not None else []
     for key, value in ctx.select.args.items():
         if key not in ("from_", "joins", "with_", "where") and value is not None:
-            roots.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, exp.Expr))
-    return roots
+            stack.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, exp.Expr))
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, (exp.Query, exp.Subquery)) and not is_group_aggregate(node) and not visit(node):
+            stack.extend(node.iter_expressions())
 
 
 def columns_outside(ctx: QueryContext, skipped: Collection[int]) -> list[exp.Column]:
     """The columns the block reads outside aggregate calls and outside the nodes `skipped` (by id): the
     context's `columns` less those the skipped expressions read (the filter's nodes are not the WHERE's when
     `contexts` took a comma join's conditions out of it)."""
-    found = []
-    stack = _block_roots(ctx)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (exp.Query, exp.Subquery)) or is_group_aggregate(node) or id(node) in skipped:
-            continue
-        if isinstance(node, exp.Column):
-            if node.table:
-                found.append(node)
-            continue
-        stack.extend(node.iter_expressions())
+    found: list[exp.Column] = []
+
+    def read(node: exp.Expr) -> bool:
+        if isinstance(node, exp.Column) and node.table:
+            found.append(node)
+        return id(node) in skipped
+
+    _walk_block(ctx, read)
     return found
 
 
