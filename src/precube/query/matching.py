@@ -418,10 +418,12 @@ def requirements(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[int, ...], 
         return "no dimension: " + ", ".join(needs.cols.name(c) for c in missing)
     wanted: set[int] = set(needs.needed)
     measures: set[int] = set()
+    sketches = {x.id for x in m.model.measures() if x.function.returntype.lower().startswith("hllc")}
     for call in needs.calls:
-        # a way adding no dimension first (a measure of a column the block does not otherwise read)
+        # an exact way adding no dimension first (a measure of a column the block does not otherwise read)
         fitting = [w for w in call.ways if w.dims <= dims]
-        way = next((w for w in fitting if w.dims <= needs.needed), fitting[0] if fitting else None)
+        exact = (w for w in fitting if w.dims <= needs.needed and not w.measures & sketches)
+        way = next(exact, fitting[0] if fitting else None)
         if way is None:
             return call.problem or f"{call.node.sql(dialect='spark')}: no measure of the model computes it"
         wanted |= way.dims

@@ -115,7 +115,13 @@ def _blocks(sql: str, metadata: ProjectMetadata) -> list[QueryContext]:
 def _missing_measures(m: ModelMetadata, metadata: ProjectMetadata, statements: list[str]) -> list[MeasureSpec]:
     """The measures the statements' plain aggregate calls need that the model lacks (`_NEEDED`)."""
     refs = {c.id: c.column for c in m.model.live_columns()}
-    have = {(x.function.expression, p.value) for x in m.model.measures() for p in x.function.parameters[:1]}
+    # (an HLL sketch is no exact COUNT_DISTINCT)
+    have = {
+        (x.function.expression, p.value)
+        for x in m.model.measures()
+        for p in x.function.parameters[:1]
+        if not x.function.returntype.lower().startswith("hllc")
+    }
     names = {x.name.upper() for x in m.model.measures()} | {c.name.upper() for c in m.model.live_columns()}
     found: dict[tuple[F, str], MeasureSpec] = {}
     for sql in statements:
