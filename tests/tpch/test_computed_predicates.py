@@ -148,12 +148,17 @@ def test_a_literal_read_from_a_computed_column_is_part_of_the_plans_key(
     session: Session, raw: duckdb.DuckDBPyConnection
 ) -> None:
     """The plan for `like '%green%'` reads P_NAME_LIKE_GREEN: a statement of the same shape with another pattern
-    is planned afresh (no layout holds it), not answered from that column."""
-    shape = "select count(*) as n from lineitem join part on l_partkey = p_partkey where p_name like '{}'"
+    is planned afresh (another layout holds P_NAME), not answered from that column — even when the literal is also one
+    the plan keeps (`n_name <> '%green%'`: one parameter, whose value the template would otherwise substitute)."""
+    shape = (
+        "select sum(l_extendedprice * (1 - l_discount) - ps_supplycost * l_quantity) as profit from lineitem "
+        "join part on l_partkey = p_partkey join partsupp on ps_partkey = l_partkey and ps_suppkey = l_suppkey "
+        "join supplier on l_suppkey = s_suppkey join nation on s_nationkey = n_nationkey "
+        "where p_name like '{0}' and n_name <> '{0}'"
+    )
     green = session.sql(shape.format("%green%"))
-    assert not green.pushdown and green.table.column(0).to_pylist() == [
-        raw.execute(shape.format("%green%")).fetchone()[0]  # type: ignore[index]
-    ]
+    assert not green.pushdown
+    assert green.table.column(0).to_pylist() == [raw.execute(shape.format("%green%")).fetchone()[0]]  # type: ignore[index]
     red = session.sql(shape.format("%red%"))
-    assert red.pushdown
+    assert red.layout_ids != green.layout_ids  # (the base layout's P_NAME, or the source tables)
     assert red.table.column(0).to_pylist() == [raw.execute(shape.format("%red%")).fetchone()[0]]  # type: ignore[index]
