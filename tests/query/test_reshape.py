@@ -11,7 +11,7 @@ import pytest
 from sqlglot import exp
 
 from precube.query.frontend import Catalog, normalise
-from precube.query.reshape import reshaped
+from precube.query.reshape import UNIQUE_KEY, reshaped
 
 CATALOG = Catalog(
     "db",
@@ -118,3 +118,60 @@ def test_a_correlated_exists_is_an_uncorrelated_in() -> None:
 def test_other_exists_stay_as_written(sql: str) -> None:
     shaped = reshaped(normalise(sql, CATALOG))
     assert shaped.find(exp.Exists) is not None
+
+
+KEYS = frozenset({("DB.F", "K", "DB.O", "K")})  # a model joining o to its fact f on f.k = o.k
+COUNTED = [
+    "select p, count(*) from o where q > 1 and exists (select * from f where f.k = o.k and f.d > 2) group by p",
+    "select count(*) from o where k in (select k from f where w < 5)",
+    "select p, count(*) as c from o where exists (select * from f where f.k = o.k) group by p having count(*) > 1",
+]
+
+
+@pytest.fixture(scope="module")
+def unique_keys() -> duckdb.DuckDBPyConnection:
+    """f and o as in `con`, o's keys unique (NULL ones aside; some unmatched, some f keys missing from o)."""
+    rng = random.Random(7)
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA db")
+    facts = _table(rng, 80, "kdvw") + ", (NULL, 1, 1.5, 9), (14, 5, 2.5, 0)"
+    con.execute(
+        "CREATE TABLE db.f AS SELECT k::BIGINT k, d::INT d, v::DECIMAL(15,2) v, w::INT w "
+        f"FROM (VALUES {facts}) t(k, d, v, w)"
+    )
+    orders = ", ".join(f"({k}, '{rng.choice('xyz')}', {rng.randint(0, 6)})" for k in range(1, 13))
+    con.execute(
+        f"CREATE TABLE db.o AS SELECT k::BIGINT k, p, q::INT q FROM (VALUES {orders}, (NULL, 'x', 2)) t(k, p, q)"
+    )
+    return con
+
+
+@pytest.mark.parametrize("sql", COUNTED)
+def test_a_counted_semi_join_is_a_count_of_distinct_keys_over_the_join(
+    sql: str, unique_keys: duckdb.DuckDBPyConnection, con: duckdb.DuckDBPyConnection
+) -> None:
+    """Over a unique lookup key, counting the lookup's rows whose key the fact holds is counting the distinct
+    fact keys of the join: one block over f JOIN o, marked for matching to prove o's key unique. With duplicate
+    keys (`con`) the two differ: why the proof is asked for."""
+    tree = normalise(sql, CATALOG)
+    shaped = reshaped(tree, KEYS)
+    assert shaped.find(exp.Subquery) is None and shaped.meta.get(UNIQUE_KEY) == "o"
+    assert "COUNT(DISTINCT f.k)" in shaped.sql() and "COUNT(*)" not in shaped.sql()
+    assert _rows(unique_keys, shaped) == _rows(unique_keys, tree)
+    assert reshaped(tree).find(exp.Subquery) is not None  # no model joins them: an IN as before
+    if "group by p" in sql and "having" not in sql:
+        assert _rows(con, shaped) != _rows(con, tree)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select p, sum(q) from o where exists (select * from f where f.k = o.k) group by p",  # not only COUNT(*)
+        "select count(*) from o where not exists (select * from f where f.k = o.k)",  # an anti-join
+        "select count(*) from o where q in (select k from f)",  # not the join's key
+        "select count(*) from o where k in (select k from f where f.d > 1 group by k having count(*) > 1)",
+    ],
+)
+def test_other_semi_joins_are_not_counted(sql: str) -> None:
+    shaped = reshaped(normalise(sql, CATALOG), KEYS)
+    assert shaped.find(exp.Subquery) is not None and UNIQUE_KEY not in shaped.meta

@@ -14,8 +14,8 @@ from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.agg_group import preview as preview_rule
 from precube.modeling.model_spec import AggregationGroupSpec, load_rules
 from precube.modeling.model_store import (
-    add_measures,
     add_model_table_index,
+    add_to_model,
     dropped_by_rules,
     model_dims,
     model_measures,
@@ -119,6 +119,8 @@ def recommend_rules(
     found = recommend(read_metadata(cli.store(), project), model, statements)
     for sql, why in found.skipped:
         console.print(f"[yellow]skipped[/] {' '.join(sql.split())[:100]}: {why}", highlight=False)
+    for cc in found.computed_columns:
+        console.print(f"computed column to add: {cc.column_name} = {cc.expression}", markup=False, highlight=False)
     for measure in found.measures:
         console.print(f"measure to add: {measure.name} = {measure.expression}({measure.column})", highlight=False)
     text = rules_yaml(found.groups)
@@ -131,12 +133,12 @@ def recommend_rules(
         f"{len(statements)} statements"
     )
     if apply and found.groups:
-        if found.measures:
-            add_measures(cli.store(), project, model, found.measures, cli.writer)
+        if found.measures or found.computed_columns:
+            add_to_model(cli.store(), project, model, found.measures, found.computed_columns, cli.writer)
         plan = set_model_rules(cli.store(), project, model, found.groups, None, cli.writer)
         console.print(f"model {model}: {len(plan.all_layouts())} layouts")
-    elif found.measures:
-        console.print("the groups use the measures to add: add them to the model first (or use --apply)")
+    elif found.measures or found.computed_columns:
+        console.print("the groups use the columns and measures to add: add them to the model first (or use --apply)")
 
 
 @app.command("add-table-index")

@@ -36,7 +36,14 @@ from precube.modeling.model_rules import (
     spec_of,
     used_columns,
 )
-from precube.modeling.model_spec import AggregationGroupSpec, MeasureSpec, ModelSpec, SelectRuleSpec
+from precube.modeling.model_spec import (
+    AggregationGroupSpec,
+    ComputedColumnSpec,
+    DimensionSpec,
+    MeasureSpec,
+    ModelSpec,
+    SelectRuleSpec,
+)
 
 
 @dataclass(frozen=True)
@@ -242,13 +249,22 @@ def update_model(store: MetadataStore, project: str, spec: ModelSpec, writer: st
         )
 
 
-def add_measures(
-    store: MetadataStore, project: str, alias: str, measures: Sequence[MeasureSpec], writer: str = "precube"
+def add_to_model(
+    store: MetadataStore,
+    project: str,
+    alias: str,
+    measures: Sequence[MeasureSpec] = (),
+    computed_columns: Sequence[ComputedColumnSpec] = (),
+    writer: str = "precube",
 ) -> SavedModel:
-    """The model with these measures added (new ids; nothing built is dropped)."""
+    """The model with these computed columns (each a dimension) and measures added (new ids; nothing built is
+    dropped): what `index recommend --apply` adds."""
     with store.read(project) as tx:
         model = require_model(tx, alias)
         spec = editable_spec(model, tx.require(IndexPlan, model.uuid))
+    spec.computed_columns = [*spec.computed_columns, *computed_columns]
+    added = [DimensionSpec(column=f"{model.root_alias}.{cc.column_name}") for cc in computed_columns]
+    spec.simplified_dimensions = [*spec.simplified_dimensions, *added]
     spec.simplified_measures = [*spec.simplified_measures, *measures]
     return update_model(store, project, spec, writer)
 

@@ -77,6 +77,9 @@ class Catalog:
 
 
 PARAM = "precube_param"  # the meta key of a literal that came from a lifted literal token (`plan_cache`)
+# the meta key of a literal a rewrite folded into a layout column (a computed column's expression): the plan holds
+# its value, so `plan_cache` keys plans by it
+FOLDED = "precube_folded"
 
 
 class ParamMeta(dict[str, int]):
@@ -264,11 +267,19 @@ def qualify_query(tree: exp.Query, catalog: Catalog) -> exp.Query:
 
 def canonical(node: exp.Expr, aliases: Mapping[str, str] | None = None) -> str:
     """An expression's text with columns as upper-case `TABLE.COLUMN`, their tables renamed by `aliases`
-    (query alias → model alias): equal texts mean equal expressions over the same columns."""
+    (query alias → model alias), `a > b` as `b < a` and `a >= b` as `b <= a` (one text for a comparison however it
+    is written): equal texts mean equal expressions over the same columns."""
     copy = node.copy()
     for col in copy.find_all(exp.Column):
         table = aliases.get(col.table, col.table) if aliases is not None else col.table
         col.replace(exp.column(col.name.upper(), table.upper()))
+    for kind, flipped in ((exp.GT, exp.LT), (exp.GTE, exp.LTE)):
+        for cmp in list(copy.find_all(kind)):
+            swapped = flipped(this=cmp.expression, expression=cmp.this)
+            if cmp is copy:
+                copy = swapped
+            else:
+                cmp.replace(swapped)
     return copy.sql(dialect=DIALECT)
 
 

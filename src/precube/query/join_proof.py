@@ -22,6 +22,7 @@ from precube.metadata.model import JoinTable, JoinType
 DROPS = "the query's INNER join would drop them"
 KEEPS = "the model's INNER join dropped them; the query's LEFT join keeps them"
 LEAVES_OUT = "the model's INNER join dropped them; the query leaves that join out"
+COUNTS_KEYS = "the query counts that table's rows as distinct keys (`reshape`'s counted semi-join)"
 
 
 @dataclass(frozen=True)

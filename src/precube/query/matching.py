@@ -17,11 +17,18 @@ joined back to the layout's rows at query time, with the query's join type (the 
 equal). A layout row stands for fact rows with one foreign key value, so the join multiplies it exactly
 as it multiplies those fact rows, and each measure's merge stays correct. Layouts that need no such join
 are preferred.
+
+Computed columns (Kylin's `ComputedColumnRewriter`): an expression of the block, outside aggregate calls (in
+WHERE, HAVING, GROUP BY, the SELECT list, a CASE, an aggregate's FILTER), whose canonical text is a computed
+column's expression is read from that column, the largest such expression first (`folded`): the layout needs the
+computed column as a dimension, not the columns the expression reads. The column holds the expression's value on
+every row of the flat table, NULL included, so `expr`, `NOT expr` and `CASE WHEN expr …` give what they give over
+the source rows; an aggregate argument is matched by `aggregates` (a measure over the computed column).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -29,14 +36,16 @@ from sqlglot import exp
 from precube.metadata import Layout, Model, Segment
 from precube.metadata.model import JoinType
 from precube.query.aggregates import AggCall, AggWay, agg_call
-from precube.query.contexts import INNER, LEFT, QueryContext
+from precube.query.contexts import INNER, LEFT, QueryContext, is_group_aggregate
 from precube.query.frontend import canonical
-from precube.query.join_proof import DROPS, KEEPS, LEAVES_OUT, JoinProof, join_proof
+from precube.query.join_proof import COUNTS_KEYS, DROPS, KEEPS, LEAVES_OUT, JoinProof, join_proof
 from precube.query.project_metadata import ModelMetadata, SegmentLayouts
 from precube.query.pruning import ValueRange, may_match
+from precube.query.reshape import UNIQUE_KEY
 from precube.query.topn import TopNAnswer, topn_answers
 
 ColumnKey = tuple[str, str]  # (query alias, column name), lower case
+Folded = tuple[exp.Expr, int]  # an expression of a block (a node of its tree) → the computed column holding it
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,7 @@ class Match:
     rejected: list[Rejection] = field(default_factory=list)
     proof: JoinProof = field(default_factory=JoinProof)  # joins the query treats otherwise than the model
     filters: tuple[exp.Expr, ...] = ()  # the block's join conditions that are filters on the model (`JoinMapping`)
+    folded: tuple[Folded, ...] = ()  # the block's expressions read from computed columns
 
     @property
     def table_index(self) -> bool:
@@ -153,6 +163,9 @@ def join_mapping(ctx: QueryContext, model: Model) -> JoinMapping | str:
         for jt in model.join_tables:
             if jt.join.type is not JoinType.LEFT and jt.alias.upper() not in used:
                 differing[jt.alias.upper()] = LEAVES_OUT
+        counted = ctx.select._meta.get(UNIQUE_KEY) if ctx.select._meta else None
+        if counted in mapped:  # one row per key of it: its key must be unique, and every fact row find it
+            differing.setdefault(mapped[counted], COUNTS_KEYS)
         filters = tuple(
             exp.EQ(this=exp.column(a, table=e.left), expression=exp.column(b, table=e.right))
             for e in pending
@@ -219,13 +232,63 @@ class _ModelColumns:
     def name(self, column_id: int) -> str:
         return self.m.column_names.get(column_id, str(column_id))
 
+    def folded(self, ctx: QueryContext) -> list[Folded]:
+        """The block's largest expressions outside aggregate calls that are a computed column's (module
+        docstring). WHERE is walked as the context's filter, without the join conditions of comma joins."""
+        kinds = self.m.computed_kinds
+        found: list[Folded] = []
+
+        def fold(node: exp.Expr) -> bool:
+            if type(node) not in kinds or isinstance(node, exp.Column) or node.find(exp.Column) is None:
+                return False
+            cid = self.argument(node)
+            if cid is not None:
+                found.append((node, cid))
+            return cid is not None
+
+        if kinds:
+            _walk_block(ctx, fold)
+        return found
+
+
+def _walk_block(ctx: QueryContext, visit: Callable[[exp.Expr], bool]) -> None:
+    """Visit the block's own expressions outside aggregate calls and subqueries, parents first, WHERE as the
+    context's filter (a comma join's conditions left out); not below a node `visit` returns True for."""
+    stack: list[exp.Expr] = [ctx.filter] if ctx.filter is not None else []
+    for key, value in ctx.select.args.items():
+        if key not in ("from_", "joins", "with_", "where") and value is not None:
+            stack.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, exp.Expr))
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, (exp.Query, exp.Subquery)) and not is_group_aggregate(node) and not visit(node):
+            stack.extend(node.iter_expressions())
+
+
+def columns_outside(ctx: QueryContext, skipped: Collection[int]) -> list[exp.Column]:
+    """The columns the block reads outside aggregate calls and outside the nodes `skipped` (by id): the
+    context's `columns` less those the skipped expressions read (the filter's nodes are not the WHERE's when
+    `contexts` took a comma join's conditions out of it)."""
+    found: list[exp.Column] = []
+
+    def read(node: exp.Expr) -> bool:
+        if isinstance(node, exp.Column) and node.table:
+            found.append(node)
+        return id(node) in skipped
+
+    _walk_block(ctx, read)
+    return found
+
 
 _FILTER_LEVEL = {exp.EQ: 5, exp.In: 5, exp.GTE: 4, exp.LTE: 4, exp.GT: 3, exp.LT: 3, exp.Between: 3, exp.Like: 2}
 
 
-def _filter_order(ctx: QueryContext, columns: _ModelColumns) -> list[int]:
-    """Filter columns by how selective their predicate kind is (Kylin's filter levels)."""
+def _filter_order(ctx: QueryContext, columns: _ModelColumns, folded: Sequence[Folded]) -> list[int]:
+    """Filter columns by how selective their predicate kind is (Kylin's filter levels); a computed column the
+    filter reads (a condition: two values) after equalities."""
     ranked: dict[int, int] = {}
+    if folded and ctx.filter is not None:
+        within = {id(n) for n in ctx.filter.walk()}
+        ranked.update((cid, _FILTER_LEVEL[exp.GTE]) for node, cid in folded if id(node) in within)
     for col in ctx.filter_columns:
         cid = columns.column(col)
         if cid is None:
@@ -272,19 +335,24 @@ class _Needs:
     calls: list[AggCall]
     topn: list[TopNAnswer]  # TOP_N measures that answer the block from layouts lacking their key
     joins: JoinMapping
+    folded: list[Folded]
 
     @property
     def needed(self) -> frozenset[int]:
-        return frozenset(self.columns.values())
+        return frozenset(self.columns.values()) | {cid for _, cid in self.folded}
 
 
-def _needs(ctx: QueryContext, m: ModelMetadata) -> _Needs | str:
+def _needs(ctx: QueryContext, m: ModelMetadata, fold: bool = True) -> _Needs | str:
+    """What the block reads of the model: with its expressions read from computed columns (`fold`), or as
+    written (a layout built before the computed column was added holds the columns it reads)."""
     joins = join_mapping(ctx, m.model)
     if isinstance(joins, str):
         return joins
     cols = _ModelColumns(m, joins.aliases)
+    folded = cols.folded(ctx) if fold else []
+    read = columns_outside(ctx, {id(node) for node, _ in folded}) if folded else ctx.columns
     columns: dict[ColumnKey, int] = {}
-    for col in [*ctx.columns, *(c for f in joins.filters for c in f.find_all(exp.Column))]:
+    for col in [*read, *(c for f in joins.filters for c in f.find_all(exp.Column))]:
         cid = cols.column(col)
         if cid is None:
             return f"column {col.table.upper()}.{col.name.upper()} is not a column of the model"
@@ -298,10 +366,14 @@ def _needs(ctx: QueryContext, m: ModelMetadata) -> _Needs | str:
     group = ctx.select.args.get("group")
     group_cols = [g for g in group.expressions] if group else []
     grouping_sets = group is not None and any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets", "all"))
+    by_node = {id(node): cid for node, cid in folded}
+    group_ids = [
+        by_node.get(id(g), columns.get((g.table, g.name.lower())) if isinstance(g, exp.Column) else None)
+        for g in group_cols
+    ]
     group_dims = (
-        frozenset(columns[(g.table, g.name.lower())] for g in group_cols)
-        if not grouping_sets
-        and all(isinstance(g, exp.Column) and (g.table, g.name.lower()) in columns for g in group_cols)
+        frozenset(g for g in group_ids if g is not None)
+        if not grouping_sets and all(g is not None for g in group_ids)
         else None
     )
     calls = [
@@ -322,7 +394,7 @@ def _needs(ctx: QueryContext, m: ModelMetadata) -> _Needs | str:
         if m.topn_measures
         else []
     )
-    return _Needs(cols, columns, inner, calls, topn, joins)
+    return _Needs(cols, columns, inner, calls, topn, joins, folded)
 
 
 def requirements(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[int, ...], frozenset[int]] | str:
@@ -338,18 +410,25 @@ def requirements(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[int, ...], 
     if isinstance(needs, str):
         return needs
     dims = {c.id for c in m.model.dimensions()}
+    if needs.folded and not needs.needed <= dims:  # a computed column that is no dimension: the columns it reads
+        plain = _needs(ctx, m, fold=False)
+        needs = plain if isinstance(plain, _Needs) else needs
     missing = sorted(needs.needed - dims)
     if missing:
         return "no dimension: " + ", ".join(needs.cols.name(c) for c in missing)
     wanted: set[int] = set(needs.needed)
     measures: set[int] = set()
+    sketches = {x.id for x in m.model.measures() if x.function.returntype.lower().startswith("hllc")}
     for call in needs.calls:
-        way = next((w for w in call.ways if w.dims <= dims), None)
+        # an exact way adding no dimension first (a measure of a column the block does not otherwise read)
+        fitting = [w for w in call.ways if w.dims <= dims]
+        exact = (w for w in fitting if w.dims <= needs.needed and not w.measures & sketches)
+        way = next(exact, fitting[0] if fitting else None)
         if way is None:
             return call.problem or f"{call.node.sql(dialect='spark')}: no measure of the model computes it"
         wanted |= way.dims
         measures |= way.measures
-    first = [c for c in _filter_order(ctx, needs.cols) if c in wanted]
+    first = [c for c in _filter_order(ctx, needs.cols, needs.folded) if c in wanted]
     position = {c.id: i for i, c in enumerate(m.model.dimensions())}
     rest = sorted(wanted - set(first), key=position.__getitem__)
     return (*first, *rest), frozenset(measures)
@@ -359,8 +438,11 @@ def _match_model(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[object, ...
     needs = _needs(ctx, m)
     if isinstance(needs, str):
         return needs
-    cols, columns, inner, calls, needed = needs.cols, needs.columns, needs.inner, needs.calls, needs.needed
-    owners = {cid: alias for (alias, _), cid in {**inner, **columns}.items()}
+    variants = [needs]
+    if needs.folded:  # a layout may hold the columns an expression reads and not its computed column
+        plain = _needs(ctx, m, fold=False)
+        variants += [plain] if not isinstance(plain, str) else []
+    cols = needs.cols
     lookups = _lookup_joins(ctx, m, needs.joins)
     scanned, pruned = _prune(ctx.filter, m, cols)
     unproven = needs.joins.proof.check(s.segment for s in scanned)
@@ -372,54 +454,58 @@ def _match_model(ctx: QueryContext, m: ModelMetadata) -> tuple[tuple[object, ...
     if not candidates:
         return "no layout is built in every segment the query reads"
 
-    filter_order = _filter_order(ctx, cols)
     best: tuple[tuple[object, ...], Match] | None = None
-    reasons: list[Misfit] = []
+    reasons: list[Misfit] = []  # (of the first variant: why a layout cannot answer the block at its best)
     retyped_fit = False  # a layout that fits but holds a column built with another type than Spark's
-    for layout in candidates:
-        found = _layout_fits(ctx, layout, needed, calls, cols, inner, needs.topn)
-        if not isinstance(found, tuple):
-            reasons.append(found)
-            continue
-        if m.layout_columns[layout.id] & m.retyped:
-            retyped_fit = True
-            continue
-        ways, missing = found
-        derived = _derive(missing, owners, lookups, cols.m.layout_columns[layout.id]) if missing else ()
-        if derived is None:
-            reasons.append(missing)
-            continue
-        rows = sum(s.layouts[layout.id].rows for s in scanned)
-        positions = tuple(layout.col_order.index(c) if c in layout.col_order else 999 for c in filter_order)
-        dims = layout.dimensions
-        key = (
-            layout.is_table_index,
-            bool(derived),
-            rows,
-            positions,
-            len(dims),
-            len(layout.col_order) - len(dims),
-            layout.id,
-        )
-        if best is None or key < best[0]:
-            proof = needs.joins.proof
-            best = (
-                key,
-                Match(
-                    m,
-                    layout,
-                    {**inner, **columns},
-                    ways,
-                    scanned,
-                    pruned,
-                    rows,
-                    derived,
-                    proof=proof,
-                    filters=needs.joins.filters,
-                ),
+    for variant in variants:
+        columns, inner = variant.columns, variant.inner
+        owners = {cid: alias for (alias, _), cid in {**inner, **columns}.items()}
+        filter_order = _filter_order(ctx, cols, variant.folded)
+        misfits: list[Misfit] = reasons if variant is needs else []
+        for layout in candidates:
+            found = _layout_fits(ctx, layout, variant.needed, variant.calls, cols, inner, variant.topn)
+            if not isinstance(found, tuple):
+                misfits.append(found)
+                continue
+            if m.layout_columns[layout.id] & m.retyped:
+                retyped_fit = True
+                continue
+            ways, missing = found
+            derived = _derive(missing, owners, lookups, cols.m.layout_columns[layout.id]) if missing else ()
+            if derived is None:
+                misfits.append(missing)
+                continue
+            rows = sum(s.layouts[layout.id].rows for s in scanned)
+            positions = tuple(layout.col_order.index(c) if c in layout.col_order else 999 for c in filter_order)
+            dims = layout.dimensions
+            key = (
+                layout.is_table_index,
+                bool(derived),
+                rows,
+                positions,
+                len(dims),
+                len(layout.col_order) - len(dims),
+                layout.id,
             )
+            if best is None or key < best[0]:  # (a tie: the folded variant, tried first)
+                best = (
+                    key,
+                    Match(
+                        m,
+                        layout,
+                        {**inner, **columns},
+                        ways,
+                        scanned,
+                        pruned,
+                        rows,
+                        derived,
+                        proof=needs.joins.proof,
+                        filters=needs.joins.filters,
+                        folded=tuple(variant.folded),
+                    ),
+                )
     if best is None:
-        return m.retyped_reason if retyped_fit else _why_not(reasons, calls, needed, candidates, cols)
+        return m.retyped_reason if retyped_fit else _why_not(reasons, needs.calls, needs.needed, candidates, cols)
     return best
 
 

@@ -11,9 +11,10 @@ What a plan does with a parameter decides how it is reused:
   engine's SQL text. Their values can only change which segments are pruned, so on a hit pruning runs
   again (over the context filters kept from the first plan) and the plan is reused only when every model
   keeps the same segments;
-- *fixed* parameters — literals inside aggregate calls (a computed column may match), projections (they
-  name the outputs), GROUP BY, ORDER BY, join conditions (not the subqueries joined), window specifications,
-  or any literal the front end consumed — are part of the key: another value plans afresh.
+- *fixed* parameters — literals inside aggregate calls (a computed column may match) or inside any expression
+  read from a computed column (its values hold the literal), projections (they name the outputs), GROUP BY,
+  ORDER BY, join conditions (not the subqueries joined), window specifications, or any literal the front end
+  consumed — are part of the key: another value plans afresh.
 A template is only used for an engine after it reproduced, with the first statement's literals, exactly
 the SQL that statement ran.
 """
@@ -30,7 +31,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from precube.query.frontend import PARAM, tokens_of
+from precube.query.frontend import FOLDED, PARAM, tokens_of
 from precube.query.matching import Probe, scanned_ids
 from precube.query.project_metadata import ProjectMetadata
 
@@ -123,7 +124,7 @@ def fixed_params(shape: Shape, qualified: exp.Query, final: exp.Query) -> frozen
         i = _param(lit)
         if i is not None:
             seen.add(i)
-            if _structural(lit, known):
+            if lit.meta.get(FOLDED) or _structural(lit, known):  # (a parameter's meta is a ParamMeta)
                 fixed.add(i)
     kept = {i for lit in final.find_all(exp.Literal) if (i := _param(lit)) is not None}
     return frozenset(set(range(len(shape.params))) - (seen & kept) | fixed)

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 import sqlglot
+from sqlglot import exp
 
 from precube.metadata import (
     Dataflow,
@@ -130,8 +131,22 @@ class ModelMetadata:
         for cc in self.model.computed_columns:
             named = self.columns_by_ref.get(f"{cc.table_alias}.{cc.column_name}".upper())
             if named is not None:
-                found[canonical(sqlglot.parse_one(cc.expression, read=DIALECT))] = named.id
+                parsed = sqlglot.parse_one(cc.expression, read=DIALECT)
+                found[canonical(parsed)] = named.id
+                found.setdefault(canonical(parsed.unnest()), named.id)  # `(a < b)` is read where `a < b` is
         return found
+
+    @cached_property
+    def computed_kinds(self) -> frozenset[type[exp.Expr]]:
+        """The node kinds a computed column's expression may be written as (`a < b` also as `b > a`): a query's
+        expression of another kind is none of them, so matching skips it without printing it."""
+        kinds: set[type[exp.Expr]] = set()
+        for cc in self.model.computed_columns:
+            kinds.add(type(sqlglot.parse_one(cc.expression, read=DIALECT).unnest()))
+        for a, b in ((exp.LT, exp.GT), (exp.LTE, exp.GTE)):
+            if a in kinds or b in kinds:
+                kinds |= {a, b}
+        return frozenset(kinds)
 
     @cached_property
     def measure_index(self) -> MeasureIndex:

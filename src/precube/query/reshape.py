@@ -13,25 +13,61 @@
   NOT outer.k IN (… AND inner.k IS NOT NULL)`, which is never NULL either): a semi- or anti-join on an
   uncorrelated block (TPC-H Q4);
 - the block of `x IN (SELECT c …)` is grouped by `c` (IN ignores duplicates): an aggregate layout answers
-  it like any grouped block.
+  it like any grouped block;
+- a block over one lookup table T that only counts rows (`COUNT(*)`) and keeps those whose key is in the fact
+  table F's foreign keys, `T.pk IN (SELECT F.fk FROM F WHERE q)` with F.fk = T.pk a model's join (`lookup_keys`),
+  is the same count over F joined to T: `COUNT(DISTINCT F.fk) FROM F JOIN T ON F.fk = T.pk WHERE p AND q` (TPC-H
+  Q4, whose layout then holds T's columns and a bitmap of F.fk instead of every F.fk). Why: a T row counted by
+  the block is one whose key k is non-NULL, is some F row's key with q, and whose own columns satisfy p and
+  fall in the group. When T's key is unique, that T row is the only one with key k, so the rows counted in a
+  group are one per such k: exactly the distinct F.fk the join keeps in that group (a join row pairs an F row
+  with q to the one T row of its key, and p and the group read only T's columns; a NULL key joins nothing and
+  COUNT(DISTINCT) skips it). With a duplicate key the block counts each T row and the join each key once, so
+  the reshaped block asks matching to prove T's key unique in every segment it scans (`UNIQUE_KEY`, `join_proof`:
+  the build's join statistics); an orphan F row is no T row, so the proof also asks for none (the INNER join
+  drops it; a layout built with a LEFT join holds it). No proof, no layout: the statement as written is pushed
+  down.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.scope import traverse_scope
 
+from precube.metadata import Model
+from precube.query.contexts import own_nodes
 
-def reshaped(tree: exp.Query) -> exp.Query:
-    """A reshaped copy of the qualified `tree` (`frontend.normalise`); `tree` itself when no rule can apply."""
-    return reshape(tree.copy()) if tree.find(exp.Subquery, exp.CTE, exp.Or, exp.Exists) is not None else tree
+# (fact DB.TABLE, its foreign key column, lookup DB.TABLE, the lookup's key column), upper case: a model's
+# one-column join of a lookup to its fact table
+LookupKey = tuple[str, str, str, str]
+UNIQUE_KEY = "precube_unique_key"  # meta key of a block counting a lookup's keys: its alias, whose key must be unique
 
 
-def reshape(tree: exp.Query) -> exp.Query:
+def lookup_keys(models: Iterable[Model]) -> frozenset[LookupKey]:
+    """The one-column joins of a lookup to the fact table of each model."""
+    found = set()
+    for model in models:
+        root = model.root_alias.upper()
+        for jt in model.join_tables:
+            fks, pks = jt.join.foreign_key, jt.join.primary_key
+            if len(fks) == 1 and fks[0].split(".", 1)[0].upper() == root:
+                fk, pk = fks[0].split(".", 1)[1], pks[0].split(".", 1)[1]
+                found.add((model.fact_table.upper(), fk.upper(), jt.table.upper(), pk.upper()))
+    return frozenset(found)
+
+
+def reshaped(tree: exp.Query, keys: frozenset[LookupKey] = frozenset()) -> exp.Query:
+    """A reshaped copy of the qualified `tree` (`frontend.normalise`); `tree` itself when no rule can apply.
+    `keys`: the models' lookup joins (`lookup_keys`), for counted semi-joins."""
+    return reshape(tree.copy(), keys) if tree.find(exp.Subquery, exp.CTE, exp.Or, exp.Exists) is not None else tree
+
+
+def reshape(tree: exp.Query, keys: frozenset[LookupKey] = frozenset()) -> exp.Query:
     """`tree` reshaped in place (module docstring); a qualified tree (`frontend.normalise`)."""
     if tree.find(exp.Subquery, exp.CTE) is not None and _derived_tables_alone(tree):
         with contextlib.suppress(OptimizeError):  # a shape sqlglot does not merge: left as it is
@@ -48,6 +84,9 @@ def reshape(tree: exp.Query) -> exp.Query:
         query = node.args.get("query")
         if query is not None:
             _grouped(query.this)
+    if keys:
+        for select in list(tree.find_all(exp.Select)):
+            _counted_semi_join(select, keys)
     return tree
 
 
@@ -143,3 +182,75 @@ def _grouped(query: exp.Expr) -> exp.Expr:
     if value.find(exp.AggFunc, exp.Window) is not None or isinstance(value, exp.Star):
         return query
     return query.group_by(value.copy(), copy=False)
+
+
+def _counted_semi_join(select: exp.Select, keys: frozenset[LookupKey]) -> None:
+    """The block, changed in place, as a count of distinct foreign keys over the fact joined to the lookup it
+    counts (module docstring); as it is when it is not that shape."""
+    source = select.args.get("from_")
+    lookup = source.this if source is not None else None
+    where = select.args.get("where")
+    if not isinstance(lookup, exp.Table) or where is None or select.args.get("joins") or select.args.get("distinct"):
+        return
+    alias = lookup.alias_or_name
+    nodes = list(own_nodes(select))
+    counts = [n for n in nodes if isinstance(n, exp.AggFunc)]
+    if not counts or any(not (isinstance(c, exp.Count) and isinstance(c.this, exp.Star)) for c in counts):
+        return  # only COUNT(*): another aggregate would read the lookup's rows, which the join repeats
+    if any(isinstance(n, (exp.Window, exp.Filter)) for n in nodes) or any(
+        c.table not in ("", alias) for c in nodes if isinstance(c, exp.Column)
+    ):
+        return
+    if len(list(select.find_all(exp.Subquery))) != 1:
+        return  # (another subquery might read the lookup's rows)
+    conjuncts = _conjuncts(where.this)
+    found = [(i, m) for i, c in enumerate(conjuncts) if (m := _fact_keys(c.unnest(), lookup, keys)) is not None]
+    if len(found) != 1:
+        return
+    i, (member, fact, fk) = found[0]
+    if fact.alias_or_name == alias:
+        return
+    inner = member.args["query"].this.args.get("where")
+    rest = [*conjuncts[:i], *([inner.this.copy()] if inner is not None else []), *conjuncts[i + 1 :]]
+    on = exp.EQ(this=fk.copy(), expression=member.this.copy())
+    select.set("joins", [exp.Join(this=lookup.copy(), on=on)])
+    select.set("from_", exp.From(this=fact.copy()))
+    select.set("where", exp.Where(this=exp.and_(*(r.copy() for r in rest))) if rest else None)
+    for count in counts:
+        count.replace(exp.Count(this=exp.Distinct(expressions=[fk.copy()])))
+    select.meta[UNIQUE_KEY] = alias
+
+
+def _fact_keys(
+    node: exp.Expr, lookup: exp.Table, keys: frozenset[LookupKey]
+) -> tuple[exp.In, exp.Table, exp.Column] | None:
+    """`lookup.pk IN (SELECT fact.fk FROM fact [WHERE q] [GROUP BY fact.fk])` over a model's join: the IN, the
+    fact table and its key column; else None."""
+    query = node.args.get("query") if isinstance(node, exp.In) else None
+    inner = query.this if isinstance(query, exp.Subquery) else None
+    if not isinstance(node, exp.In) or not isinstance(inner, exp.Select) or not isinstance(node.this, exp.Column):
+        return None
+    source = inner.args.get("from_")
+    fact = source.this if source is not None else None
+    if not isinstance(fact, exp.Table) or inner.args.get("joins") or len(inner.expressions) != 1:
+        return None
+    if any(inner.args.get(k) for k in ("having", "limit", "offset", "distinct", "order", "with_")):
+        return None
+    selected = inner.expressions[0]
+    fk = selected.this if isinstance(selected, exp.Alias) else selected
+    group = inner.args.get("group")
+    if not isinstance(fk, exp.Column) or (group is not None and [g.sql() for g in group.expressions] != [fk.sql()]):
+        return None
+    if any(isinstance(n, (exp.AggFunc, exp.Subquery, exp.Query)) for n in own_nodes(inner)):
+        return None
+    if any(c.table != fact.alias_or_name for c in inner.find_all(exp.Column)):
+        return None  # (it reads the outer block: correlated)
+    if node.this.table != lookup.alias_or_name:
+        return None
+    key = (
+        f"{fact.db}.{fact.name}".upper(),
+        fk.name.upper(),
+        f"{lookup.db}.{lookup.name}".upper(),
+        node.this.name.upper(),
+    )
+    return (node, fact, fk) if key in keys else None

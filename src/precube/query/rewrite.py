@@ -1,6 +1,7 @@
 """Rewrite a matched block onto its layout (DESIGN §6 step 5): the block's tables and joins become one scan
 of the layout's files over the segments left after pruning; aggregate calls become the chosen way's
-merge expression over the cells; every other column becomes the layout column that holds it, except
+merge expression over the cells; an expression a computed column holds (`Match.folded`) becomes that column;
+every other column becomes the layout column that holds it, except
 the columns of a lookup joined back (a derived dimension), which keep reading the lookup. What
 surrounds the block (outer queries, ORDER BY, LIMIT, HAVING, window functions) is left as written.
 """
@@ -14,7 +15,7 @@ from sqlglot import exp
 
 from precube.query.aggregates import filtered
 from precube.query.contexts import LEFT, QueryContext, own_nodes
-from precube.query.frontend import Catalog, spark_sum_types
+from precube.query.frontend import FOLDED, PARAM, Catalog, spark_sum_types
 from precube.query.matching import DerivedJoin, Match
 from precube.query.project_metadata import ModelMetadata
 from precube.query.pruning import pinned_columns
@@ -83,13 +84,19 @@ def rewrite(ctx: QueryContext, match: Match, catalog: Catalog | None = None) -> 
     select = ctx.select
     if catalog is not None and match.table_index:
         spark_sum_types(select, catalog)  # before its columns become the layout's, whose types it lacks
-    pinned = (match.columns.get((c.table, c.name.lower())) for c in pinned_columns(ctx.filter))
+    pinned = [match.columns.get((c.table, c.name.lower())) for c in pinned_columns(ctx.filter)]
+    pinned += _pinned_folded(ctx.filter, match)
     scan = scan_of(match, frozenset(c for c in pinned if c is not None))
     where = select.args.get("where")
     if match.filters or (where is not None and where.this is not ctx.filter):
         # comma joins: their conditions leave the filter, but those the model joins otherwise are filters
         condition = [*([ctx.filter] if ctx.filter is not None else []), *(f.copy() for f in match.filters)]
         select.set("where", exp.Where(this=exp.and_(*condition, copy=False)) if condition else None)
+    for node, cid in match.folded:  # before the aggregates: a FILTER's condition is copied into their merge
+        for lit in node.find_all(exp.Literal):
+            if lit._meta and PARAM in lit._meta:
+                lit._meta[FOLDED] = 1  # the plan holds this value (`plan_cache.fixed_params`)
+        node.replace(_scan_column(str(cid)))
     if not match.table_index:
         dims = frozenset(match.layout.col_order)
         for call, way in zip(ctx.aggregates, match.ways, strict=True):
@@ -117,6 +124,15 @@ def rewrite(ctx: QueryContext, match: Match, catalog: Catalog | None = None) -> 
     if catalog is not None and not match.table_index and any(w.find(exp.Sum) for w in select.find_all(exp.Window)):
         spark_sum_types(select, catalog)  # `SUM(SUM(x)) OVER`: the merge inside is cast, so its type is known
     return scan
+
+
+def _pinned_folded(condition: exp.Expr | None, match: Match) -> list[int]:
+    """The computed columns a top-level conjunct of the filter pins to one value (`cc`, `NOT cc`)."""
+    if condition is None or not match.folded:
+        return []
+    parts = [p.unnest() for p in (condition.flatten() if isinstance(condition, exp.And) else [condition])]
+    held = {id(p.this.unnest() if isinstance(p, exp.Not) else p) for p in parts}
+    return [cid for node, cid in match.folded if id(node) in held]
 
 
 def _join_back(lookup: DerivedJoin, table: exp.Table) -> exp.Join:

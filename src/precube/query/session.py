@@ -45,7 +45,7 @@ from precube.query.lookup_snapshot import SnapshotMatch, SnapshotScan, match_sna
 from precube.query.matching import Match, Rejection, match, probes
 from precube.query.plan_cache import ContextProbe, Param, PlanCache, Shape, shape_of
 from precube.query.project_metadata import MetadataReader, ProjectMetadata
-from precube.query.reshape import reshaped
+from precube.query.reshape import lookup_keys, reshaped
 from precube.query.rewrite import LayoutScan, rewrite, whole_scans
 from precube.query.spill import Spill
 from precube.query.split_blocks import Split, split_tree
@@ -245,7 +245,8 @@ class Session:
         tree = normalise(parsed, metadata.catalog)
         check_comparisons(tree, metadata.catalog)  # a column compared with a literal of a type it cannot take
         facts = frozenset(m.model.fact_table.upper() for m in metadata.models)
-        shaped = reshaped(tree)  # the same meaning in blocks layouts answer (pushdown runs `tree`)
+        # the same meaning in blocks layouts answer (pushdown runs `tree`)
+        shaped = reshaped(tree, lookup_keys(m.model for m in metadata.models))
         split, splits = split_tree(shaped, facts, metadata.catalog)  # model parts apart from subqueries
         work = split.copy()
         found = contexts(work)
