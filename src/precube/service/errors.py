@@ -17,8 +17,8 @@ How `retryable` shows per door:
   57014 query_canceled, 58000 system_error).
 - The DB-API: the error's `.retryable` and `.sqlstate`, from this map in process and from the envelope's
   fields through a server.
-- Arrow Flight SQL: the gRPC code (`precube.server.flight.errors`); the retryable errors are UNAVAILABLE or ABORTED, the codes gRPC
-  clients retry.
+- Arrow Flight SQL: the gRPC code, as closely as pyarrow's server can send it (`precube.server.flight.errors`);
+  the retryable errors are UNAVAILABLE, the code gRPC clients retry.
 """
 
 from __future__ import annotations

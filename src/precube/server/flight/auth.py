@@ -88,7 +88,7 @@ class Caller(flight.ServerMiddleware):  # type: ignore[misc]
 
 
 class Authenticate(flight.ServerMiddlewareFactory):  # type: ignore[misc]
-    """Every call but none is authenticated: Basic credentials through the sign-in, or a bearer token."""
+    """Every call is authenticated: Basic credentials through the sign-in, or a bearer token."""
 
     def __init__(
         self,

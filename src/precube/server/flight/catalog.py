@@ -30,6 +30,31 @@ TABLES = pa.schema(
 TABLES_WITH_SCHEMA = TABLES.append(pa.field("table_schema", pa.binary(), nullable=False))
 TABLE_TYPES = pa.schema([pa.field("table_type", pa.utf8(), nullable=False)])
 TABLE_TYPE = "TABLE"  # precube has no views
+PRIMARY_KEYS = pa.schema(
+    [
+        ("catalog_name", pa.utf8()),
+        ("db_schema_name", pa.utf8()),
+        pa.field("table_name", pa.utf8(), nullable=False),
+        pa.field("column_name", pa.utf8(), nullable=False),
+        ("key_name", pa.utf8()),
+        pa.field("key_sequence", pa.int32(), nullable=False),
+    ]
+)
+_NAMES = [
+    (f"{side}_{part}", part.endswith("table_name") or part.endswith("column_name"))
+    for side in ("pk", "fk")
+    for part in ("catalog_name", "db_schema_name", "table_name", "column_name")
+]
+FOREIGN_KEYS = pa.schema(  # CommandGetExportedKeys' and CommandGetImportedKeys'
+    [pa.field(name, pa.utf8(), nullable=not required) for name, required in _NAMES]
+    + [
+        pa.field("key_sequence", pa.int32(), nullable=False),
+        ("fk_key_name", pa.utf8()),
+        ("pk_key_name", pa.utf8()),
+        pa.field("update_rule", pa.uint8(), nullable=False),
+        pa.field("delete_rule", pa.uint8(), nullable=False),
+    ]
+)
 
 TYPE_NAME = b"ARROW:FLIGHT:SQL:TYPE_NAME"  # the metadata keys Flight SQL reads on a table's columns
 PRECISION, SCALE = b"ARROW:FLIGHT:SQL:PRECISION", b"ARROW:FLIGHT:SQL:SCALE"

@@ -25,14 +25,16 @@ _BY_CODE: dict[str, type[flight.FlightError]] = {
 }
 
 
-def flight_error(err: PrecubeError) -> flight.FlightError:
+def flight_error(err: PrecubeError) -> Exception:
     """The Flight error answering `err`."""
     answer = disposition(err)
     kind = _BY_CODE.get(answer.grpc)
     if kind is None:
         kind = flight.FlightUnavailableError if answer.retryable else flight.FlightServerError
-    return kind(str(err))
+    error: Exception = kind(str(err))
+    return error
 
 
-def unexpected() -> flight.FlightError:
-    return flight.FlightInternalError("internal error: see the server's log")
+def unexpected() -> Exception:
+    error: Exception = flight.FlightInternalError("internal error: see the server's log")
+    return error

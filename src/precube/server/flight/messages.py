@@ -42,9 +42,21 @@ _MESSAGES: dict[str, list[tuple[str, int, int, str]]] = {
         ("include_schema", 5, BOOL, ""),
     ],
     "CommandGetTableTypes": [],
-    "CommandGetPrimaryKeys": [("catalog", 1, STRING, OPTIONAL), ("db_schema", 2, STRING, OPTIONAL), ("table", 3, STRING, "")],
-    "CommandGetExportedKeys": [("catalog", 1, STRING, OPTIONAL), ("db_schema", 2, STRING, OPTIONAL), ("table", 3, STRING, "")],
-    "CommandGetImportedKeys": [("catalog", 1, STRING, OPTIONAL), ("db_schema", 2, STRING, OPTIONAL), ("table", 3, STRING, "")],
+    "CommandGetPrimaryKeys": [
+        ("catalog", 1, STRING, OPTIONAL),
+        ("db_schema", 2, STRING, OPTIONAL),
+        ("table", 3, STRING, ""),
+    ],
+    "CommandGetExportedKeys": [
+        ("catalog", 1, STRING, OPTIONAL),
+        ("db_schema", 2, STRING, OPTIONAL),
+        ("table", 3, STRING, ""),
+    ],
+    "CommandGetImportedKeys": [
+        ("catalog", 1, STRING, OPTIONAL),
+        ("db_schema", 2, STRING, OPTIONAL),
+        ("table", 3, STRING, ""),
+    ],
     "CommandStatementQuery": [("query", 1, STRING, ""), ("transaction_id", 2, BYTES, OPTIONAL)],
     "CommandStatementUpdate": [("query", 1, STRING, ""), ("transaction_id", 2, BYTES, OPTIONAL)],
     "CommandStatementSubstraitPlan": [],  # refused: only its name matters
@@ -112,13 +124,13 @@ def new(name: str, **fields: Any) -> Any:
 
 
 def name_of(message: Message) -> str:
-    return message.DESCRIPTOR.name
+    return str(message.DESCRIPTOR.name)
 
 
 def pack(message: Message) -> bytes:
     """The message wrapped in a `google.protobuf.Any`, serialized (a command, a ticket, an action's result)."""
     wrapped = any_pb2.Any(type_url=TYPE_PREFIX + message.DESCRIPTOR.full_name, value=message.SerializeToString())
-    return wrapped.SerializeToString()
+    return bytes(wrapped.SerializeToString())
 
 
 def unpack(data: bytes) -> Any:

@@ -5,8 +5,9 @@ gRPC's threads.
 Every call is signed in (`flight.auth`) and every statement and catalog read goes through the query service,
 authorised there with the directory as it is at that moment, as REST's and the wire's are.
 
-- Catalog commands (`CommandGetCatalogs`, `…DbSchemas`, `…Tables`, `…TableTypes`, `…SqlInfo`): `GetFlightInfo`
-  answers with the schema and a ticket that is the command itself; `DoGet` reads the catalog then.
+- Catalog commands (`CommandGetCatalogs`, `…DbSchemas`, `…Tables`, `…TableTypes`, `…SqlInfo`; `…PrimaryKeys`,
+  `…ExportedKeys`, `…ImportedKeys` are empty): `GetFlightInfo` answers with the schema and a ticket that is the
+  command itself; `DoGet` reads the catalog then. They list every project the user may query (the catalogs).
 - A statement (`CommandStatementQuery`, or a prepared one's `CommandPreparedStatementQuery`): `GetFlightInfo`
   runs it (a cancelled call cancels it: `QueryService.cancel`, which is what ADBC's `adbc_cancel` does) and
   keeps the answer under a one-use ticket (`TicketStatementQuery`) for `DoGet`, which streams it as record
@@ -16,8 +17,9 @@ authorised there with the directory as it is at that moment, as REST's and the w
   one row of values by the one binder (`service.parameters`: the statement's `?` marks, in order);
   `ClosePreparedStatement` forgets it.
 
-Errors are Flight errors with the gRPC code of the error's row in `service.errors` and its one-line message
-(`flight.errors`). The server is read-only: updates, Substrait plans and transactions are UNIMPLEMENTED."""
+Errors are Flight errors with the error's one-line message and the gRPC code of its row in `service.errors` as
+far as pyarrow lets a server send it (`flight.errors`). The server is read-only: updates, Substrait plans and
+transactions are refused as not supported."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from functools import wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -43,6 +46,7 @@ from precube.server.flight import catalog, messages, sqlinfo
 from precube.server.flight.auth import Authenticate, Caller, HandshakeAnswer, Tokens, token_key
 from precube.server.flight.errors import flight_error, unexpected
 from precube.server.state import ServerState
+from precube.service.parameters import bind
 from precube.service.principal import Principal
 from precube.settings import ServerSettings
 
@@ -105,6 +109,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         self._answers: OrderedDict[bytes, Answer] = OrderedDict()
         self._prepared: OrderedDict[bytes, Prepared] = OrderedDict()
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
         self._info = sqlinfo.server_info(_version(), state.settings.query.timeout_s)
         factory = Authenticate(state.signin, state.directory.user, Tokens(token_key()), loop)
         super().__init__(
@@ -132,7 +137,8 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         names = [p.name for p in self.state.store.list_projects()]
         if catalog_name is not None:
             names = [n for n in names if n == catalog_name]
-        allowed = [n for n in names if (self.state.directory.permission(user, n) or 0) >= Permission.QUERY]
+        held = {n: self.state.directory.permission(user, n) for n in names}
+        allowed = [n for n in names if (level := held[n]) is not None and level >= Permission.QUERY]
         return [self.state.queries.catalog(Principal(user.username, n, tuple(user.groups))) for n in allowed]
 
     # -- GetFlightInfo and DoGet -----------------------------------------------------------------------
@@ -142,6 +148,8 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         command = _command(descriptor)
         name = messages.name_of(command)
         caller = self._caller(context)
+        if name == "CommandStatementQuery" and command.HasField("transaction_id"):
+            raise _unsupported("a transaction")
         if name == "CommandStatementQuery":
             return self._execute(context, descriptor, caller, self._principal(caller), command.query, None)
         if name == "CommandPreparedStatementQuery":
@@ -156,7 +164,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     def get_schema(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor) -> Any:
         command = _command(descriptor)
         if messages.name_of(command) in ("CommandStatementQuery", "CommandPreparedStatementQuery"):
-            raise flight_error(_unsupported("the schema of a statement before it runs"))
+            raise _unsupported("the schema of a statement before it runs")
         return flight.SchemaResult(self._catalog_answer(self._caller(context), command).schema)
 
     @answers_errors
@@ -183,15 +191,17 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     ) -> Any:
         queries = self.state.queries
         started = time.perf_counter()
-        result = queries.answer_from_memory(principal, sql) if parameters is None else None
+        text = bind(sql, parameters)  # bound once: the memory lane and the run see the same statement
+        result = queries.answer_from_memory(principal, text)
         if result is None:
-            handle = queries.run(principal, sql, parameters)
+            handle = queries.run(principal, text)
             while True:
                 try:
                     result = handle.result(POLL_S)
                     break
                 except FutureTimeout:
-                    if context.is_cancelled():  # the client cancelled the call (ADBC's adbc_cancel) or went away
+                    # the client cancelled the call (ADBC's adbc_cancel) or went away, or the server is stopping
+                    if context.is_cancelled() or self._stopping.is_set():
                         queries.cancel(handle)
         table = result.table
         statement_handle = secrets.token_bytes(16)
@@ -238,6 +248,10 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             return catalog.table_types()
         if name == "CommandGetSqlInfo":
             return sqlinfo.answer(self._info, command.info)
+        if name == "CommandGetPrimaryKeys":
+            return catalog.PRIMARY_KEYS.empty_table()  # precube's tables declare no keys
+        if name in ("CommandGetExportedKeys", "CommandGetImportedKeys"):
+            return catalog.FOREIGN_KEYS.empty_table()
         raise _unsupported(name)
 
     # -- prepared statements ---------------------------------------------------------------------------
@@ -279,6 +293,8 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         body = action.body.to_pybytes() if action.body is not None else b""
         if action.type == "CreatePreparedStatement":
             request = messages.unpack(body)
+            if request.HasField("transaction_id"):
+                raise _unsupported("a transaction")
             principal = self._principal(caller)
             self.state.queries.authorise(principal)
             self.state.store.require_project(principal.project)
@@ -314,7 +330,8 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
                     answer = self._answers.get(ticket.statement_handle)
                     if answer is not None and answer.user == caller.user.username:
                         del self._answers[ticket.statement_handle]
-        return messages.new("CancelFlightInfoResult", status=messages.CANCEL_STATUS_CANCELLED).SerializeToString()
+        result = messages.new("CancelFlightInfoResult", status=messages.CANCEL_STATUS_CANCELLED)
+        return bytes(result.SerializeToString())
 
 
 def _command(descriptor: flight.FlightDescriptor) -> Any:
@@ -344,8 +361,8 @@ def _certificates(settings: ServerSettings) -> list[flight.CertKeyPair]:
     if settings.pg_tls_cert is None or settings.pg_tls_key is None:
         return []
     try:
-        with open(settings.pg_tls_cert, "rb") as cert, open(settings.pg_tls_key, "rb") as key:
-            return [flight.CertKeyPair(cert=cert.read(), key=key.read())]
+        cert, key = Path(settings.pg_tls_cert).read_bytes(), Path(settings.pg_tls_key).read_bytes()
+        return [flight.CertKeyPair(cert=cert, key=key)]
     except OSError as err:
         raise ConfigError(f"[server] pg_tls_cert / pg_tls_key cannot be read for Flight SQL: {err}") from err
 
@@ -374,5 +391,6 @@ class FlightListener:
         return cls(server, server.port)
 
     async def stop(self) -> None:
-        """Stop listening; the calls in progress end (their statements cancelled by the query service's close)."""
+        """Stop listening; the statements of the calls in progress are cancelled, and the calls end."""
+        self.server._stopping.set()
         await asyncio.to_thread(self.server.shutdown)
