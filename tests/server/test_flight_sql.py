@@ -154,6 +154,10 @@ def test_a_refused_statement_is_an_error_with_its_one_line_message(adbc: Any) ->
         cursor.execute("select nope from ssb.lineorder")
     message = str(refused.value)
     assert "column NOPE" in message and "Traceback" not in message
+    details = dict(refused.value.details)  # the call's trailers
+    assert details[b"x-precube-sqlstate"] == b"42703"  # undefined_column, as through every door
+    assert details[b"x-precube-grpc-code"] == b"NOT_FOUND"
+    assert details[b"x-arrow-status-message-bin"].decode().startswith("column NOPE is in none")
     with adbc.cursor() as cursor, pytest.raises(adbc_driver_manager.Error, match="read-only|not allowed|DROP"):
         cursor.execute("drop table ssb.lineorder")
 

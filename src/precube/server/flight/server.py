@@ -18,8 +18,9 @@ authorised there with the directory as it is at that moment, as REST's and the w
   `ClosePreparedStatement` forgets it.
 
 Errors are Flight errors with the error's one-line message and the gRPC code of its row in `service.errors` as
-far as pyarrow lets a server send it (`flight.errors`). The server is read-only: updates, Substrait plans and
-transactions are refused as not supported."""
+far as pyarrow lets a server send it (`flight.errors`); the trailers `x-precube-sqlstate` and
+`x-precube-grpc-code` carry its SQLSTATE and its own gRPC code (ADBC: the error's `details`). The server is
+read-only: updates, Substrait plans and transactions are refused as not supported."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ from precube.server.flight import catalog, messages, sqlinfo
 from precube.server.flight.auth import Authenticate, Caller, HandshakeAnswer, Tokens, token_key
 from precube.server.flight.errors import flight_error, unexpected
 from precube.server.state import ServerState
+from precube.service.errors import disposition
 from precube.service.parameters import bind
 from precube.service.principal import Principal
 from precube.settings import ServerSettings
@@ -57,6 +59,7 @@ ANSWER_TTL_S = 120.0  # an answer not fetched within this is dropped
 MAX_ANSWERS = 256  # answers waiting for their DoGet (the oldest dropped past it)
 MAX_PREPARED = 4096  # prepared statements open (the oldest closed past it)
 POLL_S = 0.05  # how often a statement's call checks whether its client went away
+SQLSTATE_TRAILER, GRPC_CODE_TRAILER = "x-precube-sqlstate", "x-precube-grpc-code"  # on a failed call
 ACTIONS = ("CreatePreparedStatement", "ClosePreparedStatement", "CancelFlightInfo")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -66,12 +69,15 @@ def answers_errors(method: F) -> F:
     """The handler's precube errors as Flight errors; anything unforeseen logged and answered INTERNAL."""
 
     @wraps(method)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(server: FlightSqlServer, context: flight.ServerCallContext, *args: Any) -> Any:
         try:
-            return method(*args, **kwargs)
+            return method(server, context, *args)
         except flight.FlightError:
             raise
         except PrecubeError as err:
+            answer = disposition(err)  # the SQLSTATE and the gRPC code meant, whatever pyarrow can send
+            context.add_trailer(SQLSTATE_TRAILER, answer.sqlstate)
+            context.add_trailer(GRPC_CODE_TRAILER, answer.grpc)
             raise flight_error(err) from None
         except messages.UnknownCommandError as err:
             raise flight_error(InvalidInputError(str(err))) from None
