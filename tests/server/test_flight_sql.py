@@ -5,6 +5,7 @@ with a model defining a computed column (listed with the table's columns, as thr
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import threading
@@ -20,11 +21,12 @@ import pyarrow.flight as flight
 import pytest
 
 from precube.auth import Permission
+from precube.errors import ConfigError
 from precube.metadata import Project, SourceType, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model
 from precube.server.flight import messages
-from precube.server.flight.server import BATCH_BYTES
+from precube.server.flight.server import BATCH_BYTES, FlightListener
 from precube.sources.tables import load_file_table
 from precube.ssb.generate import TABLES
 from precube.ssb.queries import SSB_QUERIES
@@ -321,3 +323,11 @@ def test_tls_when_a_certificate_is_configured(server: LiveServer, tmp_path: Path
             assert cursor.fetchone()[0] > 0
         with pytest.raises(adbc_driver_manager.Error):  # plain gRPC is not answered on a TLS port
             connect(tls).close()
+
+
+def test_a_port_taken_is_left_to_the_worker_serving_it(server: LiveServer) -> None:
+    port = server.settings.server.flight_port
+    assert port is not None
+    assert asyncio.run(FlightListener.start(server.state, "127.0.0.1", port, shared=True)) is None  # --workers
+    with pytest.raises(ConfigError, match="cannot listen"):  # a single process: the port must be its own
+        asyncio.run(FlightListener.start(server.state, "127.0.0.1", port))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 from pathlib import Path
 from typing import Any
@@ -85,11 +84,8 @@ def serve(
     os.environ["PRECUBE__SERVER__WORKERS"] = str(count)  # each process's share of the memory (`query.bounds`)
     if settings.server.pg_port is not None:  # each worker listens on it too (SO_REUSEPORT)
         os.environ["PRECUBE__SERVER__PG_PORT"] = str(settings.server.pg_port)
-    if settings.server.flight_port:  # each worker listens on it too (gRPC sets SO_REUSEPORT), one token key for all
-        from precube.server.flight.auth import KEY_ENV
-
+    if settings.server.flight_port:  # the first worker to bind it serves Flight SQL
         os.environ["PRECUBE__SERVER__FLIGHT_PORT"] = str(settings.server.flight_port)
-        os.environ.setdefault(KEY_ENV, secrets.token_hex(32))
     share_metrics(settings.home, settings.server.port)
     uvicorn.run("precube.server.app:from_environment", factory=True, workers=count, **options)
 

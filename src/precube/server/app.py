@@ -68,7 +68,7 @@ def create_app(
 
             state.jobs = JobService.start(state)
         wire = await _start_wire(state, reuse_port)
-        flight = await _start_flight(state)
+        flight = await _start_flight(state, reuse_port)
         try:
             yield
         finally:
@@ -114,14 +114,15 @@ async def _start_wire(state: ServerState, reuse_port: bool) -> Any:
     return await PgServer.start(state, state.settings.server.host, port, reuse_port=reuse_port)
 
 
-async def _start_flight(state: ServerState) -> Any:
-    """The Arrow Flight SQL front end on `[server] flight_port` (None when it is off)."""
+async def _start_flight(state: ServerState, shared: bool) -> Any:
+    """The Arrow Flight SQL front end on `[server] flight_port` (None when it is off, or another of the `--workers`
+    serves it)."""
     port = state.settings.server.flight_port
     if not port:
         return None
     from precube.server.flight.server import FlightListener
 
-    return await FlightListener.start(state, state.settings.server.host, port)
+    return await FlightListener.start(state, state.settings.server.host, port, shared)
 
 
 def _admin_password(settings: Settings) -> str | None:

@@ -2,8 +2,7 @@
 checked by the server's one sign-in (`server/signin.py`: throttled, its password checks bounded), answered with
 a bearer token the client sends on its later calls.
 
-A token is signed, not stored: `user|expiry` and its HMAC-SHA256 under the process's key, so every worker of
-`precube serve --workers N` (which share the key through the environment) accepts the others' tokens, and a
+A token is signed, not stored: `user|expiry` and its HMAC-SHA256 under a key the process draws at start, so a
 restart signs every client out. It names the user only: what the user may do is the directory's answer at each
 call (`QueryService.authorise`), so a user disabled or a grant revoked stops the next call, token or not.
 
@@ -17,11 +16,10 @@ import base64
 import binascii
 import hashlib
 import hmac
-import os
 import secrets
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow.flight as flight
@@ -30,22 +28,15 @@ from precube.auth import AuthenticationError, User
 from precube.server.flight.errors import flight_error
 
 PROJECT_HEADER = "x-precube-project"
-KEY_ENV = "PRECUBE_FLIGHT_TOKEN_KEY"  # set by `precube serve --workers N` for its workers: one key for all
 TOKEN_TTL_S = 24 * 3600.0
 SIGN_IN_TIMEOUT_S = 60.0  # a sign-in waiting longer (its queue full of checks) fails the call
 
 SignInFunction = Callable[[str, str, str | None], Coroutine[Any, Any, User]]
 
 
-def token_key() -> bytes:
-    """The key tokens are signed with: the workers' shared one, else this process's own."""
-    shared = os.environ.get(KEY_ENV)
-    return bytes.fromhex(shared) if shared else secrets.token_bytes(32)
-
-
 @dataclass(frozen=True)
 class Tokens:
-    key: bytes
+    key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     ttl_s: float = TOKEN_TTL_S
 
     def issue(self, user: str) -> str:

@@ -44,7 +44,7 @@ from precube.auth import Permission, User
 from precube.errors import ConfigError, InvalidInputError, PrecubeError, UnsupportedError
 from precube.query.catalog.description import CatalogDescription
 from precube.server.flight import catalog, messages, sqlinfo
-from precube.server.flight.auth import Authenticate, Caller, HandshakeAnswer, Tokens, token_key
+from precube.server.flight.auth import Authenticate, Caller, HandshakeAnswer, Tokens
 from precube.server.flight.errors import flight_error, unexpected
 from precube.server.state import ServerState
 from precube.service.errors import disposition
@@ -117,7 +117,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._info = sqlinfo.server_info(_version(), state.settings.query.timeout_s)
-        factory = Authenticate(state.signin, state.directory.user, Tokens(token_key()), loop)
+        factory = Authenticate(state.signin, state.directory.user, Tokens(), loop)
         super().__init__(
             f"{scheme}://{host}:{port}",
             auth_handler=HandshakeAnswer(),
@@ -390,9 +390,17 @@ class FlightListener:
     port: int
 
     @classmethod
-    async def start(cls, state: ServerState, host: str, port: int) -> FlightListener:
+    async def start(cls, state: ServerState, host: str, port: int, shared: bool = False) -> FlightListener | None:
+        """Listen on host:port. `shared`: one of several `--workers` processes, of which the first to bind the port
+        serves Flight SQL (pyarrow's gRPC server does not share a port): the others get None."""
         loop = asyncio.get_running_loop()
-        server = await asyncio.to_thread(FlightSqlServer, state, host, port, loop)  # binds and starts listening
+        try:
+            server = await asyncio.to_thread(FlightSqlServer, state, host, port, loop)  # binds and starts listening
+        except pa.ArrowException as err:
+            if not shared:
+                raise ConfigError(f"Arrow Flight SQL cannot listen on {host}:{port}: {err}") from err
+            LOG.info("Arrow Flight SQL on %s:%d is served by another worker", host, port)
+            return None
         LOG.info("Arrow Flight SQL on %s:%d%s", host, server.port, " (TLS)" if server.tls else "")
         return cls(server, server.port)
 
