@@ -133,8 +133,8 @@ def pack(message: Message) -> bytes:
     return bytes(wrapped.SerializeToString())
 
 
-def unpack(data: bytes) -> Any:
-    """The message a serialized `Any` holds."""
+def unpack(data: bytes, expected: str | None = None) -> Any:
+    """The message a serialized `Any` holds (`expected`: of that kind, else `UnknownCommandError`)."""
     wrapped = any_pb2.Any()
     try:
         wrapped.ParseFromString(data)
@@ -144,6 +144,8 @@ def unpack(data: bytes) -> Any:
     package, _, name = full_name.rpartition(".")
     if not prefix or package != PACKAGE or name not in _CLASSES:
         raise UnknownCommandError(f"{full_name or 'the command'} is not a Flight SQL command this server knows")
+    if expected is not None and name != expected:
+        raise UnknownCommandError(f"a {name} where a {expected} was expected")
     message = _CLASSES[name]()
     try:
         message.ParseFromString(wrapped.value)

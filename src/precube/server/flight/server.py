@@ -132,11 +132,10 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         assert isinstance(caller, Caller)  # every call passes the middleware, or is refused there
         return caller
 
-    def _principal(self, caller: Caller, project: str | None = None) -> Principal:
-        named = project or caller.project
-        if not named:
+    def _principal(self, caller: Caller) -> Principal:
+        if not caller.project:
             raise InvalidInputError("name the project: the x-precube-project header (the catalog a statement runs in)")
-        return Principal(caller.user.username, named, tuple(caller.user.groups))
+        return Principal(caller.user.username, caller.project, tuple(caller.user.groups))
 
     def _projects(self, user: User, catalog_name: str | None) -> list[CatalogDescription]:
         """The catalogs of the projects `user` may query now (the one named, when a catalog is given)."""
@@ -298,7 +297,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         caller = self._caller(context)
         body = action.body.to_pybytes() if action.body is not None else b""
         if action.type == "CreatePreparedStatement":
-            request = messages.unpack(body)
+            request = messages.unpack(body, "ActionCreatePreparedStatementRequest")
             if request.HasField("transaction_id"):
                 raise _unsupported("a transaction")
             principal = self._principal(caller)
@@ -312,7 +311,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             result = messages.new("ActionCreatePreparedStatementResult", prepared_statement_handle=handle)
             return iter([messages.pack(result)])
         if action.type == "ClosePreparedStatement":
-            request = messages.unpack(body)
+            request = messages.unpack(body, "ActionClosePreparedStatementRequest")
             with self._lock:
                 found = self._prepared.get(request.prepared_statement_handle)
                 if found is not None and found.user == caller.user.username:
