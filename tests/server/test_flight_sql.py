@@ -331,3 +331,29 @@ def test_a_port_taken_is_left_to_the_worker_serving_it(server: LiveServer) -> No
     assert asyncio.run(FlightListener.start(server.state, "127.0.0.1", port, shared=True)) is None  # --workers
     with pytest.raises(ConfigError, match="cannot listen"):  # a single process: the port must be its own
         asyncio.run(FlightListener.start(server.state, "127.0.0.1", port))
+
+
+def test_a_malformed_command_is_refused_as_invalid(
+    client: tuple[flight.FlightClient, flight.FlightCallOptions],
+) -> None:
+    with pytest.raises(flight.FlightServerError, match="not a protobuf Any"):
+        client[0].get_flight_info(flight.FlightDescriptor.for_command(b"\x00garbage"), client[1])
+    wrong_kind = messages.pack(messages.new("CommandGetCatalogs"))
+    with pytest.raises(flight.FlightServerError, match="was expected"):
+        list(client[0].do_action(flight.Action("CreatePreparedStatement", wrong_kind), client[1]))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "matches"),
+    [
+        ("S%", ["SSB", "S_B"]),
+        ("S_B", ["SSB", "S_B"]),
+        ("S\\_B", ["S_B"]),
+        ("%", ["SSB", "S_B", "X.Y"]),
+        ("X.Y", ["X.Y"]),
+    ],
+)
+def test_filter_patterns_are_like_patterns(pattern: str, matches: list[str]) -> None:
+    from precube.server.flight.catalog import _like
+
+    assert [name for name in ("SSB", "S_B", "X.Y") if _like(pattern, name)] == matches
