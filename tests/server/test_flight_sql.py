@@ -108,7 +108,7 @@ def test_get_objects_lists_the_projects_schemas_tables_and_columns(adbc: Any, se
     assert info["vendor_arrow_version"] == pa.__version__
 
 
-@pytest.mark.parametrize("name", ["Q1.1", "Q2.1", "Q3.2", "Q4.1"])
+@pytest.mark.parametrize("name", list(SSB_QUERIES))
 def test_ssb_queries_equal_duckdb_on_the_raw_tables(name: str, adbc: Any, oracle: Oracle) -> None:
     sql = SSB_QUERIES[name]
     with adbc.cursor() as cursor:
