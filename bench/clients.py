@@ -15,9 +15,11 @@ process and in the server), so every client runs the query. Per client, after a 
 The clients take turns query by query, so that the load of a shared machine falls on each alike.
 
 Clients: `Session.sql` (the baseline), the DB-API in this process and through the server (rows as tuples with
-`fetchall`, and as Arrow with `fetch_arrow_table`), SQLAlchemy on both URLs, pandas.read_sql on both URLs.
+`fetchall`, and as Arrow with `fetch_arrow_table`), SQLAlchemy on both URLs, pandas.read_sql on both URLs, and
+Arrow Flight SQL through ADBC's driver (`serve --flight-port`; `fetch_arrow_table`).
 Goals (issue 22): the remote DB-API within 1.5 ms of the in-process one for small results; a 100,000-row fetch
-through Arrow at 50 MB/s or more.
+through Arrow at 50 MB/s or more. Issue 39: Flight SQL within 1.5 ms of `Session.sql` for small answers and
+200 MB/s or more for the 100,000 rows.
 """
 
 from __future__ import annotations
@@ -32,13 +34,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import adbc_driver_flightsql.dbapi as flightsql
 import pandas as pd
 import sqlalchemy as sa
 from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve import ADMIN, Server, _timed_ms
+from serve import ADMIN, Server, _free_port, _timed_ms
 
 import precube.dbapi as db
 from precube.query.session import Session
@@ -59,6 +62,16 @@ def _fetch(con: db.Connection, arrow: bool) -> Callable[[str], Any]:
     def run(sql: str) -> Any:
         cur.execute(sql)
         return cur.fetch_arrow_table() if arrow else cur.fetchall()
+
+    return run
+
+
+def _flight(con: Any) -> Callable[[str], Any]:
+    cur = con.cursor()
+
+    def run(sql: str) -> Any:
+        cur.execute(sql)
+        return cur.fetch_arrow_table()
 
     return run
 
@@ -102,7 +115,8 @@ def main() -> None:
     settings = load_settings(home=home, spark={"master": args.master}, cache={"enabled": False})
     queries = list(SSB_QUERIES.values())
     report: dict[str, Any] = {"scale": args.scale, "build_s": round(build_s, 1), "cores": os.cpu_count(), "clients": {}}
-    server = Server(home, env=NO_CACHE)
+    flight_port = _free_port()
+    server = Server(home, env=NO_CACHE, args=("--flight-port", str(flight_port)))
     try:
         server.wait_loaded()
         remote_url = sa.URL.create("precube+http", ADMIN[0], ADMIN[1], "127.0.0.1", server.port, database=PROJECT)
@@ -111,6 +125,15 @@ def main() -> None:
             Session(store, PROJECT, settings.warehouse_root, settings=settings.query) as session,
             db.connect(project=PROJECT, settings=settings) as local,
             db.connect(server.url, project=PROJECT, user=ADMIN[0], password=ADMIN[1]) as remote,
+            flightsql.connect(
+                f"grpc://127.0.0.1:{flight_port}",
+                db_kwargs={
+                    "username": ADMIN[0],
+                    "password": ADMIN[1],
+                    "adbc.flight.sql.rpc.call_header.x-precube-project": PROJECT,
+                },
+                autocommit=True,
+            ) as flight,
         ):
             session.warm()
             big = session.sql(BIG).table
@@ -127,6 +150,7 @@ def main() -> None:
                 "SQLAlchemy precube+http://": _alchemy(remote_engine),
                 "pandas.read_sql precube://": lambda sql: pd.read_sql(sql, local_engine),
                 "pandas.read_sql precube+http://": lambda sql: pd.read_sql(sql, remote_engine),
+                "Flight SQL (ADBC), Arrow": _flight(flight),
             }
             report["clients"] = _measure(clients, queries, args.repeat, args.big_repeat)
             local_engine.dispose()
@@ -146,6 +170,8 @@ def main() -> None:
     )
     report["remote_arrow_big_mb_s"] = found["DB-API remote, Arrow"]["big_mb_s"]
     report["remote_arrow_transfer_mb_s"] = found["DB-API remote, Arrow"]["big_transfer_mb_s"]
+    report["flight_small_vs_session_ms"] = found["Flight SQL (ADBC), Arrow"]["small_vs_session_ms"]
+    report["flight_big_mb_s"] = found["Flight SQL (ADBC), Arrow"]["big_mb_s"]
     _print(Console(width=140), report)
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"clients-sf{args.scale:g}-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -175,6 +201,10 @@ def _print(console: Console, report: dict[str, Any]) -> None:
     console.print(
         f"100,000 rows through the remote DB-API as Arrow: {rate:.0f} MB/s with the query's own time, "
         f"{transfer or float('nan'):.0f} MB/s for what the client adds (goal: 50 MB/s or more)"
+    )
+    console.print(
+        f"Flight SQL (ADBC) vs Session.sql, small results: {report['flight_small_vs_session_ms']:+.2f} ms (goal: "
+        f"within 1.5 ms); 100,000 rows: {report['flight_big_mb_s']:.0f} MB/s (goal: 200 MB/s or more)"
     )
 
 

@@ -31,6 +31,13 @@ class InvalidInputError(PrecubeError):
     deterministic = True
 
 
+class UnsupportedError(PrecubeError):
+    """A feature a client asked for that precube does not offer (a Flight SQL update, a transaction)."""
+
+    code = "NOT_SUPPORTED"
+    deterministic = True
+
+
 class ConfigError(PrecubeError):
     """The settings cannot be loaded or are inconsistent."""
 

@@ -156,7 +156,8 @@ class ServerSettings(_Section):
         to that server instead of opening the metadata store. `source_roots`: the only directories (or URI
         prefixes) whose files `POST /api/tables` may register; empty, loading files through the API is refused
         (the CLI, whose user owns the machine, is not bound by it). `pg_port`: also answer the PostgreSQL wire
-    protocol there (same host, users and permissions; `pg_tls_cert`/`pg_tls_key` offer TLS to its clients)."""
+    protocol there (same host, users and permissions; `pg_tls_cert`/`pg_tls_key` offer TLS to its clients).
+    `flight_port`: also answer Arrow Flight SQL there (same host, users and permissions; TLS with that certificate)."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=7070, ge=0, le=65535)
@@ -171,6 +172,7 @@ class ServerSettings(_Section):
     pg_port: int | None = Field(default=None, ge=0, le=65535)  # the Postgres wire protocol's port (None: off)
     pg_tls_cert: str | None = None  # a PEM certificate (chain) and its key: the wire front end then offers TLS
     pg_tls_key: str | None = None
+    flight_port: int | None = Field(default=None, ge=0, le=65535)  # Arrow Flight SQL's port (None or 0: off)
     # connection hygiene: a connection that has not sent a request's headers within header_timeout_s (after it
     # opened, or after its last answer) is closed; keep_alive_s: an idle keep-alive connection's life (uvicorn's
     # timeout_keep_alive); max_connections: more open HTTP connections or requests get 503 (uvicorn's

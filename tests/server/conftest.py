@@ -71,9 +71,11 @@ def oracle(server_home: ServerHome) -> Iterator[Oracle]:
 
 @pytest.fixture(scope="session")
 def live(server_home: ServerHome) -> Iterator[LiveServer]:
-    """The shared server (it runs jobs, on the test run's Spark session), with the Postgres wire protocol."""
+    """The shared server (it runs jobs, on the test run's Spark session), with the Postgres wire protocol and
+    Arrow Flight SQL."""
     settings = server_home.settings.model_copy(deep=True)
     settings.server.pg_port = free_port()
+    settings.server.flight_port = free_port()
     server = LiveServer(settings)
     yield server
     server.stop()

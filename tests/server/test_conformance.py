@@ -1,7 +1,7 @@
 """One set of cases through every door to the query service (the ibis backend-matrix idea): REST, the Postgres
-wire and the DB-API (in process, and over HTTP) answer the same statements the same way, refuse the same
-statements with the same message, stop the next statement of a connection whose grant was revoked, and
-answer a statement longer than the shape memo. Arrow Flight SQL joins the matrix when it lands."""
+wire, the DB-API (in process, and over HTTP) and Arrow Flight SQL (ADBC's driver) answer the same statements the
+same way, refuse the same statements with the same message, stop the next statement of a connection whose grant
+was revoked, and answer a statement longer than the shape memo."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
+import adbc_driver_flightsql.dbapi as flightsql
+import adbc_driver_manager
 import httpx
 import psycopg
 import pytest
@@ -119,6 +121,33 @@ class DbApi(Door):
         self.con.close()
 
 
+class FlightSql(Door):
+    name = "flight"
+
+    def __init__(self, live: LiveServer, project: str, user: tuple[str, str]) -> None:
+        options = {
+            "username": user[0],
+            "password": user[1],
+            "adbc.flight.sql.rpc.call_header.x-precube-project": project,
+        }
+        address = f"grpc://127.0.0.1:{live.settings.server.flight_port}"
+        self.con = flightsql.connect(address, db_kwargs=options, autocommit=True)
+
+    def rows(self, sql: str) -> list[tuple[str | None, ...]]:
+        try:
+            with self.con.cursor() as cur:
+                cur.execute(sql)
+                return [tuple(_text(v) for v in row) for row in cur.fetchall()]
+        except adbc_driver_manager.Error as err:
+            # the one-line message and the SQLSTATE travel in the failed call's trailers (the error's details)
+            details = dict(err.details or [])
+            message = details.get(b"x-arrow-status-message-bin", str(err).encode()).decode()
+            raise RefusedError(message, details.get(b"x-precube-sqlstate", b"").decode() or None) from err
+
+    def close(self) -> None:
+        self.con.close()
+
+
 def _user(live: LiveServer, project: str) -> tuple[str, str]:
     name = f"cf_{uuid.uuid4().hex[:8]}"
     live.state.directory.add_user(name, PASSWORD, [])
@@ -129,7 +158,7 @@ def _user(live: LiveServer, project: str) -> tuple[str, str]:
 DoorMaker = Callable[[tuple[str, str]], Door]
 
 
-@pytest.fixture(params=["rest", "wire", "dbapi-remote", "dbapi-local"])
+@pytest.fixture(params=["rest", "wire", "dbapi-remote", "dbapi-local", "flight"])
 def door_of(request: pytest.FixtureRequest, live: LiveServer, server_home: ServerHome) -> Iterator[DoorMaker]:
     """How to open the door for a user (the in-process DB-API runs as the machine's user: it has no users)."""
     project, opened = server_home.project, []
@@ -140,6 +169,8 @@ def door_of(request: pytest.FixtureRequest, live: LiveServer, server_home: Serve
             door: Door = Rest(live, project, user)
         elif kind == "wire":
             door = Wire(live, project, user)
+        elif kind == "flight":
+            door = FlightSql(live, project, user)
         elif kind == "dbapi-remote":
             door = DbApi(db.connect(live.url, project=project, user=user[0], password=user[1]), kind)
         else:

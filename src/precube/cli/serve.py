@@ -26,6 +26,14 @@ def serve(
         help="Also answer the PostgreSQL wire protocol on this port (psql, psycopg, JDBC); default [server] "
         "pg_port (off). Passwords travel in clear text: keep it on loopback or configure pg_tls_cert.",
     ),
+    flight_port: int | None = typer.Option(
+        None,
+        "--flight-port",
+        min=0,
+        max=65535,
+        help="Also answer Arrow Flight SQL on this port (ADBC, the Flight SQL JDBC driver); default [server] "
+        "flight_port (off). Passwords travel in clear text: keep it on loopback or configure pg_tls_cert.",
+    ),
     workers: int | None = typer.Option(
         None,
         "--workers",
@@ -47,6 +55,7 @@ def serve(
     settings.server.host = host or settings.server.host
     settings.server.port = settings.server.port if port is None else port
     settings.server.pg_port = settings.server.pg_port if pg_port is None else pg_port
+    settings.server.flight_port = settings.server.flight_port if flight_port is None else flight_port
     configure_logging()
     count = workers or settings.server.workers
     options: dict[str, Any] = {
@@ -75,6 +84,8 @@ def serve(
     os.environ["PRECUBE__SERVER__WORKERS"] = str(count)  # each process's share of the memory (`query.bounds`)
     if settings.server.pg_port is not None:  # each worker listens on it too (SO_REUSEPORT)
         os.environ["PRECUBE__SERVER__PG_PORT"] = str(settings.server.pg_port)
+    if settings.server.flight_port:  # the first worker to bind it serves Flight SQL
+        os.environ["PRECUBE__SERVER__FLIGHT_PORT"] = str(settings.server.flight_port)
     share_metrics(settings.home, settings.server.port)
     uvicorn.run("precube.server.app:from_environment", factory=True, workers=count, **options)
 

@@ -45,7 +45,8 @@ def create_app(
 ) -> FastAPI:
     """The server application on `settings`; `name` (host:port) is what query answers call this server;
     `run_jobs`: this process runs the projects' queued jobs (the job service). With `[server] pg_port` its
-    lifespan also serves the Postgres wire protocol (`reuse_port`: in each of several worker processes).
+    lifespan also serves the Postgres wire protocol (`reuse_port`: in each of several worker processes), with
+    `flight_port` Arrow Flight SQL.
     `hot_path`: `POST /query` is answered ahead of FastAPI's router (`server.hot_path`); off, the declared
     route answers it, the same way."""
     server_name = name or f"{settings.server.host}:{settings.server.port}"
@@ -67,9 +68,12 @@ def create_app(
 
             state.jobs = JobService.start(state)
         wire = await _start_wire(state, reuse_port)
+        flight = await _start_flight(state, reuse_port)
         try:
             yield
         finally:
+            if flight is not None:
+                await flight.stop()
             if wire is not None:
                 await wire.stop()
             if state.jobs is not None:
@@ -108,6 +112,17 @@ async def _start_wire(state: ServerState, reuse_port: bool) -> Any:
     from precube.server.pgwire.listener import PgServer
 
     return await PgServer.start(state, state.settings.server.host, port, reuse_port=reuse_port)
+
+
+async def _start_flight(state: ServerState, shared: bool) -> Any:
+    """The Arrow Flight SQL front end on `[server] flight_port` (None when it is off, or another of the `--workers`
+    serves it)."""
+    port = state.settings.server.flight_port
+    if not port:
+        return None
+    from precube.server.flight.server import FlightListener
+
+    return await FlightListener.start(state, state.settings.server.host, port, shared)
 
 
 def _admin_password(settings: Settings) -> str | None:

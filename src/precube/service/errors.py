@@ -17,8 +17,8 @@ How `retryable` shows per door:
   57014 query_canceled, 58000 system_error).
 - The DB-API: the error's `.retryable` and `.sqlstate`, from this map in process and from the envelope's
   fields through a server.
-- Arrow Flight SQL (to come): the gRPC code; the retryable errors are UNAVAILABLE or ABORTED, the codes gRPC
-  clients retry.
+- Arrow Flight SQL: the gRPC code, as closely as pyarrow's server can send it (`precube.server.flight.errors`);
+  the retryable errors are UNAVAILABLE, the code gRPC clients retry.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from precube.auth.errors import (
 )
 from precube.cache.errors import CacheError
 from precube.engine.errors import BuildConflictError, BuildError
-from precube.errors import ConfigError, EnvironmentMissingError, PrecubeError
+from precube.errors import ConfigError, EnvironmentMissingError, PrecubeError, UnsupportedError
 from precube.jobs.errors import InsufficientDiskSpaceError, JobConflictError, JobError, ModelNotBuildableError
 from precube.metadata.errors import (
     AlreadyExistsError,
@@ -102,6 +102,7 @@ _TABLE: dict[type[PrecubeError], tuple[int, str, str]] = {
     PrecubeError: (400, "42000", "INVALID_ARGUMENT"),  # syntax_error_or_access_rule_violation
     ConfigError: (500, "F0000", "INTERNAL"),  # config_file_error: the server's settings, not the request
     EnvironmentMissingError: (503, "58000", "FAILED_PRECONDITION"),  # system_error; needs a fix, not a retry
+    UnsupportedError: (400, "0A000", "UNIMPLEMENTED"),  # feature_not_supported
     # metadata
     MetadataError: (500, "XX000", "INTERNAL"),  # internal_error: a malformed document, a misused transaction
     NotFoundError: (404, "3D000", "NOT_FOUND"),  # invalid_catalog_name: on the wire, the project connected to

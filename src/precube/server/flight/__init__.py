@@ -1,0 +1,1 @@
+"""The Arrow Flight SQL front end (`precube serve --flight-port`): answers as Arrow record batches."""
