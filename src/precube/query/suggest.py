@@ -336,15 +336,17 @@ class _Suggester:
         edges = self._data_edges()
         lookups: list[_Lookup] = []
         taken = {fact_alias}
-        frontier: list[tuple[str, str, frozenset[str]]] = [(fact, fact_alias, frozenset({fact}))]
+        # (table, its alias, the tables on the way there, its key columns: equal to its parent's, so joining
+        # a lookup on them again adds nothing)
+        frontier: list[tuple[str, str, frozenset[str], tuple[str, ...]]] = [(fact, fact_alias, frozenset({fact}), ())]
         while frontier:
-            table, here, path = frontier.pop(0)
+            table, here, path, joined_on = frontier.pop(0)
             for t, fk, lookup, pk, _, _ in sorted(edges, key=lambda e: e[1]):
-                if t != table or lookup in path:  # (no cycle back to a table on the way here)
+                if t != table or lookup in path or set(fk) <= set(joined_on):
                     continue
                 name = self._fresh(lookup.split(".", 1)[1], fk, lookup.split(".", 1)[1], taken)
                 lookups.append(_Lookup(name, lookup, here, fk, pk))
-                frontier.append((lookup, name, path | {lookup}))
+                frontier.append((lookup, name, path | {lookup}, pk))
         return lookups
 
     def _join_why(self, parent_table: str, lk: _Lookup) -> str:
@@ -456,7 +458,7 @@ class _Suggester:
                         continue
                     if t == spec.fact_table and c.family in (TypeFamily.INTEGER, TypeFamily.DECIMAL):
                         continue  # the fact's numbers are measures
-                    if 0 < c.distinct <= MAX_DIMENSION_CARDINALITY and c.distinct < max(p.sampled, 2):
+                    if 0 < c.distinct <= MAX_DIMENSION_CARDINALITY:
                         refs.setdefault(f"{a}.{c.name}", f"{c.distinct:,} distinct values in sample")
         if spec.partition_desc is not None:
             refs.setdefault(spec.partition_desc.partition_date_column, "the partition column")
