@@ -159,7 +159,7 @@ def _equalities(condition: exp.Expr, tables: dict[str, str]) -> list[_Edge]:
     while stack:
         node = stack.pop()
         if isinstance(node, (exp.And, exp.Paren)):
-            stack.extend(node.iter_expressions())
+            stack.extend(reversed(list(node.iter_expressions())))  # (a composite key's columns in written order)
         elif isinstance(node, exp.EQ) and isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Column):
             a, b = node.this, node.expression
             if a.table in tables and b.table in tables and a.table != b.table:
@@ -247,7 +247,8 @@ class _Suggester:
                     key = (mapping[here], fk, tables[there], pk)
                     if key not in by_path:
                         table_name = tables[there].split(".", 1)[1]
-                        wanted = there.upper() if there.upper() != table_name else table_name
+                        # a descriptive alias (`BUYER_ACCOUNT`) names the lookup, an abbreviation (`c`) does not
+                        wanted = there.upper() if len(there) > 3 else table_name
                         name = self._fresh(wanted, fk, table_name, taken)
                         by_path[key] = _Lookup(name, tables[there], mapping[here], fk, pk)
                         lookups.append(by_path[key])
