@@ -227,7 +227,9 @@ def _awkward_tables(root: Path) -> list[Path]:
             root,
             "FLIGHTS",
             {
-                "FL_DATE": [(dt.date(2015, 1, 1) + dt.timedelta(days=rnd.randrange(120))).isoformat() for _ in range(n)],
+                "FL_DATE": [
+                    (dt.date(2015, 1, 1) + dt.timedelta(days=rnd.randrange(120))).isoformat() for _ in range(n)
+                ],
                 "AIRLINE": [a for a, _ in planes],
                 "TAIL_NUM": [t for _, t in planes],
                 "ORIGIN_AIRPORT": origin,
@@ -292,3 +294,37 @@ def test_awkward_schema_from_the_data_alone(tmp_path: Path, capsys: pytest.Captu
     assert run([*args, "model", "create", "-p", "p", str(out)]) == 0
     assert "created model flights" in capsys.readouterr().out
     assert yaml.safe_load(text)["alias"] == "flights"
+
+
+AWKWARD_QUERIES = [
+    "select airline, sum(distance) as miles from flights group by airline order by sum(distance) desc limit 3",
+    "select origin.state, percentile_approx(dep_delay, 0.9) as p90, approx_count_distinct(tail_num) as planes, "
+    "count(distinct f.airline) as airlines from flights f "
+    "left join airports origin on f.origin_airport = origin.airport "
+    "left join airports dest on f.dest_airport = dest.airport where dest.state = 'S1' group by origin.state",
+]
+
+
+def test_awkward_schema_from_queries_proposes_their_measures(tmp_path: Path) -> None:
+    """Queries name the lookup's two aliases and ask a top N, a percentile and distinct counts (approximate and
+    exact): the measures are proposed, and every query is answered by a recommended layout."""
+    store = _project(tmp_path, _awkward_tables(tmp_path / "data"), "AIR")
+    found = suggest(read_metadata(store, "p"), AWKWARD_QUERIES)
+    spec = found.spec
+    assert {(j.alias, j.join.foreign_key[0]) for j in spec.join_tables} == {
+        ("ORIGIN_AIRPORTS", "FLIGHTS.ORIGIN_AIRPORT"),
+        ("DEST_AIRPORTS", "FLIGHTS.DEST_AIRPORT"),
+    }  # (not ORIGIN and DEST: the model would name ORIGIN.AIRPORT as the fact's ORIGIN_AIRPORT is named)
+    measures = {(m.expression, tuple(p.value for p in m.parameters()), m.return_type) for m in spec.simplified_measures}
+    assert {
+        ("TOP_N", ("FLIGHTS.DISTANCE", "FLIGHTS.AIRLINE"), "topn(100)"),
+        ("PERCENTILE_APPROX", ("FLIGHTS.DEP_DELAY",), "percentile(100)"),
+        ("COUNT_DISTINCT", ("FLIGHTS.TAIL_NUM",), "hllc(14)"),
+        ("COUNT_DISTINCT", ("FLIGHTS.AIRLINE",), "bitmap"),
+    } <= measures
+    assert "2 of 2 queries answered from layouts" in found.notes
+    assert len(spec.aggregation_groups) == 2
+    path = tmp_path / "flights.yaml"
+    path.write_text(found.to_yaml())
+    create_model(store, "p", load_spec(path))
+    store.close()

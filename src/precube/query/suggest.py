@@ -28,7 +28,17 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from precube.metadata import Dataflow, DataflowStatus, IndexPlan, Join, JoinTable, JoinType, PartitionDesc
+from precube.metadata import (
+    Dataflow,
+    DataflowStatus,
+    IndexPlan,
+    Join,
+    JoinTable,
+    JoinType,
+    Parameter,
+    ParameterType,
+    PartitionDesc,
+)
 from precube.metadata.datatypes import TypeFamily
 from precube.modeling import partition_format as pf
 from precube.modeling.model_rules import build_model
@@ -74,6 +84,9 @@ class _Evidence:
     dims: list[tuple[str, str, str]] = field(default_factory=list)  # (block index, alias, column) as text keys
     aggregated: list[tuple[int, exp.Expr]] = field(default_factory=list)  # (block, argument of SUM/AVG/…)
     percentiles: list[tuple[int, exp.Column]] = field(default_factory=list)
+    approx_distinct: list[tuple[int, exp.Column]] = field(default_factory=list)
+    # (block, the summed column, the group key, the LIMIT) of `… GROUP BY k ORDER BY SUM(v) DESC LIMIT n`
+    top_n: list[tuple[int, exp.Column, exp.Column, int]] = field(default_factory=list)
     statements: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
 
@@ -147,9 +160,33 @@ def _read_queries(metadata: ProjectMetadata, statements: list[str]) -> _Evidence
                     continue
                 if isinstance(call, _PERCENTILES) and isinstance(call.this, exp.Column):
                     found.percentiles.append((block, call.this))
+                elif isinstance(call, exp.ApproxDistinct) and isinstance(call.this, exp.Column):
+                    found.approx_distinct.append((block, call.this))
                 elif isinstance(call, (exp.Sum, exp.Avg, exp.Min, exp.Max)) and call.this is not None:
                     found.aggregated.append((block, call.this))
+            top = _top_n(select)
+            if top is not None:
+                found.top_n.append((block, *top))
     return found
+
+
+def _top_n(select: exp.Select) -> tuple[exp.Column, exp.Column, int] | None:
+    """(v, k, n) of `SELECT k, SUM(v) … GROUP BY k … ORDER BY SUM(v) DESC LIMIT n` (`topn`'s shape)."""
+    group, order, limit = select.args.get("group"), select.args.get("order"), select.args.get("limit")
+    if group is None or order is None or limit is None or not order.expressions:
+        return None
+    first = order.expressions[0]
+    key = group.expressions[0] if group.expressions else None
+    sums = {o.alias_or_name.lower(): o.unalias() for o in select.expressions}
+    by = first.this
+    if isinstance(by, exp.Column) and not by.table:
+        by = sums.get(by.name.lower(), by)
+    value = limit.expression
+    if not (first.args.get("desc") and isinstance(by, exp.Sum) and isinstance(by.this, exp.Column)):
+        return None
+    if not isinstance(key, exp.Column) or not isinstance(value, exp.Literal) or value.is_string:
+        return None
+    return by.this, key, int(value.this)
 
 
 def _equalities(condition: exp.Expr, tables: dict[str, str]) -> list[_Edge]:
@@ -375,6 +412,7 @@ class _Suggester:
         lookups = (
             self._query_lookups(fact, fact_alias) if self.evidence.blocks else self._data_lookups(fact, fact_alias)
         )
+        self._rename_clashes(fact, fact_alias, lookups)
         tables_of = {fact_alias: fact, **{lk.alias: lk.table for lk in lookups}}
         spec = ModelSpec(
             alias=alias or fact_alias.lower(),
@@ -402,6 +440,28 @@ class _Suggester:
         spec.simplified_dimensions = self._dimensions(tables_of, keys, spec)
         spec.simplified_measures = self._measures(fact, fact_alias, keys, spec)
         return self._with_recommendation(spec)
+
+    def _rename_clashes(self, fact: str, fact_alias: str, lookups: list[_Lookup]) -> None:
+        """Rename a lookup whose `ALIAS_COLUMN` names (the model's names of a column several tables have) would
+        be another column's name (`ORIGIN.AIRPORT` and the fact's `ORIGIN_AIRPORT`) to `ALIAS_TABLE`."""
+        while True:
+            tables = {fact_alias: fact, **{lk.alias: lk.table for lk in lookups}}
+            columns = {a: [c.name for c in self.metadata.tables[t].columns] for a, t in tables.items()}
+            counts = Counter(c for cols in columns.values() for c in cols)
+            plain = set(counts)
+            clash = next(
+                (lk for lk in lookups for c in columns[lk.alias] if counts[c] > 1 and f"{lk.alias}_{c}" in plain),
+                None,
+            )
+            if clash is None:
+                return
+            old, new = clash.alias, f"{clash.alias}_{clash.table.split('.', 1)[1]}"
+            for lk in lookups:
+                lk.alias = new if lk.alias == old else lk.alias
+                lk.parent = new if lk.parent == old else lk.parent
+            for mapping in self.aliases:
+                for k, v in mapping.items():
+                    mapping[k] = new if v == old else v
 
     def _partition(self, fact: str, alias: str) -> PartitionDesc | None:
         profile = self.profiler.profiles[fact]
@@ -485,21 +545,45 @@ class _Suggester:
             name = f"SUM_{c.name}"
             measures.append(MeasureSpec(name=name, expression="SUM", column=f"{alias}.{c.name}"))
             self.why[f"measure:{name}"] = "numeric non-key column of the fact"
-        seen = set()
+        seen: set[tuple[str, ...]] = set()
+        for block, col in self.evidence.approx_distinct:
+            ref = self._ref(block, col)
+            if ref is None or ("hll", ref) in seen:
+                continue
+            seen.add(("hll", ref))
+            name = f"APPROX_COUNT_DISTINCT_{col.name.upper()}"
+            measures.append(MeasureSpec(name=name, expression="COUNT_DISTINCT", column=ref, return_type="hllc(14)"))
+            self.why[f"measure:{name}"] = "the queries count its values approximately (an HLL sketch)"
+        for block, value, key, n in self.evidence.top_n:
+            ref, by = self._ref(block, value), self._ref(block, key)
+            if ref is None or by is None or ("topn", ref, by) in seen:
+                continue
+            seen.add(("topn", ref, by))
+            name = f"TOP_{key.name.upper()}_BY_{value.name.upper()}"
+            params = [Parameter(type=ParameterType.COLUMN, value=ref), Parameter(type=ParameterType.COLUMN, value=by)]
+            capacity = 100 if n <= 100 else 1000
+            measures.append(
+                MeasureSpec(name=name, expression="TOP_N", parameter_value=params, return_type=f"topn({capacity})")
+            )
+            self.why[f"measure:{name}"] = (
+                f"TOP_N candidate: a query asks the top {n} {key.name.upper()} by SUM({value.name.upper()})"
+            )
         for block, col in self.evidence.percentiles:
-            mapping = self.aliases[block] if block < len(self.aliases) else {}
-            if col.table not in mapping:
+            ref = self._ref(block, col)
+            if ref is None or ("percentile", ref) in seen:
                 continue
-            ref = f"{mapping[col.table]}.{col.name.upper()}"
-            if ref in seen:
-                continue
-            seen.add(ref)
+            seen.add(("percentile", ref))
             name = f"PERCENTILE_{col.name.upper()}"
             measures.append(
                 MeasureSpec(name=name, expression="PERCENTILE_APPROX", column=ref, return_type="percentile(100)")
             )
             self.why[f"measure:{name}"] = "the queries ask a percentile of it"
         return measures
+
+    def _ref(self, block: int, col: exp.Column) -> str | None:
+        """A query block's column as the model's `ALIAS.COLUMN` (None: on no table of the model)."""
+        mapping = self.aliases[block] if block < len(self.aliases) else {}
+        return f"{mapping[col.table]}.{col.name.upper()}" if col.table in mapping else None
 
     def _with_recommendation(self, spec: ModelSpec) -> Suggestion:
         """The spec with the measures, computed columns and aggregation groups `recommend` finds for the queries;
