@@ -7,15 +7,17 @@ from pathlib import Path
 import typer
 
 from precube.cli.context import PROJECT, console, project_state
-from precube.query.project_metadata import read_metadata
-from precube.query.suggest import suggest as suggest_spec
 
 
 def suggest(
     ctx: typer.Context,
     project: str = PROJECT,
     queries: Path | None = typer.Option(
-        None, "--queries", help="SQL statements the model should answer, separated by ';' (the strongest evidence)."
+        None,
+        "--queries",
+        exists=True,
+        dir_okay=False,
+        help="SQL statements the model should answer, separated by ';' (the strongest evidence).",
     ),
     fact: str | None = typer.Option(None, "--fact", help="The fact table (DB.TABLE or TABLE); default: guessed."),
     alias: str | None = typer.Option(None, "--alias", help="The model's alias; default: the fact table's name."),
@@ -24,6 +26,9 @@ def suggest(
 ) -> None:
     """Propose a model spec (joins, partition, dimensions, measures, aggregation groups) as commented YAML:
     review it, then `precube model create` it."""
+    from precube.query.project_metadata import read_metadata  # (DuckDB and the SQL front end: only when run)
+    from precube.query.suggest import suggest as suggest_spec
+
     cli = project_state(ctx, project)
     statements = []
     if queries is not None:
@@ -36,5 +41,5 @@ def suggest(
         return
     out.write_text(text, encoding="utf-8")
     for note in found.notes:
-        console.print(note)
+        console.print(note, markup=False)
     console.print(f"wrote the suggested model {found.spec.alias} to {out}: review it, then precube model create {out}")

@@ -38,12 +38,13 @@ from precube.metadata import (
     Parameter,
     ParameterType,
     PartitionDesc,
+    SourceType,
 )
 from precube.metadata.datatypes import TypeFamily
 from precube.modeling import partition_format as pf
 from precube.modeling.model_rules import build_model
 from precube.modeling.model_spec import ComputedColumnSpec, DimensionSpec, MeasureSpec, ModelSpec
-from precube.query.errors import QueryError
+from precube.query.errors import QueryError, UnknownTableError
 from precube.query.frontend import DIALECT, normalise
 from precube.query.project_metadata import ModelMetadata, ProjectMetadata
 from precube.query.recommend import recommend
@@ -57,7 +58,7 @@ _PERCENTILES = (exp.PercentileCont, exp.PercentileDisc, exp.ApproxQuantile, exp.
 @dataclass
 class Suggestion:
     spec: ModelSpec
-    why: dict[str, str] = field(default_factory=dict)  # a spec item's key (`_key`) → why it was chosen
+    why: dict[str, str] = field(default_factory=dict)  # `join:ALIAS`, `dim:ALIAS.COLUMN`, … → why it was chosen
     notes: list[str] = field(default_factory=list)  # what the user should know (unanswered queries)
 
     def to_yaml(self) -> str:
@@ -81,7 +82,7 @@ class _Evidence:
     roots: Counter[str] = field(default_factory=Counter)  # table identity of each block's first FROM table
     # per query block: alias → table, and the edges between its aliases
     blocks: list[tuple[dict[str, str], list[_Edge]]] = field(default_factory=list)
-    dims: list[tuple[str, str, str]] = field(default_factory=list)  # (block index, alias, column) as text keys
+    dims: list[tuple[int, str, str]] = field(default_factory=list)  # (block, alias, column) read outside aggregates
     aggregated: list[tuple[int, exp.Expr]] = field(default_factory=list)  # (block, argument of SUM/AVG/…)
     percentiles: list[tuple[int, exp.Column]] = field(default_factory=list)
     approx_distinct: list[tuple[int, exp.Column]] = field(default_factory=list)
@@ -100,8 +101,8 @@ def suggest(
 ) -> Suggestion:
     """A model spec for the project's tables (`metadata.tables`) and the statements it should answer."""
     evidence = _read_queries(metadata, list(statements))
-    used = set(metadata.tables)
-    if evidence.blocks:
+    used = {i for i, t in metadata.tables.items() if t.source_type in (SourceType.PARQUET, SourceType.CSV)}
+    if evidence.blocks:  # (a table DuckDB cannot read fails with the reason: `table_profile`)
         used = {t for tables, _ in evidence.blocks for t in tables.values()}
     if fact is not None:
         fact = _identity(metadata, fact)
@@ -117,7 +118,7 @@ def _identity(metadata: ProjectMetadata, name: str) -> str:
     upper = name.upper()
     found = upper if "." in upper else f"{metadata.default_database.upper()}.{upper}"
     if found not in metadata.tables:
-        raise QueryError(f"table {name} is not loaded in project {metadata.project}")
+        raise UnknownTableError(f"table {name} is not loaded in project {metadata.project}")
     return found
 
 
@@ -141,20 +142,20 @@ def _read_queries(metadata: ProjectMetadata, statements: list[str]) -> _Evidence
             first = select.args.get("from_") or select.args.get("from")
             if first is not None and isinstance(first.this, exp.Table) and first.this.alias_or_name in tables:
                 found.roots[tables[first.this.alias_or_name]] += 1
-            edges = []
+            edges: list[_Edge] = []
+            join_columns: set[int] = set()  # (a join key is no dimension for being joined on)
             conditions = [j.args.get("on") for j in select.args.get("joins") or []]
             where = select.args.get("where")
             for condition in [*conditions, where.this if where is not None else None]:
                 if condition is not None:
-                    edges += _equalities(condition, tables)
+                    edges += _equalities(condition, tables, join_columns)
             found.blocks.append((tables, _merged(edges)))
-            join_columns = {id(c) for cond in conditions if cond is not None for c in cond.find_all(exp.Column)}
             for col in select.find_all(exp.Column):
                 if col.table not in tables or id(col) in join_columns or col.find_ancestor(exp.Select) is not select:
                     continue
                 call = col.find_ancestor(exp.AggFunc)
                 if call is None:
-                    found.dims.append((str(block), col.table, col.name.upper()))
+                    found.dims.append((block, col.table, col.name.upper()))
             for call in select.find_all(exp.AggFunc):
                 if call.find_ancestor(exp.Select) is not select:
                     continue
@@ -189,8 +190,9 @@ def _top_n(select: exp.Select) -> tuple[exp.Column, exp.Column, int] | None:
     return by.this, key, int(value.this)
 
 
-def _equalities(condition: exp.Expr, tables: dict[str, str]) -> list[_Edge]:
-    """The column = column equalities under ANDs between two of the block's aliases."""
+def _equalities(condition: exp.Expr, tables: dict[str, str], columns: set[int]) -> list[_Edge]:
+    """The column = column equalities under ANDs between two of the block's aliases (their columns' ids are
+    added to `columns`)."""
     found = []
     stack = [condition]
     while stack:
@@ -201,6 +203,7 @@ def _equalities(condition: exp.Expr, tables: dict[str, str]) -> list[_Edge]:
             a, b = node.this, node.expression
             if a.table in tables and b.table in tables and a.table != b.table:
                 found.append(_Edge(a.table, (a.name.upper(),), b.table, (b.name.upper(),)))
+                columns |= {id(a), id(b)}
     return found
 
 
@@ -508,7 +511,7 @@ class _Suggester:
     ) -> list[DimensionSpec]:
         refs: dict[str, str] = {}
         for block, alias, col in self.evidence.dims:
-            mapping = self.aliases[int(block)] if int(block) < len(self.aliases) else {}
+            mapping = self.aliases[block] if block < len(self.aliases) else {}
             if alias in mapping:
                 refs.setdefault(f"{mapping[alias]}.{col}", "the queries group or filter by it")
         if not self.evidence.blocks:
