@@ -22,11 +22,12 @@ from precube.cli.app import run
 from precube.engine.context import BuildContext
 from precube.engine.operations import build_segment
 from precube.metadata import MetadataStore, Project, SourceType, TimeRange, open_store
+from precube.metadata.datatypes import TypeFamily
 from precube.modeling.model_spec import ModelSpec, load_spec
 from precube.modeling.model_store import create_model
 from precube.query.project_metadata import read_metadata
 from precube.query.session import Session
-from precube.query.suggest import suggest
+from precube.query.suggest import _date_format, suggest
 from precube.sources.tables import load_file_table
 from precube.ssb.generate import TABLES
 from precube.ssb.queries import SSB_QUERIES
@@ -328,3 +329,20 @@ def test_awkward_schema_from_queries_proposes_their_measures(tmp_path: Path) -> 
     path.write_text(found.to_yaml())
     create_model(store, "p", load_spec(path))
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "family", "expected"),
+    [
+        (20150101, 20151231, TypeFamily.INTEGER, "yyyyMMdd"),
+        (20150101, 20151232, TypeFamily.INTEGER, None),  # no 32nd day
+        (1, 20151231, TypeFamily.INTEGER, None),
+        ("2015-01-01", "2015-12-31", TypeFamily.STRING, "yyyy-MM-dd"),
+        ("20150101", "20151231", TypeFamily.STRING, "yyyyMMdd"),
+        ("AA", "ZZ", TypeFamily.STRING, None),
+    ],
+)
+def test_a_partition_column_of_integers_or_strings_reads_as_dates(
+    low: object, high: object, family: TypeFamily, expected: str | None
+) -> None:
+    assert _date_format(low, high, family) == expected
