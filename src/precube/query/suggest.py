@@ -644,10 +644,11 @@ def _flow(value: Any) -> str:
 
 def render(s: Suggestion) -> str:
     """The spec as YAML with a comment on each choice."""
-    spec, why = s.spec, s.why
+    spec = s.spec
+    why = {k: " ".join(v.split()) for k, v in s.why.items()}  # (one line each: a comment ends at a line's end)
     data = spec.model_dump(mode="json", exclude_defaults=True)
     lines = ["# Suggested by `precube model suggest`: review it, then `precube model create` it."]
-    lines += [f"# {n}" for n in s.notes]
+    lines += [f"# {' '.join(n.split())}" for n in s.notes]
     lines += [f"alias: {_flow(spec.alias)}", f"description: {_flow(spec.description)}"]
     lines += [f"# {why.get('fact_table', '')}", f"fact_table: {spec.fact_table}"]
     if data.get("join_tables"):
