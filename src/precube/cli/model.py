@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 import yaml
 
+from precube.cli import model_suggest
 from precube.cli import segment_settings as seg
 from precube.cli.context import (
     DRY_RUN,
@@ -41,6 +42,7 @@ from precube.modeling.model_store import (
 )
 
 app = typer.Typer(help="Define models: fact and lookup tables, dimensions, measures, partition.", no_args_is_help=True)
+app.command("suggest")(model_suggest.suggest)
 
 
 class ShowFormat(StrEnum):
