@@ -26,8 +26,8 @@ from precube.jobs.joblog import log_to
 from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import Aftermath
 from precube.jobs.queue import ready_jobs, recover
-from precube.jobs.runner_lock import RunnerLock
 from precube.jobs.runner import SCAN, STEP_SECONDS
+from precube.jobs.runner_lock import RunnerLock
 from precube.jobs.submission import act, get_job, jobs_of
 from precube.metadata import Job, JobAction, JobState
 from precube.modeling.model_store import require_model
