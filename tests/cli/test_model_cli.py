@@ -238,6 +238,20 @@ def test_a_reload_that_breaks_a_model_shows_it_first(
     [model] = json.loads(capsys.readouterr().out)
     assert model["status"] == "BROKEN" and model["segments"] == 0
 
+    # a build is refused with the commands that fix the model; an update that repairs it recovers it
+    assert run([*home, "build", "-p", "ssb", "-m", "ssb", "--start", "1992-01-01", "--end", "1992-02-01"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "model ssb is BROKEN (" in err and "precube model update -p ssb FILE" in err
+    assert "precube model check -p ssb" in err
+    fixed = {**ssb_spec_data(), "aggregation_groups": []}
+    fixed["simplified_dimensions"] = [d for d in fixed["simplified_dimensions"] if d != "DATES.D_YEAR"]  # type: ignore[attr-defined]
+    (tmp_path / "fixed.yaml").write_text(yaml.safe_dump(fixed))
+    assert run([*home, "model", "update", "-p", "ssb", str(tmp_path / "fixed.yaml"), "--yes"]) == 0
+    assert "model ssb recovered (OFFLINE until rebuilt)" in capsys.readouterr().out
+    assert run([*home, "model", "list", "-p", "ssb", "--format", "json"]) == 0
+    [model] = json.loads(capsys.readouterr().out)
+    assert model["status"] == "OFFLINE" and model["broken_detail"] is None
+
 
 def test_rules_that_drop_built_layouts_show_them_and_ask(
     home: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 import yaml
+from rich.markup import escape
 
 from precube.cli import segment_settings as seg
 from precube.cli.context import (
@@ -32,6 +33,7 @@ from precube.modeling.model_spec import load_spec
 from precube.modeling.model_store import (
     BrokenCheck,
     SavedModel,
+    broken_text,
     check_models,
     create_model,
     editable_spec,
@@ -93,6 +95,8 @@ def update(
         return
     saved = update_model(cli.store(), project, spec, writer=cli.writer)
     _summary(saved, "updated")
+    if saved.recovered:
+        console.print(f"[green]model {saved.model.alias} recovered[/] (OFFLINE until rebuilt)")
     if saved.significant_changes:
         console.print(f"[yellow]significant change ({'; '.join(saved.significant_changes)}): built segments dropped")
 
@@ -185,7 +189,7 @@ def check(ctx: typer.Context, project: str = PROJECT) -> None:
 def report_checks(results: list[BrokenCheck], project: str) -> None:
     for r in results:
         if r.reason:
-            console.print(f"[red]model {r.model} is BROKEN[/]: {r.reason}")
+            console.print(f"[red]{escape(broken_text(r.model, r.reason, project))}[/]")
         elif r.changed:
             console.print(f"[green]model {r.model} recovered[/] (OFFLINE until rebuilt)")
         for name, (recorded, spark) in r.retyped.items():

@@ -52,6 +52,15 @@ class SavedModel:
     index_plan: IndexPlan
     dataflow: Dataflow
     significant_changes: tuple[str, ...] = ()
+    recovered: bool = False  # the model was BROKEN and fits its tables now: OFFLINE until rebuilt
+
+
+def broken_text(alias: str, detail: str | None, project: str) -> str:
+    """Why a model is BROKEN and the commands that fix it: one line for every refusal that meets it."""
+    return (
+        f"model {alias} is BROKEN ({detail or 'SCHEMA'}): fix its spec (precube model update -p {project} FILE) "
+        f"or its tables (then precube model check -p {project})"
+    )
 
 
 def find_model(tx: Transaction, alias: str) -> Model | None:
@@ -243,10 +252,15 @@ def update_model(store: MetadataStore, project: str, spec: ModelSpec, writer: st
         update = _updated(tx, spec)
         if update.significant_changes:
             _drop_segments(tx, update.dataflow)
+        # the check `check_models` makes: a spec that repairs a BROKEN model recovers it
+        tables = {t.identity: t for t in tx.list(Table)}
+        broken = update.dataflow.status is DataflowStatus.BROKEN
+        recovered = broken and broken_reason(update.model, tables) is None
+        if recovered:
+            _recover(update.dataflow)
         # replace: the documents were read in this same transaction, so nothing can slip in between
-        return SavedModel(
-            tx.replace(update.model), tx.replace(update.plan), tx.update(update.dataflow), update.significant_changes
-        )
+        model, plan = tx.replace(update.model), tx.replace(update.plan)
+        return SavedModel(model, plan, tx.update(update.dataflow), update.significant_changes, recovered)
 
 
 def add_to_model(
@@ -369,6 +383,11 @@ def _drop_segments(tx: Transaction, dataflow: Dataflow) -> None:
         dataflow.status = DataflowStatus.OFFLINE
 
 
+def _recover(dataflow: Dataflow) -> None:
+    """A BROKEN model that fits its tables again: OFFLINE (its segments were dropped) until rebuilt."""
+    dataflow.status, dataflow.broken_reason, dataflow.broken_detail = DataflowStatus.OFFLINE, None, None
+
+
 def delete_model(store: MetadataStore, project: str, alias: str, writer: str = "precube") -> Model:
     with store.transaction(project, writer) as tx:
         model = require_model(tx, alias)
@@ -428,7 +447,7 @@ def check_models(store: MetadataStore, project: str, writer: str = "precube") ->
                 )
                 tx.update(dataflow)
             elif reason is None and was_broken:
-                dataflow.status, dataflow.broken_reason, dataflow.broken_detail = DataflowStatus.OFFLINE, None, None
+                _recover(dataflow)
                 tx.update(dataflow)
             retyped = retyped_columns(model, tables) if reason is None else {}
             results.append(BrokenCheck(model.alias, reason, (reason is not None) != was_broken, retyped))
