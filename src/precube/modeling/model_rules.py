@@ -180,7 +180,7 @@ def _computed_columns(scope: _Scope, spec: ModelSpec) -> list[ComputedColumn]:
         if name in fact_cols or name in scope.computed:
             raise InvalidModelError(f"computed column {name} clashes with a column of {scope.fact.identity}")
         # over any table of the model (Kylin 5): the flat table joins them before computing it
-        sql, ctype, _ = expressions.typed(cc.expression, scope.schema(), f"computed column {name}")
+        sql, ctype, _ = expressions.typed(cc.expression, scope.schema(), f"computed column {name}", cc.datatype)
         scope.computed[name] = ctype
         result.append(
             ComputedColumn(
@@ -300,6 +300,12 @@ def _partition(scope: _Scope, desc: PartitionDesc | None) -> PartitionDesc | Non
         raise InvalidModelError(
             f"partition_desc: partition column {a}.{c} must be on the fact table {scope.fact_alias}"
         )
+    if c in scope.computed:
+        # a segment's range is applied where the fact table is read, before any computed column exists
+        raise InvalidModelError(
+            f"partition_desc.partition_date_column: {a}.{c} is a computed column; partition on a column of "
+            f"{scope.fact.identity} itself (a date, timestamp, or formatted string or integer: partition_date_format)"
+        )
     check_format(desc.partition_date_format, t)
     return desc.model_copy(update={"partition_date_column": f"{a}.{c}"})
 
@@ -394,7 +400,12 @@ def spec_of(model: Model) -> ModelSpec:
         fact_table_alias=model.fact_table_alias,
         join_tables=model.join_tables,
         computed_columns=[
-            ComputedColumnSpec(column_name=cc.column_name, expression=cc.expression, comment=cc.comment)
+            ComputedColumnSpec(
+                column_name=cc.column_name,
+                expression=cc.expression,
+                datatype=cc.datatype if expressions.declared(cc.expression, cc.inner_expression) else None,
+                comment=cc.comment,
+            )
             for cc in model.computed_columns
         ],
         simplified_dimensions=[DimensionSpec(column=nc.column, name=nc.name) for nc in model.dimensions()],

@@ -57,6 +57,7 @@ class MeasureSpec(BaseModel):
 class ComputedColumnSpec(BaseModel):
     column_name: str
     expression: str
+    datatype: str | None = None  # the column's type: the expression is cast to it (default: the inferred type)
     comment: str | None = None
 
 
