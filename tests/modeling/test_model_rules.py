@@ -183,12 +183,12 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     (
         "cc declared type it does not cast to",
         {"computed_columns": [{"column_name": "X", "expression": "LO_TAX > 1", "datatype": "date"}]},
-        "^computed column X 'LO_TAX > 1' is boolean, which does not cast to its datatype date$",
+        "computed_columns\\[0\\]: computed column X 'LO_TAX > 1' is boolean, which does not cast to its datatype date;",
     ),
     (
         "cc no type",
         {"computed_columns": [{"column_name": "X", "expression": "my_udf(LO_TAX)", "datatype": "decimal(("}]},
-        "^computed column X: datatype 'decimal\\(\\(' is not a type$",
+        "computed_columns\\[0\\]: computed column X: datatype 'decimal\\(\\(' is not a type;",
     ),
     (
         "cc partition",

@@ -1,4 +1,4 @@
-"""`precube model create|update|show|list|delete|check|config`."""
+"""`precube model create|validate|update|show|list|delete|check|config`."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from precube.cli.context import (
     OutputFormat,
     confirm_drop,
     console,
+    err_console,
     print_records,
     project_state,
 )
@@ -29,7 +30,7 @@ from precube.jobs import lifecycle
 from precube.jobs.lifecycle import segment_config
 from precube.metadata import Dataflow, IndexPlan, Model
 from precube.modeling.model_edits import set_segment_config
-from precube.modeling.model_spec import load_spec
+from precube.modeling.model_spec import load_spec, read_document
 from precube.modeling.model_store import (
     BrokenCheck,
     SavedModel,
@@ -39,6 +40,7 @@ from precube.modeling.model_store import (
     editable_spec,
     preview_update,
     require_model,
+    spec_problems,
     update_model,
 )
 
@@ -66,6 +68,21 @@ def create(
     """Create a model from a spec file, with its index plan and an empty dataflow."""
     cli = project_state(ctx, project)
     _summary(create_model(cli.store(), project, load_spec(file), writer=cli.writer), "created")
+
+
+@app.command("validate")
+def validate(
+    ctx: typer.Context, file: Path = typer.Argument(..., help="Model spec (.yaml or .json)."), project: str = PROJECT
+) -> None:
+    """Check a spec against the project's tables as create and update do, saving nothing: every problem, each
+    with its path in the file (exit status 1 if any)."""
+    cli = project_state(ctx, project)
+    problems = spec_problems(cli.store(), project, read_document(file))
+    for problem in problems:
+        err_console.print(f"{file}: {problem}", markup=False, highlight=False, soft_wrap=True)
+    if problems:
+        raise typer.Exit(1)
+    console.print(f"{file}: no problems", markup=False)
 
 
 @app.command("update")

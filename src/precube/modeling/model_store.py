@@ -27,7 +27,7 @@ from precube.metadata import (
     Transaction,
 )
 from precube.modeling import index_plan as plans
-from precube.modeling.errors import InvalidIndexPlanError
+from precube.modeling.errors import InvalidIndexPlanError, InvalidModelError
 from precube.modeling.model_rules import (
     broken_reason,
     build_model,
@@ -43,6 +43,7 @@ from precube.modeling.model_spec import (
     MeasureSpec,
     ModelSpec,
     SelectRuleSpec,
+    parse_spec,
 )
 
 
@@ -184,6 +185,22 @@ def _plan_for(model: Model, plan: IndexPlan, spec: ModelSpec, built: set[int], k
         rule = rule_from_groups(model, spec.aggregation_groups, spec.global_dim_cap)
         plan = plans.set_rules(plan, rule, dims, measures, built)
     return plan
+
+
+def spec_problems(store: MetadataStore, project: str, data: object) -> list[str]:
+    """Every problem of a spec (its parsed data) against the project's tables, each with its path in the spec:
+    the checks `create_model` and `update_model` make (`build_model`, then its aggregation groups), saving
+    nothing; empty when it would save."""
+    try:
+        spec = parse_spec(data, "")
+        with store.read(project) as tx:
+            model = build_model(spec, {t.identity: t for t in tx.list(Table)})
+        _plan_for(model, IndexPlan(uuid=model.uuid), spec, set(), _base_kinds(spec, None))
+    except InvalidModelError as err:
+        return list(err.problems)
+    except InvalidIndexPlanError as err:
+        return [f"aggregation_groups: {err.message}"]
+    return []
 
 
 def create_model(store: MetadataStore, project: str, spec: ModelSpec, writer: str = "precube") -> SavedModel:
