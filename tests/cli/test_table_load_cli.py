@@ -42,6 +42,7 @@ def test_a_directory_of_files_is_a_table_each_and_a_part_directory_one(tmp_path:
     data = tmp_path / "data"
     _csv(data / "airports.csv")
     _csv(data / "_SUCCESS", "")  # not data
+    _csv(data / "README.md", "# the tables")  # not a table
     pq.write_table(pa.table({"X": [1, 2]}), _csv(data / "sales" / "part-00000.parquet", ""))
     pq.write_table(pa.table({"X": [3]}), _csv(data / "sales" / "part-00001.parquet", ""))
     assert run([*home, "table", "load", "-p", "p", str(data)]) == 0

@@ -3,7 +3,8 @@
 A file is one table named after the file without its extensions (`flights.csv` → FLIGHTS). A directory is
 one table, named after the directory, when it is laid out as one: Hive-style partitions (`COLUMN=value/`) or the
 part files Spark and pyarrow write (`part-00000.parquet`). Any other directory holds tables: each data file in it
-is one (named after the file) and each subdirectory one (named after the subdirectory). `--name` loads the path
+is one (named after the file; other files, a README, are skipped) and each subdirectory one (named after
+the subdirectory). `--name` loads the path
 as one table whatever its layout.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from precube.errors import InvalidInputError
+from precube.sources.source import CSV_SUFFIXES, PARQUET_SUFFIXES
 from precube.sources.tables import IDENTIFIER, table_name
 
 _PART = re.compile(r"^part[-_]", re.IGNORECASE)
@@ -55,5 +57,6 @@ def tables_at(path: Path) -> list[TablePath]:
     so loading it reports the missing path."""
     if not path.is_dir() or is_one_table(path):
         return [TablePath(path, table_name(path))]
-    entries = sorted(p for p in path.iterdir() if not _hidden(p))
+    data = PARQUET_SUFFIXES | CSV_SUFFIXES  # other files beside the tables (a README) are not tables
+    entries = sorted(p for p in path.iterdir() if not _hidden(p) and (p.is_dir() or p.suffix.lower() in data))
     return [TablePath(p, table_name(p)) for p in entries] or [TablePath(path, path.name)]
