@@ -230,3 +230,9 @@ def test_user_names_are_case_insensitive_as_in_kylin(directory: Directory) -> No
     directory.revoke("p1", "BOB")
     directory.delete_user("BOB")
     assert directory.user("bob") is None
+
+
+def test_the_policy_refusal_lists_the_special_characters(directory: Directory) -> None:
+    with pytest.raises(AuthError) as refused:
+        directory.add_user("bob", "letters12", [])
+    assert refused.value.message.endswith("a special character (one of ~!@#$%^&*(){}|:\"<>?[];',./`)")

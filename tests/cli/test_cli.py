@@ -77,7 +77,7 @@ def test_expected_commands_exist() -> None:
         "project create", "project list", "project delete",
         "table load", "table list", "table reload", "table sample",
         "metadata backup", "metadata restore", "ssb generate", "ssb model", "demo",
-        "model create", "model show", "model list", "model delete",
+        "model create", "model validate", "model show", "model list", "model delete",
         "index preview", "index set-rules", "index add-table-index",
     ]:  # fmt: skip
         assert expected in names

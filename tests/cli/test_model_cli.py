@@ -238,6 +238,20 @@ def test_a_reload_that_breaks_a_model_shows_it_first(
     [model] = json.loads(capsys.readouterr().out)
     assert model["status"] == "BROKEN" and model["segments"] == 0
 
+    # a build is refused with the commands that fix the model; an update that repairs it recovers it
+    assert run([*home, "build", "-p", "ssb", "-m", "ssb", "--start", "1992-01-01", "--end", "1992-02-01"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "model ssb is BROKEN (" in err and "precube model update -p ssb FILE" in err
+    assert "precube model check -p ssb" in err
+    fixed = {**ssb_spec_data(), "aggregation_groups": []}
+    fixed["simplified_dimensions"] = [d for d in fixed["simplified_dimensions"] if d != "DATES.D_YEAR"]  # type: ignore[attr-defined]
+    (tmp_path / "fixed.yaml").write_text(yaml.safe_dump(fixed))
+    assert run([*home, "model", "update", "-p", "ssb", str(tmp_path / "fixed.yaml"), "--yes"]) == 0
+    assert "model ssb recovered (OFFLINE until rebuilt)" in capsys.readouterr().out
+    assert run([*home, "model", "list", "-p", "ssb", "--format", "json"]) == 0
+    [model] = json.loads(capsys.readouterr().out)
+    assert model["status"] == "OFFLINE" and model["broken_detail"] is None
+
 
 def test_rules_that_drop_built_layouts_show_them_and_ask(
     home: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -260,3 +274,51 @@ def test_rules_that_drop_built_layouts_show_them_and_ask(
     assert "would drop 6 built layouts of model ssb:" in out  # of the 7 rule layouts, D_YEAR's alone stays
     assert run([*home, "index", "set-rules", "-p", "ssb", "-m", "ssb", str(narrow), "--yes"]) == 0
     assert "1 layouts from the rules" in capsys.readouterr().out
+
+
+def test_validate_reports_every_problem_with_its_path(
+    home: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`model validate` names every problem of a spec in one pass, each with its path; create refuses the same."""
+    data = ssb_spec_data()
+    data["alias"] = "other"
+    data["computed_columns"] = [
+        *data["computed_columns"],  # type: ignore[list-item]
+        {"column_name": "DAY", "expression": "make_date(DATES.D_YEAR, DATES.D_MONTHNUMINYEAR, 1)"},
+        {"column_name": "BAD", "expression": "LINEORDER.LO_NOPE + 1"},
+    ]
+    data["simplified_dimensions"] = [*data["simplified_dimensions"], "DATES.D_NOPE", "LINEORDER.BAD"]  # type: ignore[list-item]
+    data["simplified_measures"] = [
+        *data["simplified_measures"],  # type: ignore[list-item]
+        {"name": "TOP_SELLERS", "expression": "TOP_N", "column": "LINEORDER.LO_REVENUE"},
+        {"name": "BAD_SUM", "expression": "SUM", "column": "LINEORDER.BAD"},  # BAD was refused: not told again
+    ]
+    data["partition_desc"] = {"partition_date_column": "LINEORDER.DAY", "partition_date_format": "yyyy-MM-dd"}
+    path = tmp_path / "other.yaml"
+    path.write_text(yaml.safe_dump(data))
+    capsys.readouterr()
+    assert run([*home, "model", "validate", "-p", "ssb", str(path)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert [line.split(": ")[1] for line in lines] == [
+        "computed_columns[2]",
+        "simplified_dimensions[16]",
+        "simplified_measures[8] (TOP_SELLERS)",
+        "partition_desc.partition_date_column",
+    ], lines
+    assert all(line.startswith(f"{path}: ") for line in lines)
+    assert "Unknown column: lo_nope" in lines[0] and "unknown column DATES.D_NOPE" in lines[1]
+    assert "TOP_N takes at least 2 parameter(s), got 1: TOP_N(SUM(value_column), key_column, ...)" in lines[2]
+    assert "LINEORDER.DAY is a computed column" in lines[3]
+    assert run([*home, "model", "create", "-p", "ssb", str(path)]) == 1
+    assert "error: 4 problems: computed_columns[2]: " in capsys.readouterr().err
+    # a spec that does not parse: every field that is wrong
+    path.write_text(yaml.safe_dump({"alias": "x", "simplified_measures": [{"name": "M"}], "nope": 1}))
+    assert run([*home, "model", "validate", "-p", "ssb", str(path)]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"{path}: fact_table: Field required",
+        f"{path}: simplified_measures[0].expression: Field required",
+        f"{path}: nope: Extra inputs are not permitted",
+    ]
+    path.write_text(yaml.safe_dump({**ssb_spec_data(), "alias": "fine"}))
+    assert run([*home, "model", "validate", "-p", "ssb", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == f"{path}: no problems"

@@ -180,6 +180,27 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
         "may not contain aggregates",
     ),
     ("cc syntax", {"computed_columns": [{"column_name": "X", "expression": "LO_TAX +"}]}, "is not valid SQL"),
+    (
+        "cc declared type it does not cast to",
+        {"computed_columns": [{"column_name": "X", "expression": "LO_TAX > 1", "datatype": "date"}]},
+        "computed_columns\\[0\\]: computed column X 'LO_TAX > 1' is boolean, which does not cast to its datatype date;",
+    ),
+    (
+        "cc no type",
+        {"computed_columns": [{"column_name": "X", "expression": "my_udf(LO_TAX)", "datatype": "decimal(("}]},
+        "computed_columns\\[0\\]: computed column X: datatype 'decimal\\(\\(' is not a type;",
+    ),
+    (
+        "cc partition",
+        {
+            "computed_columns": [
+                {"column_name": "V_REVENUE", "expression": "LO_EXTENDEDPRICE * LO_DISCOUNT"},
+                {"column_name": "DAY", "expression": "to_date(cast(LO_ORDERDATE as string))"},
+            ],
+            "partition_desc": {"partition_date_column": "LINEORDER.DAY", "partition_date_format": "yyyy-MM-dd"},
+        },
+        "^partition_desc.partition_date_column: LINEORDER.DAY is a computed column; partition on a column of SSB.LINEORDER",
+    ),
     ("filter type", {"filter_condition": "LINEORDER.LO_TAX + 1"}, "is not a condition"),
     ("filter column", {"filter_condition": "LINEORDER.NOPE > 1"}, "filter_condition"),
     ("dup dim", {"simplified_dimensions": ["DATES.D_YEAR", "D_YEAR"]}, "listed twice"),
@@ -384,3 +405,42 @@ def test_a_computed_column_recorded_with_another_type_is_found(ssb_tables: dict[
     plain = build_model(_spec(computed_columns=cost, simplified_measures=[]), narrow)
     assert plain.computed_columns[0].datatype == "integer"
     assert retyped_columns(plain, ssb_tables) == {}
+
+
+def test_a_computed_column_takes_its_declared_type_and_date_functions_are_typed(ssb_tables: dict[str, Table]) -> None:
+    """A declared `datatype` is the column's (cast to); date and timestamp functions get Spark's types."""
+    spec = _spec(
+        computed_columns=[
+            {"column_name": "V_REVENUE", "expression": "LINEORDER.LO_EXTENDEDPRICE * LINEORDER.LO_DISCOUNT"},
+            {"column_name": "ORDER_DAY", "expression": "make_date(DATES.D_YEAR, DATES.D_MONTHNUMINYEAR, 1)"},
+            {"column_name": "ORDER_MONTH", "expression": "date_trunc('MONTH', to_date(DATES.D_DATE))"},
+            {
+                "column_name": "MONTH_DAY",
+                "expression": "date_trunc('MONTH', to_date(DATES.D_DATE))",
+                "datatype": "date",
+            },
+            {"column_name": "FIRST", "expression": "trunc(to_date(DATES.D_DATE), 'MM')"},
+            {"column_name": "LATER", "expression": "date_add(to_date(DATES.D_DATE), 7)"},
+            {"column_name": "TAX", "expression": "LINEORDER.LO_TAX", "datatype": "decimal(10,2)"},
+            {"column_name": "UNKNOWN", "expression": "some_udf(LINEORDER.LO_TAX)", "datatype": "bigint"},
+        ]
+    )
+    model = build_model(spec, ssb_tables)
+    assert [(cc.column_name, cc.datatype) for cc in model.computed_columns][1:] == [
+        ("ORDER_DAY", "date"),
+        ("ORDER_MONTH", "timestamp"),
+        ("MONTH_DAY", "date"),
+        ("FIRST", "date"),
+        ("LATER", "date"),
+        ("TAX", "decimal(10,2)"),
+        ("UNKNOWN", "bigint"),
+    ]
+    inner = {cc.column_name: cc.inner_expression for cc in model.computed_columns}
+    assert inner["TAX"] == "CAST(LINEORDER.LO_TAX AS DECIMAL(10, 2))" and inner["ORDER_DAY"].startswith("MAKE_DATE(")
+    # the declared types survive `model show` then `model update` (and the inferred ones are not written)
+    shown = {cc.column_name: cc.datatype for cc in spec_of(model).computed_columns}
+    assert shown == {n: None for n in inner} | {"MONTH_DAY": "date", "TAX": "decimal(10,2)", "UNKNOWN": "bigint"}
+    again = build_model(spec_of(model), ssb_tables, model)
+    assert again.computed_columns == model.computed_columns
+    with pytest.raises(InvalidModelError, match="cannot infer its type; declare it \\(datatype: TYPE\\)"):
+        build_model(_spec(computed_columns=[{"column_name": "U", "expression": "some_udf(LO_TAX)"}]), ssb_tables)

@@ -129,6 +129,21 @@ def test_date_parts_and_other_integer_functions(spark: SparkSession, view: str) 
     _assert_same(spark, view, expressions)
 
 
+def test_date_and_timestamp_functions(spark: SparkSession, view: str) -> None:
+    """What a computed date or month column is made of (issue 41: `make_date` was untyped)."""
+    expressions = ["make_date(i, i, i)", "make_date(cast(l as int), i, 1)", "make_timestamp(i, i, i, 0, 0, 0)"]
+    expressions += [f"date_trunc('MONTH', {c})" for c in ("dt", "ts")] + [f"trunc({c}, 'MM')" for c in ("dt", "ts")]
+    expressions += [
+        "to_date(st)",
+        "to_date(st, 'yyyy-MM-dd')",
+        "cast(st as date)",
+        "date_add(dt, 1)",
+        "date_sub(dt, i)",
+    ]
+    expressions += ["add_months(dt, 1)", "last_day(dt)", "to_timestamp(st)", "next_day(dt, 'Mon')"]
+    _assert_same(spark, view, expressions)
+
+
 def test_window_functions(spark: SparkSession, view: str) -> None:
     calls = ["row_number()", "rank()", "dense_rank()", "ntile(3)", "percent_rank()", "cume_dist()", "lag(d5_2)"]
     calls += ["sum(d15_2)", "avg(d5_2)", "count(*)", "max(i)", "first_value(dbl)"]

@@ -281,3 +281,23 @@ def test_a_configured_admin_password_is_used(tmp_path: Path) -> None:
         assert "created user ADMIN" not in process.log.read_text()
     finally:
         process.terminate()
+
+
+def test_a_changed_admin_password_setting_is_logged_with_the_reset_command(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The setting applies on the first start only: a start whose setting differs says so, and how to reset."""
+    from precube.auth import Directory
+    from precube.server.app import create_admin
+    from precube.settings import load_settings
+
+    with open_store(f"sqlite:///{tmp_path / 'metadata.db'}") as store:
+        directory = Directory(store, refresh_s=0)
+        create_admin(directory, server_settings(tmp_path))  # the first start creates ADMIN with it
+        create_admin(directory, server_settings(tmp_path))  # the same setting: nothing to say
+        assert not [r for r in caplog.records if r.name == "precube.server"]
+        create_admin(directory, load_settings(home=tmp_path, server={"admin_password": "Other-pass1!"}))
+        [record] = [r for r in caplog.records if r.name == "precube.server"]
+        assert record.levelname == "WARNING" and "PRECUBE__SERVER__ADMIN_PASSWORD" in record.getMessage()
+        assert "precube user passwd ADMIN" in record.getMessage()
+        assert directory.authenticate(ADMIN[0], ADMIN[1]).is_admin  # the stored one still stands

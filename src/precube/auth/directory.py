@@ -238,6 +238,12 @@ class Directory:
             return None
         return None if admin_password else password
 
+    def ignores(self, admin_password: str | None) -> bool:
+        """Whether a configured ADMIN password is not ADMIN's stored one: it applies only when the first start
+        creates ADMIN, so a later change of the setting does nothing."""
+        user = self.user(ADMIN) if admin_password is not None else None
+        return user is not None and not verify_password(admin_password or "", user.password_hash)
+
     # -- authentication --------------------------------------------------------------------------
 
     def remembered(self, username: str, password: str) -> User | None:

@@ -41,7 +41,10 @@ def check_policy(password: str) -> None:
         or not re.search(r"\d", password)
         or not any(c in _SPECIAL for c in password)
     ):
-        raise AuthError("a password needs at least 8 characters, with a letter, a digit and a special character")
+        raise AuthError(
+            "a password needs at least 8 characters, with a letter, a digit and a special character (one of "
+            f"{_SPECIAL})"
+        )
     if "\x00" in password or len(password) > 1024:
         raise AuthError("a password may not hold NUL characters or exceed 1024 characters")
 

@@ -1,7 +1,8 @@
 """What the CLI does with the jobs it submits: `--wait` runs them in this process (when no other process
 holds the project's job lease; otherwise it watches that one) with a live progress bar per job, until
 they end together with the jobs that follow them on their models (retention and auto-merge); without
-`--wait` it hands them to a background `precube jobs run` and returns."""
+`--wait` it hands them to a background `precube jobs run` (one per home and project: `jobs.runner_lock`) and
+returns."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from precube.errors import PrecubeError
 from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import AUTO_MERGE, Aftermath, followed
 from precube.jobs.runner import SCAN, STEP_SECONDS
+from precube.jobs.runner_lock import RunnerLock
 from precube.jobs.scheduler import Listener, Scheduler
 from precube.jobs.submission import act
 from precube.metadata import Job, JobAction, JobState, JobType, MetadataStore
@@ -163,20 +165,26 @@ def hand_off(cli: CliContext, project: str, submitted: Sequence[Job]) -> None:
     for job in submitted:
         console.print(f"submitted job [bold]{job.uuid}[/] ({job.job_type} on {job.model_alias})")
     holder = Lease(cli.store(), project).holder()
-    if holder is None:
+    if holder is not None:
+        console.print(f"the job runner {holder.owner} will run it")
+    elif (lock := RunnerLock.try_take(cli.settings.home, project)) is None:
+        console.print("the job runner this home is starting will run it")
+    else:
         logs = cli.settings.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         log = logs / f"jobs-{project}.log"
-        with log.open("ab") as out:
-            subprocess.Popen(
-                runner_args(cli, project),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # outlives this command and its terminal
-                env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-            )
+        try:
+            with log.open("ab") as out:
+                subprocess.Popen(
+                    runner_args(cli, project),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # outlives this command and its terminal
+                    pass_fds=(lock.fd,),  # the runner holds the lock from now on, for as long as it runs
+                    env={**os.environ, "PYSPARK_PYTHON": sys.executable, **lock.handing_env()},
+                )
+        finally:
+            lock.close()
         console.print(f"started a background job runner (log: {log})")
-    else:
-        console.print(f"the job runner {holder.owner} will run it")
     console.print(f"follow with: precube jobs list --project {project}")

@@ -10,13 +10,24 @@ from collections.abc import Callable
 import typer
 from rich.table import Table as RichTable
 
-from precube.cli.context import FORMAT, PROJECT, OutputFormat, console, print_records, project_state, state, when
+from precube.cli.context import (
+    FORMAT,
+    PROJECT,
+    CliContext,
+    OutputFormat,
+    console,
+    print_records,
+    project_state,
+    state,
+    when,
+)
 from precube.cli.follow import hand_off, pause_running, result, scheduler, tell, wait_for
 from precube.jobs.joblog import log_to
 from precube.jobs.lease import Lease
 from precube.jobs.lifecycle import Aftermath
 from precube.jobs.queue import ready_jobs, recover
 from precube.jobs.runner import SCAN, STEP_SECONDS
+from precube.jobs.runner_lock import RunnerLock
 from precube.jobs.submission import act, get_job, jobs_of
 from precube.metadata import Job, JobAction, JobState
 from precube.modeling.model_store import require_model
@@ -180,6 +191,18 @@ def run(
     if holder is not None:
         console.print(f"the job runner {holder.owner} runs the jobs of project {project}")
         return
+    lock = RunnerLock.inherited() or RunnerLock.try_take(cli.settings.home, project)
+    if lock is None:
+        console.print(f"a job runner of project {project} is starting or running in this home: it runs them")
+        return
+    try:
+        _run(cli, project, serve, lock)
+    finally:
+        lock.release()
+
+
+def _run(cli: CliContext, project: str, serve: bool, lock: RunnerLock) -> None:
+    """`run` while holding the project's runner lock (`jobs.runner_lock`)."""
     if not serve and sys.stdout.isatty():  # in a terminal: the live progress of `build --wait`
         waiting = ready_jobs(cli.store(), project)
         if waiting:
@@ -208,6 +231,12 @@ def run(
             runner.stop()  # gives the lease back
             for job in runner.recovered:
                 console.print(f"job {job.uuid} was left RUNNING by a process that died: now ERROR, resumable")
-        # A job submitted while this runner was stopping saw the lease held and started no runner: take it.
+        # A job submitted while this runner was stopping saw the lease or the lock held and started no runner:
+        # unlock first, then look, so such a job is either seen here or starts a runner of its own.
+        lock.release()
         if not ready_jobs(cli.store(), project):
             return
+        taken = RunnerLock.try_take(cli.settings.home, project)
+        if taken is None:  # a runner started meanwhile: it runs them
+            return
+        lock.fd, taken.fd = taken.fd, -1

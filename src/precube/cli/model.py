@@ -1,4 +1,4 @@
-"""`precube model create|update|show|list|delete|check|config`."""
+"""`precube model create|validate|update|show|list|delete|check|config`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 import yaml
+from rich.markup import escape
 
 from precube.cli import model_suggest
 from precube.cli import segment_settings as seg
@@ -21,6 +22,7 @@ from precube.cli.context import (
     OutputFormat,
     confirm_drop,
     console,
+    err_console,
     print_records,
     project_state,
 )
@@ -29,15 +31,17 @@ from precube.jobs import lifecycle
 from precube.jobs.lifecycle import segment_config
 from precube.metadata import Dataflow, IndexPlan, Model
 from precube.modeling.model_edits import set_segment_config
-from precube.modeling.model_spec import load_spec
+from precube.modeling.model_spec import load_spec, read_document
 from precube.modeling.model_store import (
     BrokenCheck,
     SavedModel,
+    broken_text,
     check_models,
     create_model,
     editable_spec,
     preview_update,
     require_model,
+    spec_problems,
     update_model,
 )
 
@@ -68,6 +72,21 @@ def create(
     _summary(create_model(cli.store(), project, load_spec(file), writer=cli.writer), "created")
 
 
+@app.command("validate")
+def validate(
+    ctx: typer.Context, file: Path = typer.Argument(..., help="Model spec (.yaml or .json)."), project: str = PROJECT
+) -> None:
+    """Check a spec against the project's tables as create and update do, saving nothing: every problem, each
+    with its path in the file (exit status 1 if any)."""
+    cli = project_state(ctx, project)
+    problems = spec_problems(cli.store(), project, read_document(file))
+    for problem in problems:
+        err_console.print(f"{file}: {problem}", markup=False, highlight=False, soft_wrap=True)
+    if problems:
+        raise typer.Exit(1)
+    console.print(f"{file}: no problems", markup=False)
+
+
 @app.command("update")
 def update(
     ctx: typer.Context,
@@ -95,6 +114,8 @@ def update(
         return
     saved = update_model(cli.store(), project, spec, writer=cli.writer)
     _summary(saved, "updated")
+    if saved.recovered:
+        console.print(f"[green]model {saved.model.alias} recovered[/] (OFFLINE until rebuilt)")
     if saved.significant_changes:
         console.print(f"[yellow]significant change ({'; '.join(saved.significant_changes)}): built segments dropped")
 
@@ -187,7 +208,7 @@ def check(ctx: typer.Context, project: str = PROJECT) -> None:
 def report_checks(results: list[BrokenCheck], project: str) -> None:
     for r in results:
         if r.reason:
-            console.print(f"[red]model {r.model} is BROKEN[/]: {r.reason}")
+            console.print(f"[red]{escape(broken_text(r.model, r.reason, project))}[/]")
         elif r.changed:
             console.print(f"[green]model {r.model} recovered[/] (OFFLINE until rebuilt)")
         for name, (recorded, spark) in r.retyped.items():

@@ -23,11 +23,12 @@ from precube.cli.context import (
     state,
 )
 from precube.cli.model import report_checks
-from precube.errors import InvalidInputError
+from precube.errors import InvalidInputError, PrecubeError
 from precube.metadata import SourceType, Table, TableExt
 from precube.metadata.csv_options import CsvOptions
 from precube.sources.csv_files import check_encoding, parse_columns, read_schema_file
 from precube.sources.sampling import sample_and_store
+from precube.sources.table_paths import TablePath, check_table_name, tables_at
 from precube.sources.tables import load_catalog_table, load_path
 
 app = typer.Typer(help="Register source tables, reload their schema, sample them.", no_args_is_help=True)
@@ -41,12 +42,18 @@ class FileFormat(StrEnum):
 @app.command("load")
 def load(
     ctx: typer.Context,
-    paths: list[Path] = typer.Argument(None, help="Directories (or files) of Parquet or CSV data.", show_default=False),
+    paths: list[Path] = typer.Argument(
+        None,
+        help="Parquet or CSV files (each a table named after the file), directories of them, or table directories.",
+        show_default=False,
+    ),
     project: str = PROJECT,
     catalog: list[str] = typer.Option([], "--catalog", help="Spark catalog table DB.TABLE (repeatable)."),
     fmt: FileFormat | None = typer.Option(None, "--format", help="File format; detected from file names."),
     database: str | None = typer.Option(None, "--database", help="Database; default: the project's."),
-    name: str | None = typer.Option(None, "--name", help="Table name (one path only); default: directory name."),
+    name: str | None = typer.Option(
+        None, "--name", help="Table name (one path only, loaded as one table); default: the file's or directory's name."
+    ),
     header: bool = typer.Option(True, "--header/--no-header", help="CSV files start with a header row."),
     delimiter: str = typer.Option(",", "--delimiter", help="CSV field delimiter."),
     quote: str = typer.Option('"', "--quote", help="CSV quote character."),
@@ -69,7 +76,9 @@ def load(
     if not paths and not catalog:
         raise InvalidInputError("give at least one PATH or --catalog DB.TABLE")
     if name and len(paths) + len(catalog) != 1:
-        raise InvalidInputError("--name needs exactly one table to load")
+        raise InvalidInputError(
+            "--name names one table: give one PATH with it (without it, each file is named after itself)"
+        )
     if columns is not None and schema is not None:
         raise InvalidInputError("give the CSV columns once: --columns or --schema")
     declared = parse_columns(columns) if columns is not None else read_schema_file(schema) if schema else None
@@ -83,13 +92,27 @@ def load(
         columns=tuple(declared) if declared is not None else None,
     )
     given = [o for o, v in (("--columns", columns), ("--schema", schema), ("--null", null), ("--escape", escape)) if v]
-    store, loaded = cli.store(), []
+    store, loaded, failed = cli.store(), [], []
     store.require_project(project)
-    for path in paths:
-        source_type = SourceType[fmt.name.upper()] if fmt else None
-        table = load_path(
-            store, project, path, source_type, csv, given, name=name, database=database, writer=cli.writer
-        )
+    source_type = SourceType[fmt.name.upper()] if fmt else None
+    found = [TablePath(path, name) for path in paths] if name else [t for path in paths for t in tables_at(path)]
+    for each in found:
+        try:
+            table = load_path(
+                store,
+                project,
+                each.path,
+                source_type,
+                csv,
+                given,
+                name=check_table_name(each.name),
+                database=database,
+                writer=cli.writer,
+            )
+        except PrecubeError as err:  # the other files still load; the exit status tells
+            err_console.print(f"[bold red]error:[/] {each.path}: {err.message}", highlight=False, soft_wrap=True)
+            failed.append(str(each.path))
+            continue
         loaded.append(table)
         console.print(f"loaded [bold]{table.identity}[/] ({len(table.columns)} columns) from {table.location}")
     for identity in catalog:
@@ -98,6 +121,8 @@ def load(
         console.print(f"loaded [bold]{table.identity}[/] ({len(table.columns)} columns) from the Spark catalog")
     if sample:
         _sample(cli, project, [t.identity for t in loaded])
+    if failed:
+        raise typer.Exit(1)
 
 
 def _character(text: str, option: str) -> str:

@@ -23,7 +23,7 @@ from precube.metadata import (
     Table,
     Transaction,
 )
-from precube.modeling.model_store import require_model
+from precube.modeling.model_store import broken_text, require_model
 from precube.sources.scan_plan import ScanPlan
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def load_state(ctx: BuildContext, model_alias: str) -> ModelState:
         model = require_model(tx, model_alias)
         dataflow = tx.require(Dataflow, model.uuid)
         if dataflow.status is DataflowStatus.BROKEN:
-            raise BuildConflictError(f"model {model.alias} is BROKEN ({dataflow.broken_detail}); fix it first")
+            raise BuildConflictError(broken_text(model.alias, dataflow.broken_detail, ctx.project))
         return ModelState(model, tx.require(IndexPlan, model.uuid), dataflow, {t.identity: t for t in tx.list(Table)})
 
 

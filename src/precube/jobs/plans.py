@@ -21,22 +21,21 @@ from precube.metadata import (
     TimeRange,
 )
 from precube.modeling.errors import SegmentRuleError
-from precube.modeling.model_store import require_model
+from precube.modeling.model_store import broken_text, require_model
 from precube.modeling.segments import validate_build, validate_merge, validate_refresh
 
 
 def _model(store: MetadataStore, project: str, alias: str) -> tuple[Model, Dataflow]:
     with store.read(project) as tx:
         model = require_model(tx, alias)
-        return model, _buildable(model, tx.require(Dataflow, model.uuid))
+        return model, _buildable(model, tx.require(Dataflow, model.uuid), project)
 
 
-def _buildable(model: Model, dataflow: Dataflow) -> Dataflow:
+def _buildable(model: Model, dataflow: Dataflow, project: str) -> Dataflow:
     """The dataflow of a model a job may be submitted for; a BROKEN one is refused with its reason."""
     if dataflow.status is DataflowStatus.BROKEN:
         raise ModelNotBuildableError(
-            f"model {model.alias} is BROKEN ({dataflow.broken_detail or dataflow.broken_reason}): "
-            "fix its tables or its spec before building it"
+            broken_text(model.alias, dataflow.broken_detail or dataflow.broken_reason, project)
         )
     return dataflow
 
@@ -45,7 +44,7 @@ def _with_layouts(store: MetadataStore, project: str, alias: str) -> tuple[Model
     """The model, its dataflow, and each segment's built layouts, read in one transaction."""
     with store.read(project) as tx:
         model = require_model(tx, alias)
-        dataflow = _buildable(model, tx.require(Dataflow, model.uuid))
+        dataflow = _buildable(model, tx.require(Dataflow, model.uuid), project)
         held = {
             s.id: {li.layout_id for li in d.layout_instances if li.is_ready}
             for s in dataflow.segments

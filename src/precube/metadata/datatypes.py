@@ -96,6 +96,24 @@ def comparable(a: str, b: str) -> bool:
     return fa == fb or (fa in numeric and fb in numeric)
 
 
+_NUMBERS = (TypeFamily.INTEGER, TypeFamily.DECIMAL, TypeFamily.FLOAT, TypeFamily.BOOLEAN)
+_CASTS = {
+    **{f: {*_NUMBERS, TypeFamily.TIMESTAMP} for f in _NUMBERS},
+    TypeFamily.DATE: {TypeFamily.DATE, TypeFamily.TIMESTAMP},
+    TypeFamily.TIMESTAMP: {TypeFamily.DATE, TypeFamily.TIMESTAMP, TypeFamily.INTEGER, TypeFamily.DECIMAL},
+}
+
+
+def castable(source: str, target: str) -> bool:
+    """Whether Spark's CAST turns values of type `source` into `target` values (not always NULL: a date is no
+    number, a number no date): anything to a string and back, numbers among themselves and to timestamps
+    (seconds since the epoch), dates and timestamps either way."""
+    fs, ft = family(source), family(target)
+    if TypeFamily.OTHER in (fs, ft):
+        return normalize(source) == normalize(target)
+    return TypeFamily.STRING in (fs, ft) or ft in _CASTS.get(fs, {fs})
+
+
 def to_spark(type_name: str) -> str:
     """The Spark SQL DDL spelling of a Kylin type name."""
     normalized = normalize(type_name)

@@ -12,9 +12,20 @@ class ModelingError(PrecubeError):
 
 
 class InvalidModelError(ModelingError):
-    """A model definition breaks a rule (unknown column, bad join, duplicate name, …)."""
+    """A model definition breaks a rule (unknown column, bad join, duplicate name, …); `problems`: every rule
+    a spec breaks, each with its path in the file (the message joins them in one line)."""
 
     code = "INVALID_MODEL"
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems or (message,)
+
+    @classmethod
+    def of(cls, problems: list[str]) -> InvalidModelError:
+        """One error for all of `problems` (at least one)."""
+        text = problems[0] if len(problems) == 1 else f"{len(problems)} problems: " + "; ".join(problems)
+        return cls(text, tuple(problems))
 
 
 class InvalidIndexPlanError(ModelingError):

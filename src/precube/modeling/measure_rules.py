@@ -17,6 +17,17 @@ F = FunctionExpression
 _RETURN = re.compile(r"^\s*([a-z_]+)\s*(?:\(\s*(\d+)\s*\))?\s*$")
 SKETCHES = (F.COUNT_DISTINCT, F.TOP_N, F.PERCENTILE_APPROX)  # measures whose return_type the user chooses
 
+# what each measure's parameters are, for the message that refuses a wrong number of them
+FORMS = {
+    F.SUM: "SUM(column), or SUM(constant)",
+    F.COUNT: "COUNT(column), or COUNT(*) without parameters",
+    F.MIN: "MIN(column)",
+    F.MAX: "MAX(column)",
+    F.COUNT_DISTINCT: "COUNT_DISTINCT(column, ...)",
+    F.TOP_N: "TOP_N(SUM(value_column), key_column, ...) is parameter_value [value_column, key_column, ...]",
+    F.PERCENTILE_APPROX: "PERCENTILE_APPROX(column)",
+}
+
 # (alias, column, type) for a column reference
 Resolver = Callable[[str, str], tuple[str, str, str]]
 
@@ -51,7 +62,10 @@ def function_of(expression: str, params: list[Parameter], return_type: str, reso
     low, high = {F.TOP_N: (2, 99), F.COUNT_DISTINCT: (1, 99)}.get(expr, (1, 1))
     if not low <= len(resolved) <= high:
         want = f"{low}" if low == high else f"at least {low}"
-        raise InvalidModelError(f"{field}: {expr} takes {want} parameter(s), got {len(resolved)}")
+        raise InvalidModelError(
+            f"{field}: {expr} takes {want} parameter(s), got {len(resolved)}: {FORMS[expr]}, each parameter "
+            "{type: column, value: ALIAS.COLUMN} in parameter_value (or column: ALIAS.COLUMN for one)"
+        )
     if return_type and expr not in SKETCHES and dt.normalize(return_type) != _plain_type(expr, types, field):
         raise InvalidModelError(f"{field}: {expr} returns {_plain_type(expr, types, field)}, not {return_type!r}")
     returns = _sketch_type(expr, types, return_type, field) if expr in SKETCHES else _plain_type(expr, types, field)

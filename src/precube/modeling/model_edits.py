@@ -34,6 +34,7 @@ from precube.modeling.model_spec import ModelSpec
 from precube.modeling.model_store import (
     ModelUpdate,
     SavedModel,
+    broken_text,
     built_layouts,
     editable_spec,
     find_model,
@@ -79,7 +80,7 @@ def set_model_status(
         model = require_model(tx, alias)
         dataflow = tx.require(Dataflow, model.uuid)
         if dataflow.status is DataflowStatus.BROKEN:
-            raise InvalidModelError(f"model {model.alias} is BROKEN ({dataflow.broken_detail}): fix its tables first")
+            raise InvalidModelError(broken_text(model.alias, dataflow.broken_detail, project))
         queryable = [s for s in dataflow.segments if s.status in (SegmentStatus.READY, SegmentStatus.WARNING)]
         if status is DataflowStatus.ONLINE and not queryable:
             raise InvalidModelError(f"model {model.alias} cannot go ONLINE: it has no READY segment")

@@ -9,7 +9,8 @@ keeps its id across edits; removed ones become TOMB and their ids are never reus
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from precube.metadata import (
     ColumnStatus,
@@ -44,19 +45,50 @@ def check_model_name(alias: str) -> str:
     return alias
 
 
+class _DependentError(InvalidModelError):
+    """A rule broken only because of another problem, reported already (a measure of a refused computed column)."""
+
+
+class _Problems:
+    """Every rule a spec breaks, each with its path in the spec: the checks go on past a problem."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    @contextmanager
+    def at(self, path: str) -> Iterator[None]:
+        """Check the part of the spec at `path`: a problem is recorded (prefixed with `path` unless its message
+        starts with it) and the block is left."""
+        try:
+            yield
+        except _DependentError:
+            pass
+        except InvalidModelError as err:
+            for problem in err.problems:
+                self.found.append(problem if problem.startswith(path) else f"{path}: {problem}")
+
+    def raise_found(self) -> None:
+        if self.found:
+            raise InvalidModelError.of(self.found)
+
+
 class _Scope:
     """The model's tables by alias, and column resolution against them."""
 
-    def __init__(self, spec: ModelSpec, tables: Mapping[str, Table]) -> None:
+    def __init__(self, spec: ModelSpec, tables: Mapping[str, Table], problems: _Problems) -> None:
         self.tables = {k.upper(): v for k, v in tables.items()}
         self.fact = self._table(spec.fact_table, "fact_table")
         self.fact_alias = _check_name(spec.fact_table_alias or self.fact.name, "fact table alias")
         self.by_alias: dict[str, Table] = {self.fact_alias: self.fact}
+        self.failed: set[str] = set()  # aliases and ALIAS.COLUMN refs refused already: what uses them is not told
         for i, jt in enumerate(spec.join_tables):
-            alias = _check_name(jt.alias, f"join_tables[{i}].alias")
-            if alias in self.by_alias:
-                raise InvalidModelError(f"duplicate table alias {alias} (join_tables[{i}])")
-            self.by_alias[alias] = self._table(jt.table, f"join_tables[{i}].table")
+            self.failed.add(jt.alias.upper())
+            with problems.at(f"join_tables[{i}]"):
+                alias = _check_name(jt.alias, f"join_tables[{i}].alias")
+                if alias in self.by_alias:
+                    raise InvalidModelError(f"duplicate table alias {alias} (join_tables[{i}])")
+                self.by_alias[alias] = self._table(jt.table, f"join_tables[{i}].table")
+                self.failed.discard(alias)
         self.computed: dict[str, str] = {}  # column -> type, on the fact alias
 
     def _table(self, identity: str, field: str) -> Table:
@@ -77,6 +109,8 @@ class _Scope:
     def resolve(self, ref: str, field: str) -> tuple[str, str, str]:
         """`ALIAS.COLUMN` or an unambiguous bare `COLUMN` → (alias, column, type)."""
         alias, _, column = ref.upper().rpartition(".")
+        if alias in self.failed or f"{alias or self.fact_alias}.{column}" in self.failed:
+            raise _DependentError(f"{field}: {ref} was refused")
         if alias:
             if alias not in self.by_alias:
                 raise InvalidModelError(f"{field}: unknown table alias {alias} in {ref}")
@@ -85,6 +119,8 @@ class _Scope:
                 raise InvalidModelError(f"{field}: unknown column {ref} (table {self.by_alias[alias].identity})")
             return alias, column, cols[column]
         hits = [(a, column, self.columns(a)[column]) for a in self.by_alias if column in self.columns(a)]
+        if not hits and f"{self.fact_alias}.{column}" in self.failed:
+            raise _DependentError(f"{field}: {ref} was refused")
         if not hits:
             raise InvalidModelError(f"{field}: unknown column {ref}")
         if len(hits) > 1:
@@ -93,22 +129,34 @@ class _Scope:
 
 
 def build_model(spec: ModelSpec, tables: Mapping[str, Table], existing: Model | None = None) -> Model:
-    """Validate `spec` against the project's `tables` and return the `Model` (an update of `existing`)."""
-    _check_name(spec.alias, "model alias")
+    """Validate `spec` against the project's `tables` and return the `Model` (an update of `existing`); a spec
+    that breaks rules raises one `InvalidModelError` with every problem, each with its path in the spec."""
+    problems = _Problems()
+    with problems.at("alias"):
+        _check_name(spec.alias, "model alias")
     alias = spec.alias  # kept as written, compared case-insensitively (as Kylin does)
-    scope = _Scope(spec, tables)
-    joins = [_check_join(scope, i, jt) for i, jt in enumerate(spec.join_tables)]
-    _check_join_graph(scope.fact_alias, joins)
-    computed = _computed_columns(scope, spec)
+    scope = _Scope(spec, tables, problems)  # an unknown fact table: nothing else can be checked
+    joins: list[JoinTable] = []
+    for i, jt in enumerate(spec.join_tables):
+        if jt.alias.upper() not in scope.failed:
+            with problems.at(f"join_tables[{i}]"):
+                joins.append(_check_join(scope, i, jt))
+    with problems.at("join_tables"):
+        _check_join_graph(scope.fact_alias, joins)
+    computed = _computed_columns(scope, spec, problems)
     redefined = _redefined(computed, existing)
-    columns = _named_columns(scope, spec, existing, redefined)
-    measures = _measures(scope, spec, columns, existing, redefined)
-    partition = _partition(scope, spec.partition_desc)
+    columns = _named_columns(scope, spec, existing, redefined, problems)
+    measures = _measures(scope, spec, columns, existing, redefined, problems)
+    partition = None
+    with problems.at("partition_desc"):
+        partition = _partition(scope, spec.partition_desc)
     filter_sql = ""
     if spec.filter_condition.strip():
-        filter_sql, ftype, _ = expressions.typed(spec.filter_condition, scope.schema(), "filter_condition")
-        if dt.family(ftype) is not dt.TypeFamily.BOOLEAN:
-            raise InvalidModelError(f"filter_condition {spec.filter_condition!r} is not a condition ({ftype})")
+        with problems.at("filter_condition"):
+            filter_sql, ftype, _ = expressions.typed(spec.filter_condition, scope.schema(), "filter_condition")
+            if dt.family(ftype) is not dt.TypeFamily.BOOLEAN:
+                raise InvalidModelError(f"filter_condition {spec.filter_condition!r} is not a condition ({ftype})")
+    problems.raise_found()
     model = Model(
         alias=alias,
         description=spec.description,
@@ -172,28 +220,35 @@ def _check_join_graph(fact_alias: str, joins: Sequence[JoinTable]) -> None:
             node = parent[node]
 
 
-def _computed_columns(scope: _Scope, spec: ModelSpec) -> list[ComputedColumn]:
+def _computed_columns(scope: _Scope, spec: ModelSpec, problems: _Problems) -> list[ComputedColumn]:
     result = []
     fact_cols = {c.name for c in scope.fact.columns}
     for i, cc in enumerate(spec.computed_columns):
-        name = _check_name(cc.column_name, f"computed_columns[{i}].column_name")
-        if name in fact_cols or name in scope.computed:
-            raise InvalidModelError(f"computed column {name} clashes with a column of {scope.fact.identity}")
-        # over any table of the model (Kylin 5): the flat table joins them before computing it
-        sql, ctype, _ = expressions.typed(cc.expression, scope.schema(), f"computed column {name}")
-        scope.computed[name] = ctype
-        result.append(
-            ComputedColumn(
-                table_identity=scope.fact.identity,
-                table_alias=scope.fact_alias,
-                column_name=name,
-                expression=cc.expression,
-                inner_expression=sql,
-                datatype=ctype,
-                comment=cc.comment,
-            )
-        )
+        ref = f"{scope.fact_alias}.{cc.column_name.upper()}"
+        refused = cc.column_name.upper() not in fact_cols  # a clash with a source column refuses no source column
+        with problems.at(f"computed_columns[{i}]"):
+            scope.failed.update([ref] if refused else [])
+            result.append(_computed_column(scope, cc, i, fact_cols))
+            scope.failed.discard(ref)
     return result
+
+
+def _computed_column(scope: _Scope, cc: ComputedColumnSpec, i: int, fact_cols: set[str]) -> ComputedColumn:
+    name = _check_name(cc.column_name, f"computed_columns[{i}].column_name")
+    if name in fact_cols or name in scope.computed:
+        raise InvalidModelError(f"computed column {name} clashes with a column of {scope.fact.identity}")
+    # over any table of the model (Kylin 5): the flat table joins them before computing it
+    sql, ctype, _ = expressions.typed(cc.expression, scope.schema(), f"computed column {name}", cc.datatype)
+    scope.computed[name] = ctype
+    return ComputedColumn(
+        table_identity=scope.fact.identity,
+        table_alias=scope.fact_alias,
+        column_name=name,
+        expression=cc.expression,
+        inner_expression=sql,
+        datatype=ctype,
+        comment=cc.comment,
+    )
 
 
 def _redefined(computed: list[ComputedColumn], existing: Model | None) -> set[str]:
@@ -221,7 +276,9 @@ def _changes_values(recorded: str, now: str) -> bool:
     )
 
 
-def _named_columns(scope: _Scope, spec: ModelSpec, existing: Model | None, redefined: set[str]) -> list[NamedColumn]:
+def _named_columns(
+    scope: _Scope, spec: ModelSpec, existing: Model | None, redefined: set[str], problems: _Problems
+) -> list[NamedColumn]:
     refs = [(a, c, t) for a in scope.by_alias for c, t in scope.columns(a).items()]
     counts: dict[str, int] = {}
     for _, c, _ in refs:
@@ -239,25 +296,32 @@ def _named_columns(scope: _Scope, spec: ModelSpec, existing: Model | None, redef
             cid, next_id = next_id, next_id + 1
         columns[ref] = NamedColumn(id=cid, name=name, column=ref, status=ColumnStatus.EXIST, datatype=t)
     for i, d in enumerate(spec.simplified_dimensions):
-        a, c, _ = scope.resolve(d.column, f"simplified_dimensions[{i}]")
-        col = columns[f"{a}.{c}"]
-        if col.status is ColumnStatus.DIMENSION:
-            raise InvalidModelError(f"simplified_dimensions[{i}]: {d.column} is listed twice")
-        col.status = ColumnStatus.DIMENSION
-        if d.name:
-            col.name = _check_name(d.name, f"simplified_dimensions[{i}].name")
+        with problems.at(f"simplified_dimensions[{i}]"):
+            a, c, _ = scope.resolve(d.column, f"simplified_dimensions[{i}]")
+            col = columns[f"{a}.{c}"]
+            if col.status is ColumnStatus.DIMENSION:
+                raise InvalidModelError(f"simplified_dimensions[{i}]: {d.column} is listed twice")
+            col.status = ColumnStatus.DIMENSION
+            if d.name:
+                col.name = _check_name(d.name, f"simplified_dimensions[{i}].name")
     names: dict[str, str] = {}
     for col in columns.values():
-        if col.name in names:
-            raise InvalidModelError(f"duplicate column name {col.name} ({names[col.name]} and {col.column})")
-        names[col.name] = col.column
+        with problems.at("simplified_dimensions"):
+            if col.name in names:
+                raise InvalidModelError(f"duplicate column name {col.name} ({names[col.name]} and {col.column})")
+            names[col.name] = col.column
     live = {nc.id for nc in columns.values()}
     tombs = [nc.model_copy(update={"status": ColumnStatus.TOMB}) for nc in before if nc.id not in live]
     return sorted([*columns.values(), *tombs], key=lambda nc: nc.id)
 
 
 def _measures(
-    scope: _Scope, spec: ModelSpec, columns: list[NamedColumn], existing: Model | None, redefined: set[str]
+    scope: _Scope,
+    spec: ModelSpec,
+    columns: list[NamedColumn],
+    existing: Model | None,
+    redefined: set[str],
+    problems: _Problems,
 ) -> list[Measure]:
     dims = {nc.name for nc in columns if nc.status is ColumnStatus.DIMENSION}
     old = {m.name.upper(): m for m in existing.all_measures} if existing else {}
@@ -265,22 +329,23 @@ def _measures(
     result: dict[str, Measure] = {}
     for i, ms in enumerate(spec.simplified_measures):
         field = f"simplified_measures[{i}]"
-        name = _check_name(ms.name, f"{field}.name")
-        if name in result:
-            raise InvalidModelError(f"{field}: duplicate measure name {name}")
-        if name in dims:
-            raise InvalidModelError(f"{field}: measure name {name} is also a dimension name")
-        function = measure_rules.function_of(
-            ms.expression, ms.parameters(), ms.return_type, scope.resolve, f"{field} ({name})"
-        )
-        prior = old.get(name)
-        reads_redefined = any(p.value in redefined for p in function.parameters if p.type is ParameterType.COLUMN)
-        if prior is not None and not prior.tomb and prior.function == function and not reads_redefined:
-            mid = prior.id
-        else:
-            mid, next_id = next_id, next_id + 1
-        result[name] = Measure(id=mid, name=name, function=function, comment=ms.comment)
-    if not result:
+        with problems.at(field):
+            name = _check_name(ms.name, f"{field}.name")
+            if name in result:
+                raise InvalidModelError(f"{field}: duplicate measure name {name}")
+            if name in dims:
+                raise InvalidModelError(f"{field}: measure name {name} is also a dimension name")
+            function = measure_rules.function_of(
+                ms.expression, ms.parameters(), ms.return_type, scope.resolve, f"{field} ({name})"
+            )
+            prior = old.get(name)
+            reads_redefined = any(p.value in redefined for p in function.parameters if p.type is ParameterType.COLUMN)
+            if prior is not None and not prior.tomb and prior.function == function and not reads_redefined:
+                mid = prior.id
+            else:
+                mid, next_id = next_id, next_id + 1
+            result[name] = Measure(id=mid, name=name, function=function, comment=ms.comment)
+    if not result and not spec.simplified_measures:
         # Kylin adds COUNT(*) to every model; precube does so when no measure is given
         prior = old.get("COUNT_ALL")
         keep = prior is not None and not prior.tomb and prior.function == measure_rules.count_star()
@@ -299,6 +364,12 @@ def _partition(scope: _Scope, desc: PartitionDesc | None) -> PartitionDesc | Non
     if a != scope.fact_alias:
         raise InvalidModelError(
             f"partition_desc: partition column {a}.{c} must be on the fact table {scope.fact_alias}"
+        )
+    if c in scope.computed:
+        # a segment's range is applied where the fact table is read, before any computed column exists
+        raise InvalidModelError(
+            f"partition_desc.partition_date_column: {a}.{c} is a computed column; partition on a column of "
+            f"{scope.fact.identity} itself (a date, timestamp, or formatted string or integer: partition_date_format)"
         )
     check_format(desc.partition_date_format, t)
     return desc.model_copy(update={"partition_date_column": f"{a}.{c}"})
@@ -367,10 +438,13 @@ def retyped_columns(model: Model, tables: Mapping[str, Table]) -> dict[str, tupl
     cells may hold other values (`_changes_values`; a model saved before precube typed them as Spark does):
     name → (recorded type, Spark's). Re-saving the model re-types them and drops the layouts holding them."""
     spec = spec_of(model)
+    problems = _Problems()
     try:
-        now = {cc.column_name: cc.datatype for cc in _computed_columns(_Scope(spec, tables), spec)}
+        computed = _computed_columns(_Scope(spec, tables, problems), spec, problems)
+        problems.raise_found()
     except InvalidModelError:
         return {}  # a model that no longer fits its tables: `broken_reason` says why
+    now = {cc.column_name: cc.datatype for cc in computed}
     return {
         cc.column_name: (cc.datatype, now[cc.column_name])
         for cc in model.computed_columns
@@ -394,7 +468,12 @@ def spec_of(model: Model) -> ModelSpec:
         fact_table_alias=model.fact_table_alias,
         join_tables=model.join_tables,
         computed_columns=[
-            ComputedColumnSpec(column_name=cc.column_name, expression=cc.expression, comment=cc.comment)
+            ComputedColumnSpec(
+                column_name=cc.column_name,
+                expression=cc.expression,
+                datatype=cc.datatype if expressions.declared(cc.expression, cc.inner_expression) else None,
+                comment=cc.comment,
+            )
             for cc in model.computed_columns
         ],
         simplified_dimensions=[DimensionSpec(column=nc.column, name=nc.name) for nc in model.dimensions()],

@@ -57,6 +57,7 @@ class MeasureSpec(BaseModel):
 class ComputedColumnSpec(BaseModel):
     column_name: str
     expression: str
+    datatype: str | None = None  # the column's type: the expression is cast to it (default: the inferred type)
     comment: str | None = None
 
 
@@ -144,9 +145,14 @@ def _validate(cls: type[_M], data: Any, source: str) -> _M:
     try:
         return cls.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "document"
-        raise InvalidModelError(f"{source}: {where}: {first['msg']}") from err
+        prefix = f"{source}: " if source else ""
+        found = [f"{prefix}{spec_path(e['loc']) or 'document'}: {e['msg']}" for e in err.errors()]
+        raise InvalidModelError.of(found) from err
+
+
+def spec_path(loc: tuple[int | str, ...]) -> str:
+    """A place in a spec as the user finds it in the file: `simplified_measures[3].expression`."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
 
 
 __all__ = [

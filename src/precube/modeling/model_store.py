@@ -27,7 +27,7 @@ from precube.metadata import (
     Transaction,
 )
 from precube.modeling import index_plan as plans
-from precube.modeling.errors import InvalidIndexPlanError
+from precube.modeling.errors import InvalidIndexPlanError, InvalidModelError
 from precube.modeling.model_rules import (
     broken_reason,
     build_model,
@@ -43,6 +43,7 @@ from precube.modeling.model_spec import (
     MeasureSpec,
     ModelSpec,
     SelectRuleSpec,
+    parse_spec,
 )
 
 
@@ -52,6 +53,15 @@ class SavedModel:
     index_plan: IndexPlan
     dataflow: Dataflow
     significant_changes: tuple[str, ...] = ()
+    recovered: bool = False  # the model was BROKEN and fits its tables now: OFFLINE until rebuilt
+
+
+def broken_text(alias: str, detail: str | None, project: str) -> str:
+    """Why a model is BROKEN and the commands that fix it: one line for every refusal that meets it."""
+    return (
+        f"model {alias} is BROKEN ({detail or 'SCHEMA'}): fix its spec (precube model update -p {project} FILE) "
+        f"or its tables (then precube model check -p {project})"
+    )
 
 
 def find_model(tx: Transaction, alias: str) -> Model | None:
@@ -177,6 +187,22 @@ def _plan_for(model: Model, plan: IndexPlan, spec: ModelSpec, built: set[int], k
     return plan
 
 
+def spec_problems(store: MetadataStore, project: str, data: object) -> list[str]:
+    """Every problem of a spec (its parsed data) against the project's tables, each with its path in the spec:
+    the checks `create_model` and `update_model` make (`build_model`, then its aggregation groups), saving
+    nothing; empty when it would save."""
+    try:
+        spec = parse_spec(data, "")
+        with store.read(project) as tx:
+            model = build_model(spec, {t.identity: t for t in tx.list(Table)})
+        _plan_for(model, IndexPlan(uuid=model.uuid), spec, set(), _base_kinds(spec, None))
+    except InvalidModelError as err:
+        return list(err.problems)
+    except InvalidIndexPlanError as err:
+        return [f"aggregation_groups: {err.message}"]
+    return []
+
+
 def create_model(store: MetadataStore, project: str, spec: ModelSpec, writer: str = "precube") -> SavedModel:
     """Validate and save a new model with its index plan (base indexes + the spec's groups) and an
     empty OFFLINE dataflow."""
@@ -243,10 +269,15 @@ def update_model(store: MetadataStore, project: str, spec: ModelSpec, writer: st
         update = _updated(tx, spec)
         if update.significant_changes:
             _drop_segments(tx, update.dataflow)
+        # the check `check_models` makes: a spec that repairs a BROKEN model recovers it
+        tables = {t.identity: t for t in tx.list(Table)}
+        broken = update.dataflow.status is DataflowStatus.BROKEN
+        recovered = broken and broken_reason(update.model, tables) is None
+        if recovered:
+            _recover(update.dataflow)
         # replace: the documents were read in this same transaction, so nothing can slip in between
-        return SavedModel(
-            tx.replace(update.model), tx.replace(update.plan), tx.update(update.dataflow), update.significant_changes
-        )
+        model, plan = tx.replace(update.model), tx.replace(update.plan)
+        return SavedModel(model, plan, tx.update(update.dataflow), update.significant_changes, recovered)
 
 
 def add_to_model(
@@ -369,6 +400,11 @@ def _drop_segments(tx: Transaction, dataflow: Dataflow) -> None:
         dataflow.status = DataflowStatus.OFFLINE
 
 
+def _recover(dataflow: Dataflow) -> None:
+    """A BROKEN model that fits its tables again: OFFLINE (its segments were dropped) until rebuilt."""
+    dataflow.status, dataflow.broken_reason, dataflow.broken_detail = DataflowStatus.OFFLINE, None, None
+
+
 def delete_model(store: MetadataStore, project: str, alias: str, writer: str = "precube") -> Model:
     with store.transaction(project, writer) as tx:
         model = require_model(tx, alias)
@@ -428,7 +464,7 @@ def check_models(store: MetadataStore, project: str, writer: str = "precube") ->
                 )
                 tx.update(dataflow)
             elif reason is None and was_broken:
-                dataflow.status, dataflow.broken_reason, dataflow.broken_detail = DataflowStatus.OFFLINE, None, None
+                _recover(dataflow)
                 tx.update(dataflow)
             retyped = retyped_columns(model, tables) if reason is None else {}
             results.append(BrokenCheck(model.alias, reason, (reason is not None) != was_broken, retyped))

@@ -336,10 +336,12 @@ def _date_part(unit: str) -> exp.DataType:
 
 def _anonymous(e: exp.Anonymous) -> exp.DataType | None:
     """Spark functions sqlglot does not model: PMOD (a remainder), POSITIVE (its argument), BROUND (a
-    ROUND), DATE_PART (EXTRACT), WEEKDAY (INT)."""
+    ROUND), DATE_PART (EXTRACT), WEEKDAY (INT), MAKE_DATE (DATE)."""
     name, args = e.name.lower(), e.expressions
     if name == "date_part" and len(args) == 2 and isinstance(args[0], exp.Literal):
         return _date_part(args[0].name)
+    if name == "make_date" and len(args) == 3:
+        return exp.DataType.build("DATE")
     if name == "weekday" and len(args) == 1:
         return exp.DataType.build("INT")
     if name == "pmod" and len(args) == 2:
@@ -370,6 +372,11 @@ SPARK_METADATA: dict[type[exp.Expr], dict[str, Any]] = {
         for cls in (exp.Year, exp.Quarter, exp.Month, exp.Day, exp.DayOfMonth, exp.DayOfWeek, exp.DayOfYear)
     },
     exp.WeekOfYear: {"returns": D.INT},
+    # Spark's date_trunc gives a timestamp, trunc a date; make_date/make_timestamp what they say
+    exp.TimestampTrunc: {"returns": D.TIMESTAMP},
+    exp.DateTrunc: {"returns": D.DATE},
+    exp.DateFromParts: {"returns": D.DATE},
+    exp.TimestampFromParts: {"returns": D.TIMESTAMP},
     **{cls: {"returns": D.INT} for cls in (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)},
     **{cls: {"returns": D.DOUBLE} for cls in (exp.PercentRank, exp.CumeDist)},
     exp.Extract: _with(exp.Extract, lambda e: _date_part(e.this.name)),

@@ -25,6 +25,7 @@ from precube.server.security import Authenticate
 from precube.server.state import ServerState, freeze_heap
 from precube.settings import Settings
 
+LOG = logging.getLogger("precube.server")
 BASE = "/kylin/api"
 ROOT_ROUTERS = ("health", "metrics", "docs", "web")  # /health, /ready, /metrics; /docs; the web UI at / and /web/…
 # Each module has `router`; all but those of ROOT_ROUTERS are mounted under BASE, in this order. A request is
@@ -133,7 +134,13 @@ def _admin_password(settings: Settings) -> str | None:
 
 def create_admin(directory: Directory, settings: Settings) -> None:
     """Create `ADMIN` on the first start (`[server] admin_password`, else a random password printed once)."""
-    created = directory.bootstrap(_admin_password(settings))
+    configured = _admin_password(settings)
+    created = directory.bootstrap(configured)
+    if directory.ignores(configured):
+        LOG.warning(
+            "[server] admin_password (PRECUBE__SERVER__ADMIN_PASSWORD) is not ADMIN's password and is ignored: it "
+            "sets the password on the first start only; reset it with `precube user passwd ADMIN`"
+        )
     if created is not None:
         print(
             f"precube: created user ADMIN with password {created} (shown once; change it with "

@@ -333,13 +333,17 @@ def source_for(table: Table) -> TableSource:
     return factory(table)
 
 
+PARQUET_SUFFIXES = frozenset({".parquet", ".parq"})
+CSV_SUFFIXES = frozenset({".csv", ".tsv", ".txt"})
+
+
 def detect_file_type(path: Path) -> SourceType:
     """PARQUET or CSV from the file names under `path`."""
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     suffixes = {p.suffix.lower() for p in files if not p.name.startswith(("_", "."))}
-    if ".parquet" in suffixes or ".parq" in suffixes:
+    if suffixes & PARQUET_SUFFIXES:
         return SourceType.PARQUET
-    if suffixes & {".csv", ".tsv", ".txt"}:
+    if suffixes & CSV_SUFFIXES:
         return SourceType.CSV
     if not path.exists():
         raise UnreadableSourceError(f"cannot read {path}: no such file or directory")

@@ -17,12 +17,12 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-_IDENTIFIER = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+IDENTIFIER = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
 def check_identifier(name: str, what: str) -> str:
     """Database and table names must be plain SQL identifiers, so queries can name them unquoted."""
-    if not _IDENTIFIER.match(name.upper()):
+    if not IDENTIFIER.match(name.upper()):
         raise InvalidInputError(f"invalid {what} {name!r}: use letters, digits and underscores (--{what} NAME)")
     return name.upper()
 
@@ -79,6 +79,11 @@ def _columns(schema: list[tuple[str, str]], previous: list[Column] | None = None
     return columns
 
 
+def table_name(path: Path) -> str:
+    """The default name of the table a path holds: a file's name up to its first dot, a directory's name."""
+    return path.name.split(".", 1)[0] if path.is_file() else path.name
+
+
 def load_file_table(
     store: MetadataStore,
     project: str,
@@ -91,10 +96,11 @@ def load_file_table(
     writer: str = "precube",
 ) -> Table:
     """Register the Parquet or CSV files at `path` as table `database.name` (default: the project's
-    default database and the directory name)."""
+    default database and the file's or directory's name, `table_name`)."""
     location = str(path.expanduser().resolve())
     source = FileSource(source_type, location, dict(options or {}))
-    return _register(store, project, source, database, name or path.name, location, dict(options or {}), writer)
+    default = table_name(path)
+    return _register(store, project, source, database, name or default, location, dict(options or {}), writer)
 
 
 def load_path(
