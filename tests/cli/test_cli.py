@@ -292,4 +292,5 @@ def test_demo_generates_loads_and_samples(
     assert run(args) == 1
     out = capsys.readouterr().out
     assert "reusing SSB scale 0.01" in out and "reusing project ssb" in out and "reusing model ssb" in out
+    assert "SSB.LINEORDER: 60,000 rows, sampled before" in out  # the same files: not sampled again
     assert "answers differ from DuckDB's on the raw files: Q1.2" in out and "demo done" not in out

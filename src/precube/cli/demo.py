@@ -23,7 +23,17 @@ from precube.cli.table import print_stats
 from precube.errors import InvalidInputError
 from precube.jobs.lifecycle import segment_config
 from precube.jobs.plans import build_job
-from precube.metadata import Dataflow, IndexPlan, MetadataStore, Project, SegmentConfig, SourceType, Table, TimeRange
+from precube.metadata import (
+    Dataflow,
+    IndexPlan,
+    MetadataStore,
+    Project,
+    SegmentConfig,
+    SourceType,
+    Table,
+    TableExt,
+    TimeRange,
+)
 from precube.modeling.model_spec import ModelSpec, parse_spec
 from precube.modeling.model_store import SavedModel, create_model, find_model, require_model, set_model_rules
 from precube.modeling.partition_format import to_epoch_ms
@@ -68,7 +78,8 @@ def demo(
 
     console.rule("[bold]1. SSB data")
     manifest = read_manifest(data)
-    if manifest is not None and manifest["scale"] == scale and manifest["seed"] == seed:
+    reused = manifest is not None and manifest["scale"] == scale and manifest["seed"] == seed
+    if reused:
         console.print(f"reusing SSB scale {scale:g} in {data}")
     else:
         generate_with_progress(scale, data, seed)
@@ -86,11 +97,14 @@ def demo(
         console.print(f"created project [bold]{project}[/] (default database {SSB_DATABASE})")
     with store.read(project) as tx:
         existing = {t.identity for t in tx.list(Table)}
+        sampled = {ext.table_name: ext for ext in tx.list(TableExt)}
     for name in TABLES:
         identity = f"{SSB_DATABASE}.{name}"
         if identity in existing:
             _, change = reload_table(store, project, identity, cli.spark, writer=cli.writer)
             console.print(f"{identity}: already loaded, {change.describe()}")
+            if change.changed or not reused:
+                sampled.pop(identity, None)
         else:
             table = load_file_table(
                 store, project, data / name, SourceType.PARQUET, database=SSB_DATABASE, writer=cli.writer
@@ -100,6 +114,9 @@ def demo(
     console.rule("[bold]3. sampling on Spark")
     spark = cli.spark()
     for name in TABLES:
+        if (ext := sampled.get(f"{SSB_DATABASE}.{name}")) is not None:  # the same files: the same stats
+            console.print(f"{ext.table_name}: {ext.total_rows:,} rows, sampled before")
+            continue
         ext = sample_and_store(
             store,
             project,
@@ -188,7 +205,7 @@ def _compare_queries(cli: CliContext, project: str, data: Path, built_to: str, r
         f"geometric-mean speed-up {geomean(speedups):.0f}x"
     )
     if empty:
-        console.print(f"{', '.join(empty)} ask for later orders: `--last-year 1998` builds every year")
+        console.print(f"{', '.join(empty)} find no orders before {built_to} (`--last-year 1998` builds every year)")
     return True
 
 
