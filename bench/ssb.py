@@ -4,8 +4,8 @@ raw Parquet files, in one run.
     .venv/bin/python bench/ssb.py --scale 1        # prints a table, writes bench/results/ssb-*.json
 
 Set-up (reused when `--home` already holds it): SSB data at the scale, a project with the five tables,
-the demo's SSB model (`resources/ssb_model.yaml`) built as one segment over all order dates, with
-`--plan demo` its own index plan (its aggregation groups and base indexes: ~150 layouts, hours at SF 10 on
+the SSB model (`resources/ssb_model.yaml`) built as one segment over all order dates, with
+`--plan spec` the spec's own index plan (its aggregation groups and base indexes: ~150 layouts, hours at SF 10 on
 two cores), with `--plan recommended` (default) the layouts `precube index recommend` gives for the 13
 queries (a dozen; no base indexes). Then each query runs on (a) precube, in one session as a server keeps
 it: the first run of the query (its shape never seen: parse, match, rewrite, load the layout; every query's
@@ -118,9 +118,9 @@ def main() -> None:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument(
         "--plan",
-        choices=("recommended", "demo"),
+        choices=("recommended", "spec"),
         default="recommended",
-        help="the model's index plan: the layouts recommended for the 13 queries, or the demo model's own",
+        help="the model's index plan: the layouts recommended for the 13 queries, or the SSB spec's own",
     )
     parser.add_argument("--repeat", type=int, default=30, help="timed runs of precube and DuckDB per query")
     parser.add_argument("--spark-repeat", type=int, default=3, help="timed runs of Spark per query")
