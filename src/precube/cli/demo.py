@@ -70,9 +70,9 @@ def demo(
     ),
     repeat: int = typer.Option(5, "--repeat", min=1, help="Timed warm runs per query, on precube and on DuckDB."),
 ) -> None:
-    """Run the end-to-end demo: generate SSB data, create the project, load and sample the five tables,
-    create the SSB model with the layouts the 13 SSB queries need, build it by yearly segments with auto-merge
-    on, show its segments and jobs, then time the queries on its layouts beside DuckDB on the raw files."""
+    """Run the end-to-end demo: generate SSB data, load and sample its tables, create the SSB model with the
+    layouts its 13 queries need, build yearly segments, then time the queries on the layouts beside DuckDB
+    on the raw files."""
     cli = state(ctx)
     data = data or cli.settings.home / "data" / f"ssb-sf{scale:g}"
 
