@@ -4,8 +4,8 @@ raw Parquet files, in one run.
     .venv/bin/python bench/ssb.py --scale 1        # prints a table, writes bench/results/ssb-*.json
 
 Set-up (reused when `--home` already holds it): SSB data at the scale, a project with the five tables,
-the demo's SSB model (`resources/ssb_model.yaml`) built as one segment over all order dates, with
-`--plan demo` its own index plan (its aggregation groups and base indexes: ~150 layouts, hours at SF 10 on
+the SSB model (`resources/ssb_model.yaml`) built as one segment over all order dates, with
+`--plan spec` the spec's own index plan (its aggregation groups and base indexes: ~150 layouts, hours at SF 10 on
 two cores), with `--plan recommended` (default) the layouts `precube index recommend` gives for the 13
 queries (a dozen; no base indexes). Then each query runs on (a) precube, in one session as a server keeps
 it: the first run of the query (its shape never seen: parse, match, rewrite, load the layout; every query's
@@ -24,27 +24,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import sqlglot
 from rich.console import Console
 from rich.table import Table
 
-from precube.cli.demo import SSB_DATABASE, ssb_model_spec
+from precube.cli.demo import SSB_DATABASE, create_recommended_model, ssb_model_spec
+from precube.cli.ssb_baseline import geomean, median_ms, raw_duckdb, same_rows, to_duckdb
 from precube.engine.context import BuildContext
 from precube.engine.operations import build_segment
 from precube.metadata import Dataflow, Project, SourceType, TimeRange, open_store
-from precube.modeling.model_store import create_model, find_model, set_model_rules
+from precube.modeling.model_store import create_model, find_model
 from precube.modeling.partition_format import to_epoch_ms
 from precube.query.frontend import DIALECT
-from precube.query.project_metadata import read_metadata
-from precube.query.recommend import recommend
 from precube.query.session import Session
 from precube.settings import load_settings
 from precube.sources.tables import load_file_table
@@ -76,13 +73,10 @@ def _prepare(home: Path, data: Path, scale: float, master: str, plan: str) -> tu
     with store.read(PROJECT) as tx:
         model = find_model(tx, "ssb")
     if model is None:
-        spec = ssb_model_spec()
         if plan == "recommended":
-            spec = spec.model_copy(update={"aggregation_groups": [], "base_index_type": []})
-        model = create_model(store, PROJECT, spec).model
-        if plan == "recommended":
-            found = recommend(read_metadata(store, PROJECT), model.alias, SSB_QUERIES.values())
-            set_model_rules(store, PROJECT, model.alias, found.groups)
+            model = create_recommended_model(store, PROJECT, list(SSB_QUERIES.values()))[0].model
+        else:
+            model = create_model(store, PROJECT, ssb_model_spec()).model
     with store.read(PROJECT) as tx:
         built = bool(tx.require(Dataflow, model.uuid).segments)
     seconds = 0.0
@@ -94,19 +88,6 @@ def _prepare(home: Path, data: Path, scale: float, master: str, plan: str) -> tu
         build_segment(ctx, model.alias, rng)
         seconds = time.perf_counter() - started
     return store, settings, seconds
-
-
-def _median_ms(run: Any, repeat: int, warm_s: float = 0.0) -> float:
-    """The median of `repeat` timed runs, after running untimed for `warm_s` seconds."""
-    until = time.perf_counter() + warm_s
-    while time.perf_counter() < until:
-        run()
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
 
 
 def add_recommended_arguments(parser: argparse.ArgumentParser, scale: float) -> None:
@@ -129,10 +110,6 @@ def prepare_recommended(args: argparse.Namespace) -> tuple[Path, Path, Any, Any,
     return home, data, store, settings, build_s
 
 
-def _rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    return [tuple(float(v) if isinstance(v, (int, float)) or hasattr(v, "as_tuple") else v for v in r) for r in rows]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0)
@@ -141,9 +118,9 @@ def main() -> None:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument(
         "--plan",
-        choices=("recommended", "demo"),
+        choices=("recommended", "spec"),
         default="recommended",
-        help="the model's index plan: the layouts recommended for the 13 queries, or the demo model's own",
+        help="the model's index plan: the layouts recommended for the 13 queries, or the SSB spec's own",
     )
     parser.add_argument("--repeat", type=int, default=30, help="timed runs of precube and DuckDB per query")
     parser.add_argument("--spark-repeat", type=int, default=3, help="timed runs of Spark per query")
@@ -161,10 +138,7 @@ def main() -> None:
     console = Console(width=200)  # the whole table, also when the output is a file
     store, settings, build_s = _prepare(home, data, args.scale, args.master, args.plan)
 
-    raw = duckdb.connect()
-    raw.execute(f"CREATE SCHEMA {SSB_DATABASE.lower()}")
-    for name in TABLES:
-        raw.execute(f"CREATE VIEW ssb.{name.lower()} AS SELECT * FROM read_parquet('{data / name}/*.parquet')")
+    raw = raw_duckdb(data)
     results = []
     session = Session(store, PROJECT, settings.warehouse_root)
     session.metadata.get(PROJECT)  # a server has read its metadata before the first query
@@ -176,12 +150,12 @@ def main() -> None:
     time.sleep(2)  # runs right after a large load are slower for a while here (SF 10 Q4.3: 4.3 ms, then 2.3 ms)
     for name, sql in queries.items():
         answer, first_ms = firsts[name]
-        precube_ms = _median_ms(lambda q=sql: session.sql(q), args.repeat, WARM_S)
+        precube_ms = median_ms(lambda q=sql: session.sql(q), args.repeat, WARM_S)
         # a shape never seen, its layout already loaded (as in a server that answered other queries)
-        new_shape_ms = _median_ms(lambda q=sql: (session.plans.clear(), session.sql(q)), args.repeat, WARM_S)
+        new_shape_ms = median_ms(lambda q=sql: (session.plans.clear(), session.sql(q)), args.repeat, WARM_S)
         other = other_literals(sql)
         # a known shape with literals never seen: the plan is reused after pruning with them
-        other_ms = _median_ms(lambda q=other: (session.plans.forget_statements(), session.sql(q)), args.repeat, WARM_S)
+        other_ms = median_ms(lambda q=other: (session.plans.forget_statements(), session.sql(q)), args.repeat, WARM_S)
         other_answer = session.sql(other)
         results.append(
             {
@@ -203,15 +177,13 @@ def main() -> None:
     for r in results:
         sql = queries[r["query"]]
         other = other_literals(sql)
-        duck_sql = sqlglot.transpile(sql, read=DIALECT, write="duckdb")[0]
+        duck_sql = to_duckdb(sql)
         expected = raw.execute(duck_sql).fetchall()
-        duck_other = raw.execute(sqlglot.transpile(other, read=DIALECT, write="duckdb")[0]).fetchall()
-        r["duckdb_raw_ms"] = _median_ms(lambda q=duck_sql: raw.execute(q).fetchall(), args.repeat)
+        duck_other = raw.execute(to_duckdb(other)).fetchall()
+        r["duckdb_raw_ms"] = median_ms(lambda q=duck_sql: raw.execute(q).fetchall(), args.repeat)
         r["vs_duckdb"] = r["duckdb_raw_ms"] / r["precube_ms"]
         rows, other_rows = r.pop("answers")
-        r["same_as_duckdb"] = _rows(rows) == _rows([tuple(x) for x in expected]) and _rows(other_rows) == _rows(
-            [tuple(x) for x in duck_other]
-        )
+        r["same_as_duckdb"] = same_rows(rows, expected) and same_rows(other_rows, duck_other)
     # Spark last: its JVM's work after a job (GC, cleanup) would otherwise run beside the timed runs
     spark = spark_session(settings)
     for name in TABLES:
@@ -219,7 +191,7 @@ def main() -> None:
     for r in results:
         spark_sql = sqlglot.transpile(queries[r["query"]], read=DIALECT, write="spark")[0].replace("ssb.", "ssb_")
         spark.sql(spark_sql).collect()
-        r["spark_raw_ms"] = _median_ms(lambda q=spark_sql: spark.sql(q).collect(), args.spark_repeat)
+        r["spark_raw_ms"] = median_ms(lambda q=spark_sql: spark.sql(q).collect(), args.spark_repeat)
         r["vs_spark"] = r["spark_raw_ms"] / r["precube_ms"]
 
     table = Table(title=f"SSB ({args.form} joins) at scale {args.scale:g}: median latency (ms)")
@@ -253,8 +225,8 @@ def main() -> None:
             f"{r['vs_duckdb']:.1f}",
             f"{r['vs_spark']:.0f}",
         )
-    geo_duck = math.exp(statistics.fmean(math.log(r["vs_duckdb"]) for r in results))
-    geo_spark = math.exp(statistics.fmean(math.log(r["vs_spark"]) for r in results))
+    geo_duck = geomean([r["vs_duckdb"] for r in results])
+    geo_spark = geomean([r["vs_spark"] for r in results])
     console.print(table)
     summary = {
         "scale": args.scale,

@@ -19,7 +19,6 @@ import argparse
 import itertools
 import json
 import statistics
-import sys
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -31,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from precube import tpch
+from precube.cli.ssb_baseline import median_ms
 from precube.engine.context import BuildContext
 from precube.engine.operations import build_segment
 from precube.metadata import Dataflow, Project, SourceType, TimeRange, open_store
@@ -43,9 +43,6 @@ from precube.query.session import QueryResult, Session
 from precube.settings import load_settings
 from precube.sources.tables import load_file_table
 from precube.spark_session import spark_session
-
-sys.path.insert(0, str(Path(__file__).parent))
-from ssb import _median_ms  # bench/ holds scripts, not a package
 
 PROJECT = "tpch"
 
@@ -122,10 +119,10 @@ def main() -> None:
             started = time.perf_counter()
             first = session.sql(sql)
             first_ms = (time.perf_counter() - started) * 1000
-            warm_ms = _median_ms(lambda sql=sql: session.sql(sql), args.repeat)
+            warm_ms = median_ms(lambda sql=sql: session.sql(sql), args.repeat)
             duck_sql = sqlglot.transpile(sql, read="spark", write="duckdb")[0]
             duck = raw.sql(duck_sql).fetchall()
-            duck_ms = _median_ms(lambda q=duck_sql: raw.sql(q).fetchall(), args.repeat)
+            duck_ms = median_ms(lambda q=duck_sql: raw.sql(q).fetchall(), args.repeat)
             same = len(duck) == len(first.rows) and all(
                 all(map(_close, a, b)) for a, b in zip(first.rows, duck, strict=True)
             )
