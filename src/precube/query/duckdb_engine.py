@@ -152,7 +152,7 @@ class DuckDBEngine:
         for table in sources:
             self._allow(table)
         self._lock = threading.Lock()
-        self._size = connections
+        self._size = connections + 1  # and one for the background loader: a statement never waits for a copy
         self._db = _Database(Connections(self._connect(), connections))
         self._retired: list[_Database] = []  # reopened: closed once their last statement ends
         self._closed = False
