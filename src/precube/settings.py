@@ -125,6 +125,8 @@ class QuerySettings(_Section):
     max_running_per_user: int = Field(default=0, ge=0)
     max_queued: int = Field(default=100, ge=0, le=10_000)
     queue_timeout_s: float = Field(default=10.0, ge=0)
+    # layouts held in memory per engine (`precube.query.layout_memory`); 0: 1/8 of RAM over the processes, ≤ 1 GiB
+    layout_memory_mb: int = Field(default=0, ge=0)
 
 
 class CacheSettings(_Section):
@@ -167,7 +169,7 @@ class ServerSettings(_Section):
     user: str | None = None
     password: SecretStr | None = None
     source_roots: list[str] = Field(default_factory=list)
-    preload: bool = True  # load every project's layouts at start: first queries are answered warm
+    preload: bool = True  # at start, offer every project's layouts to the engines' background loaders (within budget)
     workers: int = Field(default=1, ge=1, le=64)  # `precube serve` processes sharing the port
     pg_port: int | None = Field(default=None, ge=0, le=65535)  # the Postgres wire protocol's port (None: off)
     pg_tls_cert: str | None = None  # a PEM certificate (chain) and its key: the wire front end then offers TLS

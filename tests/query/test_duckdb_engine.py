@@ -90,6 +90,7 @@ CODED = [
 def test_coded_layout_answers_as_its_files(sql: str, tmp_path: Path) -> None:
     engine, scan = _layout(tmp_path)
     try:
+        assert engine.hold(scan)
         found = engine.execute(sql.format(t=scan.name), [scan], [])
         expected = engine.con.sql(sql.format(t=_files(tmp_path))).to_arrow_table()
         assert found.schema == expected.schema
@@ -101,7 +102,7 @@ def test_coded_layout_answers_as_its_files(sql: str, tmp_path: Path) -> None:
 def test_layout_held_sorted_with_few_valued_strings_coded(tmp_path: Path) -> None:
     engine, scan = _layout(tmp_path)
     try:
-        engine.execute(f'SELECT count(*) FROM "{scan.name}"', [scan], [])
+        assert engine.hold(scan)
         types = {str(r[0]): str(r[1]) for r in engine.con.execute(f'DESCRIBE "{scan.name}"').fetchall()}
         assert types["1"].startswith("ENUM(") and types["3"] == "VARCHAR" and types["2"] == "INTEGER"
         held = engine.con.execute(f'SELECT "1"::varchar, "2" FROM "{scan.name}"').fetchall()
@@ -131,10 +132,11 @@ def test_small_statements_run_on_one_thread_others_on_all(tmp_path: Path) -> Non
 
     try:
         threads = engine._threads
-        assert threads_after(scan) == 1
+        assert threads_after(scan) == threads  # read from its files: every thread
+        assert engine.hold(scan) and threads_after(scan) == 1
         # as many rows in the metadata as a large layout: every thread, unless the filter pins its leading column
         wide = LayoutScan("layout_1_y", "m", 1, ("s",), "s", SMALL_SCAN_ROWS + 1, ("1", "2"))
-        assert threads_after(wide) == threads
+        assert engine.hold(wide) and threads_after(wide) == threads
         assert threads_after(dataclasses.replace(wide, pinned=True)) == 1
     finally:
         engine.close()

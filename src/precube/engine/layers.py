@@ -59,6 +59,7 @@ FlatSource = Callable[[int], tuple["DataFrame", Codes]]
 
 SMALL_PARENT_ROWS = 1_000_000  # a parent this small feeds all its pending descendants in one job
 BATCH_MAX_ROWS = 20_000_000  # parent rows x grouping sets per batch job (its Expand size)
+ROW_GROUP_ROWS = 122_880  # rows of a layout file's Parquet row group: as many as a DuckDB row group
 
 
 def _shape(layout: Layout) -> tuple[bool, frozenset[int]]:
@@ -327,6 +328,9 @@ def write_layout(
 ) -> LayoutInstance:
     """Write one layout's rows into the segment with Spark; the caller records the returned instance."""
     path = layout_path(ctx.warehouse_root, ctx.project, model.uuid, segment_id, layout_id)
-    # overwrite: a killed earlier attempt may have left part of this (unrecorded) directory
-    df.write.mode("overwrite").parquet(path)
+    # overwrite: a killed earlier attempt may have left part of this (unrecorded) directory; row groups of
+    # ROW_GROUP_ROWS (each file is sorted by the layout's dimensions, `finish_layout`): their min/max let a query
+    # over the files skip most of them under a filter on leading dimensions, where Spark's 128 MB default made
+    # one row group of each file
+    df.write.mode("overwrite").option("parquet.block.row.count.limit", ROW_GROUP_ROWS).parquet(path)
     return _instance(ctx, path, layout_id, source_rows)

@@ -2,15 +2,21 @@
 pushdown.
 
 Layout relations are registered once per (layout, segments) — segment directories are immutable, so a
-registration never goes stale; small ones are loaded into memory (planning a query over an in-memory
-table is cheaper than over `read_parquet`). Measure cells that DuckDB cannot merge natively (Roaring
-bitmaps, HLL and KLL sketches) are merged by scalar Python functions over the list of a group's cells.
+registration never goes stale — as a view over their Parquet files, answered at once (projection and row-group
+pruning on the layout's sort key); a background loader holds in memory those the history says earn it
+(`layout_memory`), swapped in for the statements that start after. Measure cells that DuckDB cannot merge
+natively (Roaring bitmaps, HLL and KLL sketches) are merged by scalar Python functions over the list of a group's
+cells.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import re
 import threading
+import time
 import warnings
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -30,6 +36,7 @@ from precube.query.cancel import CANCELLED, Cancellation, allowed, timeout_error
 from precube.query.duckdb_connections import Connections, Cursor
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryCancelledError, QueryError
+from precube.query.layout_memory import LayoutMemory, default_budget_bytes
 from precube.query.literal_lists import run_lifted
 from precube.query.lookup_snapshot import SnapshotScan
 from precube.query.rewrite import LayoutScan
@@ -40,11 +47,7 @@ from precube.query.watchdog import Watchdog
 from precube.storage import cells
 from precube.storage.paths import layout_path, local_path
 
-# Layouts up to this many rows (over their segments) are held in memory: DuckDB's tables keep min/max per
-# row group of ~120k rows, so a filter on a layout's leading (sorted) columns skips most of them, where a
-# view over the layout's Parquet files, one row group a file at these sizes, reads every row.
-IN_MEMORY_ROWS = 10_000_000
-MEMORY_BUDGET_ROWS = 50_000_000  # least recently used in-memory layouts are dropped beyond this
+LOG = logging.getLogger(__name__)
 # A statement over in-memory layouts of at most this many rows, or whose filter pins each layout's leading
 # (sorted) column to a few values, runs on one thread.
 SMALL_SCAN_ROWS = 2_000_000
@@ -102,11 +105,13 @@ def _kll_quantile(blobs: list[bytes | None] | None, q: float) -> float | None:
 @dataclass(eq=False)
 class _Database:
     """One sealed database of the engine and what it holds: the relations registered in it (a layout held in
-    memory: its rows; a view: 0), the source views, how many running statements read each relation (never
-    evicted while read) and the settings in force (`DuckDBEngine._settle`)."""
+    memory: its estimated bytes; a view: 0) and the scan and Parquet source of each, the source views, how many
+    running statements read each relation (never evicted while read) and the settings in force
+    (`DuckDBEngine._settle`)."""
 
     connections: Connections
     layouts: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    scans: dict[str, tuple[LayoutScan | SnapshotScan, str]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     reading: Counter[str] = field(default_factory=Counter)
     small: bool = False  # the settings in force are those for small statements
@@ -131,6 +136,7 @@ class DuckDBEngine:
         bounds: ResultBounds = UNBOUNDED,
         connections: int = CONNECTIONS,
         spill: Spill | None = None,
+        layout_memory: int | None = None,
     ) -> None:
         self.root = warehouse_root
         self.project = project
@@ -146,12 +152,20 @@ class DuckDBEngine:
         for table in sources:
             self._allow(table)
         self._lock = threading.Lock()
-        self._size = connections
+        self._size = connections + 1  # and one for the background loader: a statement never waits for a copy
         self._db = _Database(Connections(self._connect(), connections))
         self._retired: list[_Database] = []  # reopened: closed once their last statement ends
         self._closed = False
         self._threads = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
         self._fetched = False  # a statement was answered (`_fetch`)
+        # the bytes of layouts held in memory (`layout_memory`: None, the machine's default) and the one thread
+        # that copies them (started at the first relation worth considering)
+        self.memory = LayoutMemory(default_budget_bytes() if layout_memory is None else layout_memory)
+        self._hold_lock = threading.Lock()  # one copy at a time; taken before the engine's lock
+        self._wake = threading.Event()
+        self._loader: threading.Thread | None = None
+        self._failed: set[str] = set()  # relations whose copy failed: read from their files for good
+        self._holding: Cursor | None = None  # the cursor a copy runs on
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -206,36 +220,160 @@ class DuckDBEngine:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            if self._holding is not None:
+                self._holding.watchdog.fire()  # a copy under way fails at once (its database closes after it)
             for db in (*self._retired, self._db):
                 db.connections.close()
+        self._wake.set()
+        if self._loader is not None and self._loader is not threading.current_thread():
+            self._loader.join(timeout=10)
 
     def _files(self, model_uuid: str, segment_id: str, layout_id: int) -> str:
         path = layout_path(self.root, self.project, model_uuid, segment_id, layout_id)
         return f"{path}/*.parquet"
 
     def _register_layout(self, db: _Database, con: duckdb.DuckDBPyConnection, scan: LayoutScan | SnapshotScan) -> None:
+        """Make the relation `scan.name` readable at once: a view over its Parquet files (unless registered)."""
         if scan.name in db.layouts:
             db.layouts.move_to_end(scan.name)
             return
         if isinstance(scan, SnapshotScan):  # immutable as a layout's files, registered the same way
-            source = f"read_parquet({_sql_list([scan.path + '/*.parquet'])})"
+            folders = [scan.path]
         elif scan.segment_ids:
-            files = [self._files(scan.model_uuid, s, scan.layout_id) for s in scan.segment_ids]
-            source = f"read_parquet({_sql_list(files)})"
+            folders = [
+                layout_path(self.root, self.project, scan.model_uuid, s, scan.layout_id) for s in scan.segment_ids
+            ]
         else:
+            folders = []
             schema_files = [self._files(scan.model_uuid, scan.schema_segment, scan.layout_id)]
-            source = f"read_parquet({_sql_list(schema_files)}) WHERE false"
-        if scan.rows <= IN_MEMORY_ROWS:
-            self._load(con, scan, source)
-            db.layouts[scan.name] = max(scan.rows, 1)
-            self._evict(db, con)
-        else:
-            con.execute(f'CREATE OR REPLACE VIEW "{scan.name}" AS SELECT * FROM {source}')
-            db.layouts[scan.name] = 0
+        source = (
+            f"read_parquet({_sql_list([f + '/*.parquet' for f in folders])})"
+            if folders
+            else f"read_parquet({_sql_list(schema_files)}) WHERE false"
+        )
+        con.execute(f'CREATE OR REPLACE VIEW "{scan.name}" AS SELECT * FROM {source}')
+        db.layouts[scan.name] = 0
+        db.scans[scan.name] = (scan, source)
+        self.memory.know(scan.name, scan.model_uuid, scan.rows, sum(map(_parquet_bytes, folders)))
 
-    def _load(self, con: duckdb.DuckDBPyConnection, scan: LayoutScan | SnapshotScan, source: str) -> None:
-        """Hold the layout's rows in memory, sorted by its dimensions (each file is sorted, the files are
-        not), so min/max per row group skip most rows under a filter on leading dimensions; strings with
+    def preload(self, scan: LayoutScan) -> None:
+        """Warming: register one layout's relation (a view, at once) and offer it to the background loader,
+        which holds it in memory when it fits the budget (`LayoutMemory.offer`); nothing waits for the copy."""
+        with mapped_errors(self.name):
+            db, cursor = self._cursor(())
+            try:
+                with self._lock:
+                    self._register_layout(db, cursor.con, scan)
+            finally:
+                db.connections.give_back(cursor)
+        self.memory.offer(scan.name)
+        self._wake_loader()
+
+    def hold(self, scan: LayoutScan | SnapshotScan) -> bool:
+        """Copy the relation into memory now (registering it first) and swap it in for the statements that start
+        after; whether it is held. What the background loader does, and a test's way to hold one at once."""
+        with self._hold_lock:
+            db, cursor = self._cursor(())  # one of the pool's: the database closes once it is back
+            try:
+                return self._hold(db, cursor, scan)
+            finally:
+                db.connections.give_back(cursor)
+
+    def _hold(self, db: _Database, cursor: Cursor, scan: LayoutScan | SnapshotScan) -> bool:
+        con = cursor.con
+        with self._lock:
+            self._register_layout(db, con, scan)
+            if db.layouts[scan.name]:
+                return True
+            source = db.scans[scan.name][1]
+            self._holding = cursor  # `close` interrupts the copy
+        staged = f"{scan.name}__held"
+        try:
+            self._load(con, scan, source, staged)
+            with self._lock:
+                if db is not self._db or self._closed:
+                    return False  # reopened meanwhile: the new database registers it again
+                con.execute("BEGIN")  # one change for the statements of other cursors: the view, then the table
+                con.execute(f'DROP VIEW IF EXISTS "{scan.name}"')
+                con.execute(f'ALTER TABLE "{staged}" RENAME TO "{scan.name}"')
+                con.execute("COMMIT")
+                db.layouts[scan.name] = self.memory.size(scan.name)
+            return True
+        finally:
+            self._holding = None
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")  # only when the swap failed: no transaction is open otherwise
+            with contextlib.suppress(duckdb.Error):
+                con.execute(f'DROP TABLE IF EXISTS "{staged}"')
+
+    def _unhold(self, db: _Database, con: duckdb.DuckDBPyConnection, name: str) -> None:
+        """Replace a held relation no statement reads by its view again (under the engine's lock)."""
+        con.execute("BEGIN")
+        con.execute(f'DROP TABLE IF EXISTS "{name}"')
+        con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {db.scans[name][1]}')
+        con.execute("COMMIT")
+        db.layouts[name] = 0
+
+    def _wake_loader(self) -> None:
+        """Have the loader look at the history again (started at the first call)."""
+        if self._loader is None:
+            with self._lock:
+                if self._loader is None and not self._closed:
+                    self._loader = threading.Thread(
+                        target=self._load_in_background, name="precube-layouts", daemon=True
+                    )
+                    self._loader.start()
+        self._wake.set()
+
+    def _load_in_background(self) -> None:
+        """The loader: on each wake, hold what the history wants (best first), evicting what it no longer wants
+        and no statement reads, one copy at a time; a failed copy is logged and its relation read from its files."""
+        while not self._closed:
+            self._wake.wait()
+            self._wake.clear()
+            while not self._closed:
+                try:
+                    if not self._load_step():
+                        break
+                except Exception as err:  # noqa: BLE001 (holding is an optimisation: the view keeps answering)
+                    if not self._closed:
+                        LOG.warning("holding a layout in memory failed: %s", err)
+                    break
+
+    def _load_step(self) -> bool:
+        """Hold the best wanted relation not held, first evicting (least recently registered or read first) held
+        ones no longer wanted and read by no statement until it fits; whether one was held."""
+        with self._lock:
+            held = {n for n, size in self._db.layouts.items() if size}
+        wanted = [n for n in self.memory.wanted(held) if n not in self._failed]
+        with self._hold_lock:
+            db, cursor = self._cursor(())
+            try:
+                with self._lock:
+                    todo = next((n for n in wanted if n in db.scans and not db.layouts.get(n)), None)
+                    if todo is None:
+                        return False
+                    need = sum(db.layouts.values()) + self.memory.size(todo) - self.memory.budget
+                    evictable = [n for n, size in db.layouts.items() if size and n not in wanted and not db.reading[n]]
+                    if need > sum(db.layouts[n] for n in evictable):
+                        return False  # what is still wanted or read takes the room
+                    for name in evictable:
+                        if need <= 0:
+                            break
+                        need -= db.layouts[name]
+                        self._unhold(db, cursor.con, name)
+                    scan = db.scans[todo][0]
+                try:
+                    return self._hold(db, cursor, scan)
+                except Exception:
+                    self._failed.add(scan.name)
+                    raise
+            finally:
+                db.connections.give_back(cursor)
+
+    def _load(self, con: duckdb.DuckDBPyConnection, scan: LayoutScan | SnapshotScan, source: str, target: str) -> None:
+        """Copy the layout's rows into the table `target`, sorted by its dimensions (each file is sorted, the files
+        are not), so min/max per row group skip most rows under a filter on leading dimensions; strings with
         few distinct values become ENUMs (in sorted order, so comparisons, ORDER BY, MIN/MAX and string
         functions behave as on VARCHAR), which filters and groups compare as integers."""
         staged = f"{scan.name}__staged"
@@ -248,7 +386,7 @@ class DuckDBEngine:
             select = ", ".join(f'CAST("{c}" AS {coded[c]}) AS "{c}"' if c in coded else f'"{c}"' for c in names)
             order = ", ".join(f'"{c}" NULLS FIRST' for c in scan.sort_by if c in names)
             con.execute(
-                f'CREATE OR REPLACE TABLE "{scan.name}" AS SELECT {select} FROM "{staged}"'
+                f'CREATE OR REPLACE TABLE "{target}" AS SELECT {select} FROM "{staged}"'
                 + (f" ORDER BY {order}" if order else "")
             )
         finally:
@@ -281,15 +419,6 @@ class DuckDBEngine:
         """An aggregate of each column over a relation, in one pass; `call` names the column `{c}`."""
         row = con.execute("SELECT " + ", ".join(call.format(c=c) for c in columns) + f" FROM {relation}").fetchone()
         return row or ()
-
-    def _evict(self, db: _Database, con: duckdb.DuckDBPyConnection) -> None:
-        """Drop the least recently used relations beyond the memory budget, but none a running statement reads."""
-        while sum(db.layouts.values()) > MEMORY_BUDGET_ROWS:
-            name = next((n for n in db.layouts if not db.reading[n]), None)
-            if name is None:
-                return
-            rows = db.layouts.pop(name)
-            con.execute(f'DROP {"TABLE" if rows else "VIEW"} IF EXISTS "{name}"')
 
     def _register_source(self, db: _Database, con: duckdb.DuckDBPyConnection, table: Table) -> None:
         definition = _source_sql(table)
@@ -355,18 +484,6 @@ class DuckDBEngine:
         for db in databases:
             db.connections.interrupt()
 
-    def preload(self, scan: LayoutScan) -> None:
-        """Register (load into memory, when small enough) one layout's relation ahead of its first query."""
-        with mapped_errors(self.name):
-            db, cursor = self._cursor(())
-            try:
-                with self._lock:
-                    if scan.name not in db.layouts:
-                        self._settle(db, cursor.con, False)  # loading a layout uses every thread
-                        self._register_layout(db, cursor.con, scan)
-            finally:
-                db.connections.give_back(cursor)
-
     def _execute(
         self,
         db: _Database,
@@ -381,13 +498,12 @@ class DuckDBEngine:
         with self._lock:
             db.reading.update(names)  # first: registering another relation evicts none of these
             try:
-                if any(n not in db.layouts for n in names):
-                    self._settle(db, con, False)  # loading a layout uses every thread
                 for scan in scans:
                     self._register_layout(db, con, scan)
                 for table in sources:
                     self._register_source(db, con, table)
-                in_memory = all(db.layouts.get(n) for n in names)
+                held = [bool(db.layouts.get(n)) for n in names]
+                in_memory = all(held)
                 narrow = sum(s.rows for s in scans) <= SMALL_SCAN_ROWS or all(s.pinned for s in scans)
                 small = bool(scans) and not sources and in_memory and narrow
                 self._settle(db, con, small)
@@ -395,11 +511,20 @@ class DuckDBEngine:
                 self._done(db, names, wide=False)
                 raise
             db.wide += int(not small)
+        started = time.perf_counter()
         try:
             return self._fetch(con, sql, window)
         finally:
             with self._lock:
                 self._done(db, names, wide=not small)
+            self._read(names, time.perf_counter() - started, held)
+
+    def _read(self, names: list[str], seconds: float, held: list[bool]) -> None:
+        """A statement's time over its relations, into the history; the loader looks again after a view's."""
+        if names:
+            self.memory.read(names, seconds, held)
+            if not all(held):
+                self._wake_loader()
 
     @staticmethod
     def _done(db: _Database, names: list[str], wide: bool) -> None:
@@ -583,6 +708,15 @@ def _arrow_type(duck_type: sqltypes.DuckDBPyType) -> pa.DataType | None:
     if found is None and (decimal := _DECIMAL.fullmatch(name)):
         found = pa.decimal128(int(decimal.group(1)), int(decimal.group(2)))
     return found
+
+
+def _parquet_bytes(folder: str) -> int:
+    """The bytes of a layout's (or snapshot's) Parquet files (0: the folder is missing)."""
+    try:
+        with os.scandir(folder) as entries:
+            return sum(e.stat().st_size for e in entries if e.name.endswith(".parquet"))
+    except OSError:
+        return 0
 
 
 def _sql_string(text: str) -> str:

@@ -39,6 +39,7 @@ from precube.query.errors import EngineError, LayoutReadError, NoLayoutError, Qu
 from precube.query.explain import Explanation
 from precube.query.frontend import normalise, parse, spark_sum_types
 from precube.query.history import QueryHistory, QueryRecord
+from precube.query.layout_memory import default_budget_bytes
 from precube.query.limits import check_text
 from precube.query.literal_lists import abbreviated
 from precube.query.lookup_snapshot import SnapshotMatch, SnapshotScan, match_snapshots, rewrite_snapshots, stale_scans
@@ -201,6 +202,7 @@ class Session:
             bounds=self.bounds,
             connections=self.settings.max_running,  # admission lets no more statements run at once
             spill=spill,
+            layout_memory=limits.layout_memory_mb * 2**20 or default_budget_bytes(processes),
         )
         # SHOW/DESCRIBE and information_schema, from the metadata in a connection of their own
         self.catalog = CatalogAnswers(memory, limits.timeout_s, limits.max_nesting_depth, self.bounds, spill)
@@ -471,9 +473,9 @@ class Session:
         self._record(sql, start_ms, started, result.engine, result, user=user)
 
     def warm(self, stop: Callable[[], bool] = lambda: False) -> int:
-        """Load the online models' layouts (over all their segments, smallest first) into the DuckDB engine
-        ahead of their first query, until `stop()`; how many were loaded. Queries wait only for the layout
-        being loaded (the engine's lock), not for the rest."""
+        """Register the online models' layouts (over all their segments, smallest first) in the DuckDB engine and
+        offer them to its background loader, which holds in memory those that fit its budget (`layout_memory`),
+        until `stop()`; how many were offered. No query waits for a copy: each reads the layout's files until then."""
         loaded = 0
         for model in self.metadata.get(self.project).models:
             if not model.online:

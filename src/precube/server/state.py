@@ -53,8 +53,9 @@ class ServerState:
         return cls(settings, store, directory, cache, history, name, queries, signin)
 
     def start_warming(self) -> None:
-        """Open every project's session and load its layouts in a background thread, so that the first query on
-        each layout after a start is answered warm (a query meanwhile waits at most for the layout being loaded)."""
+        """Open every project's session in a background thread and offer its layouts to its engine's background
+        loader (`Session.warm`: held in memory within the budget); queries are answered from the layouts' files
+        meanwhile, never waiting for a copy."""
         self._warmer = threading.Thread(target=self._warm, name="precube-warm-layouts", daemon=True)
         self._warmer.start()
 
