@@ -267,12 +267,13 @@ def type_oid(name: str) -> int:
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_NAMES = (TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING)  # a name or a quoted one, not a keyword
 
 
 def _keyword_labels(tokens: list[Token]) -> list[Token]:
     """A keyword after AS is a column label, as PostgreSQL reads `… AS select` (Metabase's privileges query)."""
     for before, token in itertools.pairwise(tokens):
-        if before.token_type == TokenType.ALIAS and token.token_type != TokenType.VAR and _WORD.fullmatch(token.text):
+        if before.token_type == TokenType.ALIAS and token.token_type not in _NAMES and _WORD.fullmatch(token.text):
             token.token_type = TokenType.VAR
     return tokens
 
