@@ -23,28 +23,52 @@ from tests.server.live import ADMIN, LiveServer
 from tests.server.test_pgwire_tools import metadata
 
 JAR = Path("/usr/share/java/postgresql.jar")
-JAVA = shutil.which("java")
+JAVA = shutil.which("java") if shutil.which("javac") else None  # a JDK: the probe runs from its source
 PROBE = Path(__file__).parent / "jdbc" / "Probe.java"
 
 pytestmark = [
     pytest.mark.spark,
     pytest.mark.usefixtures("warm_live"),
     pytest.mark.skipif(
-        JAVA is None or not JAR.is_file(), reason="pgjdbc is not installed (./dev installs libpostgresql-jdbc-java)"
+        JAVA is None or not JAR.is_file(),
+        reason="pgjdbc or a JDK is missing (./dev installs libpostgresql-jdbc-java, openjdk-17-jdk-headless)",
     ),
 ]
 
 # the column labels of PostgreSQL 15's answers to the same pgjdbc calls
 PG_LABELS = {
     "primary_keys": ["table_cat", "table_schem", "table_name", "column_name", "key_seq", "pk_name"],
-    "imported_keys": (
-        "pktable_cat pktable_schem pktable_name pkcolumn_name fktable_cat fktable_schem fktable_name fkcolumn_name "
-        "key_seq update_rule delete_rule fk_name pk_name deferrability"
-    ).split(),
-    "index_info": (
-        "TABLE_CAT TABLE_SCHEM TABLE_NAME NON_UNIQUE INDEX_QUALIFIER INDEX_NAME TYPE ORDINAL_POSITION COLUMN_NAME "
-        "ASC_OR_DESC CARDINALITY PAGES FILTER_CONDITION"
-    ).split(),
+    "imported_keys": [
+        "pktable_cat",
+        "pktable_schem",
+        "pktable_name",
+        "pkcolumn_name",
+        "fktable_cat",
+        "fktable_schem",
+        "fktable_name",
+        "fkcolumn_name",
+        "key_seq",
+        "update_rule",
+        "delete_rule",
+        "fk_name",
+        "pk_name",
+        "deferrability",
+    ],
+    "index_info": [
+        "TABLE_CAT",
+        "TABLE_SCHEM",
+        "TABLE_NAME",
+        "NON_UNIQUE",
+        "INDEX_QUALIFIER",
+        "INDEX_NAME",
+        "TYPE",
+        "ORDINAL_POSITION",
+        "COLUMN_NAME",
+        "ASC_OR_DESC",
+        "CARDINALITY",
+        "PAGES",
+        "FILTER_CONDITION",
+    ],
 }
 _LITERAL = re.compile(r"(=|>=|<=) (\d+|'[^']*')")
 
