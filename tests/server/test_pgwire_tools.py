@@ -164,7 +164,7 @@ def test_psql_backslash_commands_answer(live: LiveServer, server_home: ServerHom
     """What PostgreSQL would list for precube's objects: never an error, empty where there are none."""
     project = server_home.project
     shown = {}
-    commands = ("\\l", "\\dn", "\\dt", "\\dv", "\\d dates", "\\d+ lineorder", "\\df", "\\dT", "\\du")
+    commands = ("\\l", "\\dn", "\\dt", "\\dv", "\\d dates", "\\d+ lineorder", "\\df", "\\dT", "\\du", "\\dd")
     for command in (*commands, "\\l+", "\\dn+", "\\dt+", "\\di", "\\do", "\\dC", "\\dp", "\\dx"):
         done = psql(live, project, command)
         assert done.returncode == 0 and "ERROR" not in done.stderr, (command, done.stderr)
@@ -172,7 +172,7 @@ def test_psql_backslash_commands_answer(live: LiveServer, server_home: ServerHom
     assert [project] in [row[:1] for row in shown["\\l"]]
     assert ["ssb", "precube"] in shown["\\dn"]
     assert shown["\\dv"] == [["Did not find any relations."]]
-    assert shown["\\df"][-1] == ["(0 rows)"] and shown["\\dT"][-1] == ["(0 rows)"]
+    assert shown["\\df"][-1] == ["(0 rows)"] and shown["\\dT"][-1] == ["(0 rows)"] and shown["\\dd"][-1] == ["(0 rows)"]
     assert ADMIN[0] in [row[0] for row in shown["\\du"]]
     _, computed = metadata(server_home)
     described = {row[0]: row for row in shown["\\d+ lineorder"] if len(row) > 4}

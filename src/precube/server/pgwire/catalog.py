@@ -57,6 +57,7 @@ MACROS: dict[str, tuple[str, str]] = {
     "pg_collation_is_visible": ("o", "true"),
     "pg_operator_is_visible": ("o", "true"),
     "pg_opclass_is_visible": ("o", "true"),
+    "pg_opfamily_is_visible": ("o", "true"),
     "pg_conversion_is_visible": ("o", "true"),
     "pg_database_size": ("o", "CAST(0 AS BIGINT)"),
     "pg_get_serial_sequence": ("t, c", "CAST(NULL AS VARCHAR)"),  # no column is serial: precube is read-only
@@ -352,7 +353,23 @@ def rewrite(tree: exp.Expr, project: str, schema: str, settings: SessionSettings
             return _function(node, settings)
         return node
 
-    return tree.copy().transform(visit, copy=False)
+    return _table_oids(tree.copy()).transform(visit, copy=False)
+
+
+def _table_oids(tree: exp.Expr) -> exp.Expr:
+    """`alias.tableoid` (a system column: psql's `\\dd` joins on it) as its catalog's OID, the alias looked up
+    among the tables of the query that names it."""
+    for column in list(tree.find_all(exp.Column)):
+        select = column.find_ancestor(exp.Select)
+        if column.name.lower() != "tableoid" or not column.table or select is None:
+            continue
+        sources = [select.args.get("from_"), *select.args.get("joins", [])]
+        tables = [source.this for source in sources if source is not None and isinstance(source.this, exp.Table)]
+        names = {table.alias_or_name.lower(): table.name.lower() for table in tables}
+        found = ct.TABLE_OIDS.get(names.get(column.table.lower(), ""))
+        if found is not None:
+            column.replace(exp.Literal.number(found))
+    return tree
 
 
 # functions a FROM may name besides the table functions: pg_get_keywords(), and ones returning an array (one row)

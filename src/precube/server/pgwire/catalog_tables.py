@@ -91,6 +91,7 @@ COLUMNS: dict[str, dict[str, str]] = {
             "conpfeqop BIGINT[], conppeqop BIGINT[], conffeqop BIGINT[], confdelsetcols BIGINT[], "
             "conexclop BIGINT[], conbin VARCHAR"
         ),
+        "pg_opfamily": "oid BIGINT, opfmethod BIGINT, opfname VARCHAR, opfnamespace BIGINT, opfowner BIGINT",
         "pg_opclass": "oid BIGINT, opcmethod BIGINT, opcname VARCHAR, opcnamespace BIGINT, opcowner BIGINT, "
         "opcfamily BIGINT, opcintype BIGINT, opcdefault BOOLEAN, opckeytype BIGINT",
         "pg_attrdef": "oid BIGINT, adrelid BIGINT, adnum BIGINT, adbin VARCHAR",
@@ -198,6 +199,14 @@ COLUMNS: dict[str, dict[str, str]] = {
 
 # read-only settings pg_settings lists beyond the session's (pgjdbc reads max_index_keys for getImportedKeys)
 _SETTINGS = {"max_index_keys": "32", "block_size": "8192", "max_function_args": "100", "segment_size": "131072"}
+# each catalog's own OID (pg_class's rows for the catalogs), which a row's `tableoid` system column holds
+TABLE_OIDS = {"pg_class": 1259, "pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_database": 1262}
+TABLE_OIDS |= {"pg_namespace": 2615, "pg_constraint": 2606, "pg_opclass": 2616, "pg_opfamily": 2753}
+TABLE_OIDS |= {"pg_rewrite": 2618, "pg_trigger": 2620, "pg_description": 2609, "pg_am": 2601, "pg_index": 2610}
+TABLE_OIDS |= {"pg_attrdef": 2604, "pg_collation": 3456, "pg_operator": 2617, "pg_cast": 2605, "pg_language": 2612}
+TABLE_OIDS |= {"pg_extension": 3079, "pg_policy": 3256, "pg_statistic_ext": 3381, "pg_event_trigger": 3466}
+TABLE_OIDS |= {"pg_inherits": 2611, "pg_tablespace": 1213, "pg_enum": 3501, "pg_depend": 2608, "pg_sequence": 2224}
+TABLE_OIDS |= {"pg_publication": 6104, "pg_roles": 1260, "pg_shdescription": 2396}
 _CATEGORY = {pg.BOOL: "B", pg.NUMERIC: "N", pg.INT2: "N", pg.INT4: "N", pg.INT8: "N", pg.FLOAT4: "N"}
 _CATEGORY |= {pg.FLOAT8: "N", pg.OID: "N", pg.DATE: "D", pg.TIMESTAMP: "D", pg.TIMESTAMPTZ: "D", pg.TIME: "D"}
 _CATEGORY |= {pg.INTERVAL: "T", pg.BYTEA: "U", pg.JSON: "U", pg.UNKNOWN: "X"}
