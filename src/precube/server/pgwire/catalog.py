@@ -4,7 +4,8 @@
 Each project's catalog is a sandboxed in-memory DuckDB (no file or network access, configuration locked,
 one thread) holding only the rows of `catalog_tables` in schemas of its own, rebuilt when the project's
 metadata moves. A client's statement is rewritten on its parsed tree before it runs there: every
-table must be an emulated relation (or a CTE, `unnest`, `generate_series`), `pg_catalog.` prefixes and
+table must be an emulated relation (or a CTE, `unnest`, `generate_series`, `pg_get_keywords()`, a function
+returning an array: one row), `pg_catalog.` and `information_schema.` prefixes and
 `COLLATE` go, PostgreSQL's functions become macros of the sandbox or the connection's literal values
 (`current_user`, `current_setting(…)`), casts to `regclass`/`regtype`/`name`/`oid` become lookups or plain
 types, and `OPERATOR(pg_catalog.~)` a regular-expression match; any other `pg_*` function is refused."""
@@ -303,7 +304,10 @@ def current_schema(settings: SessionSettings, schemas: set[str], default: str) -
     without a schema to list)."""
     for part in settings.show("search_path").split(","):
         name = part.strip()
-        name = settings.user if name == '"$user"' else name[1:-1].replace('""', '"') if name[:1] == '"' else name
+        if name == '"$user"':
+            name = settings.user
+        elif name.startswith('"'):
+            name = name[1:-1].replace('""', '"')
         if name.lower() in schemas:
             return name.lower()
     return default
@@ -389,10 +393,9 @@ def _function_table(table: exp.Table, func: exp.Expr) -> exp.Expr:
         if alias is not None:
             found.set("alias", alias)
         return found
-    columns = alias.columns if alias is not None else []
-    name = (columns[0] if columns else alias.this if alias is not None else None) or exp.to_identifier(func.name)
-    query = exp.select(exp.alias_(func, name.copy())).subquery(alias.this if alias is not None else name.copy())
-    return query
+    relation = alias.this if alias is not None else exp.to_identifier(func.name)
+    column = alias.columns[0] if alias is not None and alias.columns else relation  # `AS t(c)` names the column
+    return exp.select(exp.alias_(func, column.copy())).subquery(relation.copy())
 
 
 def _table(table: exp.Table, ctes: set[str]) -> exp.Expr:
@@ -490,7 +493,7 @@ def _array_literal(text: str) -> exp.Expr:
     inner = inner[1:-1]
     elements: list[exp.Expr] = []
     for found in _ELEMENT.finditer(inner) if inner.strip() else ():
-        item = found.group(1)
+        item = found.group(1).strip()
         if found.start() == len(inner) and not item:
             break
         if item.startswith('"'):
