@@ -22,6 +22,7 @@ from precube.query.frontend import DIALECT
 from precube.server.pgwire import placeholders, rows
 from precube.server.pgwire import types as pg
 from precube.server.pgwire.catalog import current_schema, is_catalog_query, rewrite, sandbox_error
+from precube.server.pgwire.catalog_tables import deparsed
 from precube.server.pgwire.session_settings import SessionSettings, command_line_options
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, classify, precube_sql, split
@@ -171,6 +172,15 @@ def test_settings_from_startup_options_and_search_path_as_postgresql_shows_it() 
     assert settings.show("search_path") == '"$user", public'
     settings.set("search_path", '"ssb", "Ab", "$user", PUBLIC')
     assert settings.show("search_path") == 'ssb, "Ab", "$user", public'
+
+
+def test_computed_expressions_read_as_pg_get_expr_gives_them() -> None:
+    assert deparsed("LINEORDER.LO_EXTENDEDPRICE * LINEORDER.LO_DISCOUNT") == (
+        "(LINEORDER.LO_EXTENDEDPRICE * LINEORDER.LO_DISCOUNT)"
+    )
+    assert deparsed("NOT A.B") == "(NOT A.B)"
+    for bare in ("LINEORDER.LO_REVENUE", "CASE WHEN A.B > 5 THEN A.C END", "substr(A.B, 1, 2)", "(A.B + 1)"):
+        assert deparsed(bare) == bare
 
 
 def test_current_schema_follows_search_path() -> None:

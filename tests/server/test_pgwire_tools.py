@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from psycopg.pq import TransactionStatus
 
 from precube.metadata import Model, Table, open_store
+from precube.server.pgwire.catalog_tables import deparsed
 from tests.query.oracle import Oracle
 from tests.server.conftest import ServerHome
 from tests.server.live import ADMIN, LiveServer
@@ -36,14 +37,15 @@ def engine(live: LiveServer, project: str, driver: str) -> sa.Engine:
 
 
 def metadata(server_home: ServerHome) -> tuple[list[Table], dict[str, list[tuple[str, str]]]]:
-    """The project's tables, and each table's computed columns (lower-case name, expression)."""
+    """The project's tables, and each table's computed columns (lower-case name, expression as PostgreSQL's
+    `pg_get_expr` gives a stored generated column's: `(a * b)`)."""
     settings = server_home.settings
     with open_store(settings.metadata_url, settings.metadata.table) as store, store.read(server_home.project) as tx:
         tables, models = tx.list(Table), tx.list(Model)
     computed: dict[str, list[tuple[str, str]]] = {}
     for cc in (cc for m in models for cc in m.computed_columns):
         computed.setdefault(cc.table_identity.split(".")[-1].lower(), []).append(
-            (cc.column_name.lower(), cc.expression)
+            (cc.column_name.lower(), deparsed(cc.expression))
         )
     return tables, computed
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import zlib
 
+import sqlglot
+from sqlglot import exp
+
 from precube.query.catalog.description import CatalogDescription, ColumnDescription, TableDescription
+from precube.query.frontend import DIALECT
 from precube.server.pgwire import types as pg
 from precube.server.pgwire.session_settings import SessionSettings
 
@@ -317,19 +321,31 @@ def _column(found: Rows, project: str, schema: str, table: str, relation: int, c
             "attgenerated": "s" if column.computed else "",
         }
     )
-    if column.expression is not None:
+    expression = deparsed(column.expression) if column.expression is not None else None
+    if expression is not None:
         # adbin holds the expression's text, which the sandbox's pg_get_expr returns as it is
         default = oid_of("attrdef", f"{schema}.{table}.{position}")
-        found["pg_attrdef"].append({"oid": default, "adrelid": relation, "adnum": position, "adbin": column.expression})
+        found["pg_attrdef"].append({"oid": default, "adrelid": relation, "adnum": position, "adbin": expression})
     if column.comment:
         found["pg_description"].append(
             {"objoid": relation, "classoid": 1259, "objsubid": position, "description": column.comment}
         )
     row = _info_column(project, schema, table, column.name.lower(), position, typed)
     row["is_nullable"] = "YES" if column.nullable else "NO"
-    if column.expression is not None:
-        row |= {"is_generated": "ALWAYS", "generation_expression": column.expression}
+    if expression is not None:
+        row |= {"is_generated": "ALWAYS", "generation_expression": expression}
     found["columns"].append(row)
+
+
+def deparsed(expression: str) -> str:
+    """A computed column's expression as PostgreSQL's `pg_get_expr` gives a stored one: an operator at the top
+    in parentheses (`(a * b)`), a column, a constant or a function call (`CASE` included) as it is."""
+    try:
+        tree = sqlglot.parse_one(expression, read=DIALECT)
+    except sqlglot.ParseError:
+        return expression
+    bare = (exp.Column, exp.Literal, exp.Func, exp.Paren, exp.Null, exp.Boolean)
+    return expression if isinstance(tree, bare) else f"({expression})"
 
 
 def _info_column(
