@@ -31,7 +31,7 @@ public class Probe {
             try {
                 emit("keywords", quote(meta.getSQLKeywords()));
             } catch (SQLException e) {
-                emit("keywords", "{\"sqlstate\":" + quote(e.getSQLState()) + ",\"error\":" + quote(e.getMessage()) + "}");
+                emit("keywords", failure(e));
             }
             listing("schemas", meta::getSchemas);
             listing("tables", () -> meta.getTables(null, "ssb", "%", new String[] {"TABLE", "VIEW"}));
@@ -76,8 +76,12 @@ public class Probe {
             }
             emit(name, "{\"columns\":[" + String.join(",", columns) + "],\"rows\":[" + String.join(",", rows) + "]}");
         } catch (SQLException e) {
-            emit(name, "{\"sqlstate\":" + quote(e.getSQLState()) + ",\"error\":" + quote(e.getMessage()) + "}");
+            emit(name, failure(e));
         }
+    }
+
+    static String failure(SQLException e) {
+        return "{\"sqlstate\":" + quote(e.getSQLState()) + ",\"error\":" + quote(e.getMessage()) + "}";
     }
 
     static void emit(String name, String body) {
