@@ -17,6 +17,7 @@ from precube.metadata import Model, Table, open_store
 from precube.query.catalog.description import CatalogDescription
 from precube.query.project_metadata import read_metadata
 from precube.server.pgwire import types as pg
+from precube.server.pgwire.catalog_tables import deparsed
 from precube_client.dialect import column_type
 from tests.server.conftest import ServerHome, data
 from tests.server.live import ADMIN, LiveServer
@@ -113,7 +114,7 @@ def test_the_postgres_wires_catalog(live: LiveServer, server_home: ServerHome, d
             "join pg_catalog.pg_attribute a on a.attrelid = d.adrelid and a.attnum = d.adnum "
             "where a.atthasdef order by a.attnum",
         ).to_pylist()
-        computed = [(c.name.lower(), c.expression) for _, c in described.columns() if c.computed]
+        computed = [(c.name.lower(), deparsed(c.expression)) for _, c in described.columns() if c.expression]
         assert [(r["attname"], r["expression"]) for r in generated] == computed
 
 

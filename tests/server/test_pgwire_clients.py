@@ -18,6 +18,7 @@ import pytest
 from pygwire import FrontendConnection
 
 from precube.metadata import Model, Table, open_store
+from precube.server.pgwire.catalog_tables import deparsed
 from tests.query.oracle import Oracle
 from tests.server.conftest import ServerHome
 from tests.server.live import ADMIN, LiveServer, free_port, live_server
@@ -69,8 +70,8 @@ def test_psql_queries_and_lists_the_projects_tables(live: LiveServer, server_hom
         cc.column_name.lower() for cc in computed
     ]
     assert [r[4] for r in shown[len(lineorder.columns) :]] == [
-        f"generated always as ({cc.expression}) stored" for cc in computed
-    ]
+        f"generated always as ({deparsed(cc.expression)}) stored" for cc in computed
+    ]  # an operator expression in parentheses, as pg_get_expr gives it
 
     wrong = psql(live, project, "select 1", password="Wr0ng-password!")
     assert wrong.returncode != 0 and "wrong user name or password" in wrong.stderr

@@ -21,7 +21,8 @@ from sqlglot import exp
 from precube.query.frontend import DIALECT
 from precube.server.pgwire import placeholders, rows
 from precube.server.pgwire import types as pg
-from precube.server.pgwire.catalog import is_catalog_query, rewrite, sandbox_error
+from precube.server.pgwire.catalog import current_schema, is_catalog_query, rewrite, sandbox_error
+from precube.server.pgwire.catalog_tables import deparsed
 from precube.server.pgwire.session_settings import SessionSettings, command_line_options
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, classify, precube_sql, split
@@ -171,6 +172,42 @@ def test_settings_from_startup_options_and_search_path_as_postgresql_shows_it() 
     assert settings.show("search_path") == '"$user", public'
     settings.set("search_path", '"ssb", "Ab", "$user", PUBLIC')
     assert settings.show("search_path") == 'ssb, "Ab", "$user", public'
+
+
+def test_computed_expressions_read_as_pg_get_expr_gives_them() -> None:
+    assert deparsed("LINEORDER.LO_EXTENDEDPRICE * LINEORDER.LO_DISCOUNT") == (
+        "(LINEORDER.LO_EXTENDEDPRICE * LINEORDER.LO_DISCOUNT)"
+    )
+    assert deparsed("NOT A.B") == "(NOT A.B)"
+    for bare in ("LINEORDER.LO_REVENUE", "CASE WHEN A.B > 5 THEN A.C END", "substr(A.B, 1, 2)", "(A.B + 1)"):
+        assert deparsed(bare) == bare
+
+
+def test_current_schema_follows_search_path() -> None:
+    """The first schema of the path the project has (`"$user"` the user's name), else the default database."""
+    settings = SessionSettings("ADMIN")
+    assert current_schema(settings, {"ssb", "other"}, "ssb") == "ssb"  # '"$user", public': neither exists
+    settings.set("search_path", "nosuch, Other, ssb")
+    assert current_schema(settings, {"ssb", "other"}, "ssb") == "other"
+    settings.set("search_path", '"$user", ssb')
+    assert current_schema(settings, {"ssb", "admin"}, "other") == "admin"
+
+
+@pytest.mark.parametrize(
+    ("sql", "rewritten"),
+    [  # what tools send (Metabase, pgjdbc, Grafana, psql's \dd) and what the sandbox runs
+        ('select 1 as select, 2 as update, 3 as "Yr" from pg_class', '1 AS "select", 2 AS update, 3 AS "Yr"'),
+        ("select word from pg_get_keywords() where word <> all ('{a,\"b,c\",NULL}'::text[])", "pgw_keywords"),
+        ("select word from pg_get_keywords() where word <> all ('{a,\"b,c\",NULL}'::text[])", "'a', 'b,c', NULL"),
+        ("select s[1] from pg_am, string_to_array('a,b', ',') s", "(SELECT STRING_TO_ARRAY('a,b', ',') AS s) AS s"),
+        ("select (information_schema._pg_expandarray(indkey)).n from pg_index", "(PGW__PG_EXPANDARRAY(indkey)).n"),
+        ("select c.tableoid, t.tableoid from pg_class c, pg_type t", "SELECT 1259, 1247 FROM"),
+    ],
+)
+def test_tools_catalog_statements_rewrite(sql: str, rewritten: str) -> None:
+    statement = classify(sql, 100)
+    assert statement.kind == Kind.CATALOG and statement.tree is not None
+    assert rewritten in rewrite(statement.tree, "ssb", "ssb", SessionSettings("ADMIN")).sql("duckdb")
 
 
 def test_sandbox_errors_read_as_postgresqls() -> None:

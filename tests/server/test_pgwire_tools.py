@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from psycopg.pq import TransactionStatus
 
 from precube.metadata import Model, Table, open_store
+from precube.server.pgwire.catalog_tables import deparsed
 from tests.query.oracle import Oracle
 from tests.server.conftest import ServerHome
 from tests.server.live import ADMIN, LiveServer
@@ -36,14 +37,15 @@ def engine(live: LiveServer, project: str, driver: str) -> sa.Engine:
 
 
 def metadata(server_home: ServerHome) -> tuple[list[Table], dict[str, list[tuple[str, str]]]]:
-    """The project's tables, and each table's computed columns (lower-case name, expression)."""
+    """The project's tables, and each table's computed columns (lower-case name, expression as PostgreSQL's
+    `pg_get_expr` gives a stored generated column's: `(a * b)`)."""
     settings = server_home.settings
     with open_store(settings.metadata_url, settings.metadata.table) as store, store.read(server_home.project) as tx:
         tables, models = tx.list(Table), tx.list(Model)
     computed: dict[str, list[tuple[str, str]]] = {}
     for cc in (cc for m in models for cc in m.computed_columns):
         computed.setdefault(cc.table_identity.split(".")[-1].lower(), []).append(
-            (cc.column_name.lower(), cc.expression)
+            (cc.column_name.lower(), deparsed(cc.expression))
         )
     return tables, computed
 
@@ -114,25 +116,49 @@ def recorded(name: str) -> list[str]:
     return [s.strip() for s in re.split(r";\s*\n\s*\n", body.strip().rstrip(";")) if s.strip()]
 
 
-@pytest.mark.parametrize("name", ["sqlalchemy_1_4.sql", "superset_postgres.sql"])
+RECORDED = ["sqlalchemy_1_4.sql", "superset_postgres.sql", "metabase.sql", "dbeaver.sql", "grafana.sql"]
+
+
+@pytest.mark.parametrize("name", RECORDED)
 def test_recorded_catalog_queries_replay(live: LiveServer, server_home: ServerHome, name: str) -> None:
-    """Each statement answers, in one transaction that stays usable (a failure would abort it)."""
+    """Each statement answers, in one transaction that stays usable (a failure would abort it); the listings
+    answer what PostgreSQL would for precube's objects."""
     statements = recorded(name)
     assert len(statements) >= 5
     with connect(live, server_home.project) as conn:
-        oid = conn.execute("select 'ssb.lineorder'::regclass::oid").fetchone()
+        oid = conn.execute("select 'ssb.lineorder'::regclass::oid, 'ssb'::regnamespace::oid").fetchone()
         assert oid is not None
         params: dict[str, Any] = {"schema": "ssb", "table_name": "lineorder", "name": "lineorder"}
-        params |= {"table_oid": oid[0], "table": oid[0]}
+        params |= {"table_oid": oid[0], "table": oid[0], "schema_oid": oid[1], "database": server_home.project}
         for statement in statements:
             with conn.cursor() as cur:
                 cur.execute(statement, params)  # type: ignore[call-overload]
                 assert cur.statusmessage, statement
             assert conn.info.transaction_status == TransactionStatus.INTRANS, statement
+
+        def answer(marker: str) -> list[tuple[Any, ...]]:
+            [statement] = [s for s in statements if marker in s]
+            return conn.execute(statement, params).fetchall()  # type: ignore[call-overload]
+
+        tables, computed = metadata(server_home)
+        names = sorted(t.name.lower() for t in tables)
+        lineorder = next(t for t in tables if t.name == "LINEORDER")
+        columns = [c.name.lower() for c in lineorder.columns] + [name for name, _ in computed["lineorder"]]
         if name == "sqlalchemy_1_4.sql":  # its table listing answers the project's tables
-            [listing] = [s for s in statements if "c.relkind in ('r', 'p')" in s]
-            tables, _ = metadata(server_home)
-            assert sorted(r[0] for r in conn.execute(listing, params)) == sorted(t.name.lower() for t in tables)
+            assert sorted(r[0] for r in answer("c.relkind in ('r', 'p')")) == names
+        elif name == "metabase.sql":
+            assert answer("estimated_row_count") == [("ssb", t, "TABLE", None, 0) for t in names]
+            assert [r[0] for r in answer('AS "database-required"')] == columns
+            # precube's users read and never write: Metabase sees each table readable, none writable
+            assert answer("table_privileges") == [(None, "ssb", t, False, True, False, False) for t in names]
+        elif name == "dbeaver.sql":
+            assert sorted(r[2] for r in answer("partition_key")) == names
+            described = answer("def_value")
+            assert [r[2] for r in described] == columns
+            assert [r[-3] for r in described][len(lineorder.columns) :] == [e for _, e in computed["lineorder"]]
+        elif name == "grafana.sql":
+            assert [r[0] for r in answer("WHERE quote_ident(table_schema) = 'ssb'")] == names
+            assert [r[0] for r in answer("parse_ident('ssb.lineorder')")] == columns
 
 
 @needs_psql
@@ -140,7 +166,7 @@ def test_psql_backslash_commands_answer(live: LiveServer, server_home: ServerHom
     """What PostgreSQL would list for precube's objects: never an error, empty where there are none."""
     project = server_home.project
     shown = {}
-    commands = ("\\l", "\\dn", "\\dt", "\\dv", "\\d dates", "\\d+ lineorder", "\\df", "\\dT", "\\du")
+    commands = ("\\l", "\\dn", "\\dt", "\\dv", "\\d dates", "\\d+ lineorder", "\\df", "\\dT", "\\du", "\\dd")
     for command in (*commands, "\\l+", "\\dn+", "\\dt+", "\\di", "\\do", "\\dC", "\\dp", "\\dx"):
         done = psql(live, project, command)
         assert done.returncode == 0 and "ERROR" not in done.stderr, (command, done.stderr)
@@ -148,7 +174,7 @@ def test_psql_backslash_commands_answer(live: LiveServer, server_home: ServerHom
     assert [project] in [row[:1] for row in shown["\\l"]]
     assert ["ssb", "precube"] in shown["\\dn"]
     assert shown["\\dv"] == [["Did not find any relations."]]
-    assert shown["\\df"][-1] == ["(0 rows)"] and shown["\\dT"][-1] == ["(0 rows)"]
+    assert shown["\\df"][-1] == ["(0 rows)"] and shown["\\dT"][-1] == ["(0 rows)"] and shown["\\dd"][-1] == ["(0 rows)"]
     assert ADMIN[0] in [row[0] for row in shown["\\du"]]
     _, computed = metadata(server_home)
     described = {row[0]: row for row in shown["\\d+ lineorder"] if len(row) > 4}

@@ -4,7 +4,8 @@
 Each project's catalog is a sandboxed in-memory DuckDB (no file or network access, configuration locked,
 one thread) holding only the rows of `catalog_tables` in schemas of its own, rebuilt when the project's
 metadata moves. A client's statement is rewritten on its parsed tree before it runs there: every
-table must be an emulated relation (or a CTE, `unnest`, `generate_series`), `pg_catalog.` prefixes and
+table must be an emulated relation (or a CTE, `unnest`, `generate_series`, `pg_get_keywords()`, a function
+returning an array: one row), `pg_catalog.` and `information_schema.` prefixes and
 `COLLATE` go, PostgreSQL's functions become macros of the sandbox or the connection's literal values
 (`current_user`, `current_setting(…)`), casts to `regclass`/`regtype`/`name`/`oid` become lookups or plain
 types, and `OPERATOR(pg_catalog.~)` a regular-expression match; any other `pg_*` function is refused."""
@@ -35,13 +36,18 @@ if TYPE_CHECKING:
     from precube.query.project_metadata import ProjectMetadata
 
 SCHEMAS = {"pg_catalog": "pgw_catalog", "information_schema": "pgw_information"}
+KEYWORDS = "pgw_keywords"  # pg_get_keywords()'s rows: DuckDB's parser is PostgreSQL's, and so its keywords
 MAX_SANDBOXES = 64  # (project, user) catalogs kept; the least recently built goes first
 CATALOG_TABLES = frozenset(ct.COLUMNS["pg_catalog"])
 _SESSION_FUNCTIONS: tuple[type[exp.Func], ...] = (exp.CurrentUser, exp.SessionUser, exp.CurrentDatabase)
 _SESSION_FUNCTIONS += (exp.CurrentSchema, exp.CurrentSchemas, exp.CurrentVersion, exp.CurrentCatalog)
 _SESSION_NAMES = frozenset({"current_setting", "pg_backend_pid", "version", "inet_server_port", "inet_server_addr"})
-_SESSION_NAMES |= {"to_regclass", "to_regtype", "to_regnamespace", "to_regrole"}
+_SESSION_NAMES |= {"to_regclass", "to_regtype", "to_regnamespace", "to_regrole", "pg_get_keywords"}
 _TABLE_FUNCTIONS = (exp.Explode, exp.Unnest, exp.ExplodingGenerateSeries, exp.GenerateSeries)
+_READS = (
+    "list_has_any(list_transform(string_split(lower({privileges}), ','), lambda p: trim(p)), "
+    "['select', 'usage', 'connect', 'execute', 'select with grant option', 'usage with grant option'])"
+)
 # PostgreSQL's functions the sandbox defines (as `pgw_NAME` macros: DuckDB's own pg_catalog macros are never
 # reached): name → DuckDB macro parameters and body
 MACROS: dict[str, tuple[str, str]] = {
@@ -52,6 +58,7 @@ MACROS: dict[str, tuple[str, str]] = {
     "pg_collation_is_visible": ("o", "true"),
     "pg_operator_is_visible": ("o", "true"),
     "pg_opclass_is_visible": ("o", "true"),
+    "pg_opfamily_is_visible": ("o", "true"),
     "pg_conversion_is_visible": ("o", "true"),
     "pg_database_size": ("o", "CAST(0 AS BIGINT)"),
     "pg_get_serial_sequence": ("t, c", "CAST(NULL AS VARCHAR)"),  # no column is serial: precube is read-only
@@ -78,12 +85,14 @@ MACROS: dict[str, tuple[str, str]] = {
     "pg_postmaster_start_time": ("", "TIMESTAMP '2000-01-01 00:00:00'"),
     "pg_is_other_temp_schema": ("o", "false"),
     "pg_my_temp_schema": ("", "CAST(0 AS BIGINT)"),
-    "has_table_privilege": ("a, b, c := NULL", "true"),
-    "has_schema_privilege": ("a, b, c := NULL", "true"),
-    "has_database_privilege": ("a, b, c := NULL", "true"),
-    "has_column_privilege": ("a, b, c, d := NULL", "true"),
-    "has_any_column_privilege": ("a, b, c := NULL", "true"),
-    "has_function_privilege": ("a, b, c := NULL", "true"),
+    # precube is read-only: a listed privilege that reads is held (the last argument names them, `c` when the
+    # user is given), none that writes or creates
+    "has_table_privilege": ("a, b, c := NULL", _READS.format(privileges="coalesce(c, b)")),
+    "has_schema_privilege": ("a, b, c := NULL", _READS.format(privileges="coalesce(c, b)")),
+    "has_database_privilege": ("a, b, c := NULL", _READS.format(privileges="coalesce(c, b)")),
+    "has_column_privilege": ("a, b, c, d := NULL", _READS.format(privileges="coalesce(d, c)")),
+    "has_any_column_privilege": ("a, b, c := NULL", _READS.format(privileges="coalesce(c, b)")),
+    "has_function_privilege": ("a, b, c := NULL", _READS.format(privileges="coalesce(c, b)")),
     "txid_current": ("", "CAST(1 AS BIGINT)"),
     "obj_description": (
         "o, c := NULL",
@@ -105,7 +114,19 @@ MACROS: dict[str, tuple[str, str]] = {
     ),
     "array_upper": ("a, d", "len(a)"),
     "array_lower": ("a, d", "CASE WHEN len(a) > 0 THEN 1 END"),
-    "quote_ident": ("s", "'\"' || replace(s, '\"', '\"\"') || '\"'"),
+    # quoted only when needed, as PostgreSQL does (its reserved words, which it quotes too, are not listed)
+    "quote_ident": (
+        "s",
+        "CASE WHEN regexp_full_match(s, '[a-z_][a-z0-9_$]*') THEN s ELSE '\"' || replace(s, '\"', '\"\"') || '\"' END",
+    ),
+    "parse_ident": (  # (dots inside a quoted name are not told apart)
+        "s",
+        "list_transform(string_split(s, '.'), lambda p: CASE WHEN starts_with(trim(p), '\"') "
+        "THEN replace(substr(trim(p), 2, length(trim(p)) - 2), '\"\"', '\"') ELSE lower(trim(p)) END)",
+    ),
+    "pg_stat_get_numscans": ("o", "CAST(0 AS BIGINT)"),  # precube keeps no index statistics
+    # information_schema's set-returning helper (pgjdbc's getPrimaryKeys, getIndexInfo): (x, n) for each element
+    "_pg_expandarray": ("a", "unnest(list_transform(range(1, len(a) + 1), lambda i: {'x': a[i], 'n': i}))"),
 }
 # PostgreSQL's variadic functions (a macro's arguments are fixed) → DuckDB's of the same meaning
 _RENAMED = {"json_build_object": "json_object", "jsonb_build_object": "json_object"}
@@ -164,7 +185,9 @@ class Catalog:
         statement's deadline (`cancel`'s, else `timeout_s` from now)."""
         seconds = allowed(cancel, self.timeout_s)  # a statement past its deadline fails here
         sandbox = self._sandbox(project, settings.user, metadata)
-        rewritten = rewrite(tree, project, metadata.default_database.lower(), settings)
+        schemas = {schema.lower() for schema in metadata.description.schemas}
+        current = current_schema(settings, schemas, metadata.default_database.lower())
+        rewritten = rewrite(tree, project, current, settings)
         sql = bounded_values(rewritten, self.bounds.max_bytes).sql(dialect="duckdb")
         cursor = sandbox.db.cursor()
         # a timer per statement: catalog statements are few, and cursors of one sandbox run side by side
@@ -256,6 +279,14 @@ def _build(user: str, metadata: ProjectMetadata) -> duckdb.DuckDBPyConnection:
             for row in found[name]:
                 into = f"{SCHEMAS[schema]}.{name} ({', '.join(row)})"
                 db.execute(f"INSERT INTO {into} VALUES ({', '.join('?' for _ in row)})", list(row.values()))
+    db.execute(
+        f"CREATE TABLE {SCHEMAS['pg_catalog']}.{KEYWORDS} AS SELECT DISTINCT keyword_name AS word, "
+        "CASE keyword_category WHEN 'reserved' THEN 'R' WHEN 'unreserved' THEN 'U' WHEN 'type_function' THEN 'T' "
+        "ELSE 'C' END AS catcode, true AS barelabel, CASE keyword_category WHEN 'reserved' THEN 'reserved' "
+        "WHEN 'unreserved' THEN 'unreserved' WHEN 'type_function' THEN 'reserved (can be function or type name)' "
+        "ELSE 'unreserved (cannot be function or type name)' END AS catdesc, 'can be bare label' AS baredesc "
+        "FROM duckdb_keywords() ORDER BY word"
+    )
     for name, (args, body) in MACROS.items():
         db.execute(f"CREATE MACRO pgw_{name}({args}) AS {body}")
     db.execute("SET lock_configuration = true")
@@ -265,6 +296,21 @@ def _build(user: str, metadata: ProjectMetadata) -> duckdb.DuckDBPyConnection:
 def _refuse_table(table: exp.Table) -> PgError:
     name = ".".join(part.name for part in table.parts) if isinstance(table.this, exp.Identifier) else table.name
     return PgError("42P01", f'relation "{name or table.this.sql(dialect="postgres")}" does not exist')
+
+
+def current_schema(settings: SessionSettings, schemas: set[str], default: str) -> str:
+    """`current_schema()`: the first schema of `search_path` the project has (`"$user"` the user's name), as
+    PostgreSQL answers; the project's default database when none is (PostgreSQL's NULL would leave a tool
+    without a schema to list)."""
+    for part in settings.show("search_path").split(","):
+        name = part.strip()
+        if name == '"$user"':
+            name = settings.user
+        elif name.startswith('"'):
+            name = name[1:-1].replace('""', '"')
+        if name.lower() in schemas:
+            return name.lower()
+    return default
 
 
 def rewrite(tree: exp.Expr, project: str, schema: str, settings: SessionSettings) -> exp.Expr:
@@ -280,9 +326,12 @@ def rewrite(tree: exp.Expr, project: str, schema: str, settings: SessionSettings
         if (
             isinstance(node, exp.Dot)
             and isinstance(node.expression, exp.Func)
-            and node.this.name.lower() == "pg_catalog"  # pg_catalog.f(…)
+            and node.this.name.lower() in SCHEMAS  # pg_catalog.f(…), information_schema._pg_expandarray(…)
         ):
             return sub(node.expression)
+        if isinstance(node, exp.Table) and _in_from(node.this):
+            keywords = node.this.name.lower() == "pg_get_keywords"
+            return _function_table(node, node.this if keywords else sub(node.this))
         if isinstance(node, exp.Table):
             return _table(node, ctes)
         if isinstance(node, exp.Column) and node.db.lower() in SCHEMAS:  # pg_catalog.pg_class.relname
@@ -308,7 +357,45 @@ def rewrite(tree: exp.Expr, project: str, schema: str, settings: SessionSettings
             return _function(node, settings)
         return node
 
-    return tree.copy().transform(visit, copy=False)
+    return _table_oids(tree.copy()).transform(visit, copy=False)
+
+
+def _table_oids(tree: exp.Expr) -> exp.Expr:
+    """`alias.tableoid` (a system column: psql's `\\dd` joins on it) as its catalog's OID, the alias looked up
+    among the tables of the query that names it."""
+    for column in list(tree.find_all(exp.Column)):
+        select = column.find_ancestor(exp.Select)
+        if column.name.lower() != "tableoid" or not column.table or select is None:
+            continue
+        sources = [select.args.get("from_"), *select.args.get("joins", [])]
+        tables = [source.this for source in sources if source is not None and isinstance(source.this, exp.Table)]
+        names = {table.alias_or_name.lower(): table.name.lower() for table in tables}
+        found = ct.TABLE_OIDS.get(names.get(column.table.lower(), ""))
+        if found is not None:
+            column.replace(exp.Literal.number(found))
+    return tree
+
+
+# functions a FROM may name besides the table functions: pg_get_keywords(), and ones returning an array (one row)
+_IN_FROM = frozenset({"pg_get_keywords", "string_to_array", "regexp_split_to_array", "parse_ident"})
+
+
+def _in_from(node: exp.Expr) -> bool:
+    return isinstance(node, exp.StringToArray) or (isinstance(node, exp.Anonymous) and node.name.lower() in _IN_FROM)
+
+
+def _function_table(table: exp.Table, func: exp.Expr) -> exp.Expr:
+    """A function in FROM: `pg_get_keywords()` the sandbox's keyword list; any other (`string_to_array(…) s`)
+    one row whose single column is named by the alias, as PostgreSQL reads a function returning no set."""
+    alias = table.args.get("alias")
+    if func.name.lower() == "pg_get_keywords":
+        found = exp.Table(this=exp.to_identifier(KEYWORDS), db=exp.to_identifier(SCHEMAS["pg_catalog"]))
+        if alias is not None:
+            found.set("alias", alias)
+        return found
+    relation = alias.this if alias is not None else exp.to_identifier(func.name)
+    column = alias.columns[0] if alias is not None and alias.columns else relation  # `AS t(c)` names the column
+    return exp.select(exp.alias_(func, column.copy())).subquery(relation.copy())
 
 
 def _table(table: exp.Table, ctes: set[str]) -> exp.Expr:
@@ -386,10 +473,34 @@ def _cast(node: exp.Cast, value: exp.Expr) -> exp.Expr:
     if target in ("int2vector", "oidvector"):
         return value
     base = target.removesuffix("[]")
+    if target.endswith("[]") and isinstance(value, exp.Literal) and value.is_string:
+        value = _array_literal(value.name)  # '{a,"b c"}'::text[]: PostgreSQL's array text, which DuckDB does not read
+        node.set("this", value)
     if base in _PLAIN_TYPES:
         suffix = "[]" if target.endswith("[]") else ""
         return exp.cast(value, exp.DataType.build(_PLAIN_TYPES[base] + suffix, dialect="duckdb"))
     return node
+
+
+_ELEMENT = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[^,]*)\s*(?:,|$)')
+
+
+def _array_literal(text: str) -> exp.Expr:
+    """A one-dimensional array's text (`{a,"b,c",NULL}`) as a list of its elements."""
+    inner = text.strip()
+    if not (inner.startswith("{") and inner.endswith("}")):
+        return exp.Literal.string(text)
+    inner = inner[1:-1]
+    elements: list[exp.Expr] = []
+    for found in _ELEMENT.finditer(inner) if inner.strip() else ():
+        item = found.group(1).strip()
+        if found.start() == len(inner) and not item:
+            break
+        if item.startswith('"'):
+            elements.append(exp.Literal.string(re.sub(r"\\(.)", r"\1", item[1:-1])))
+        else:
+            elements.append(exp.Null() if item.upper() == "NULL" else exp.Literal.string(item))
+    return exp.Array(expressions=elements)
 
 
 # PostgreSQL's type names in casts → the sandbox's (catalog identifiers and OIDs are text and integers there)

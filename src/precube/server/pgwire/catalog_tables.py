@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import zlib
 
+import sqlglot
+from sqlglot import exp
+
 from precube.query.catalog.description import CatalogDescription, ColumnDescription, TableDescription
+from precube.query.frontend import DIALECT
 from precube.server.pgwire import types as pg
+from precube.server.pgwire.session_settings import SessionSettings
 
 CATALOG_NS, INFO_NS, OWNER = 11, 13_000, 10
 OWNER_NAME = "precube"
@@ -90,6 +95,7 @@ COLUMNS: dict[str, dict[str, str]] = {
             "conpfeqop BIGINT[], conppeqop BIGINT[], conffeqop BIGINT[], confdelsetcols BIGINT[], "
             "conexclop BIGINT[], conbin VARCHAR"
         ),
+        "pg_opfamily": "oid BIGINT, opfmethod BIGINT, opfname VARCHAR, opfnamespace BIGINT, opfowner BIGINT",
         "pg_opclass": "oid BIGINT, opcmethod BIGINT, opcname VARCHAR, opcnamespace BIGINT, opcowner BIGINT, "
         "opcfamily BIGINT, opcintype BIGINT, opcdefault BOOLEAN, opckeytype BIGINT",
         "pg_attrdef": "oid BIGINT, adrelid BIGINT, adnum BIGINT, adbin VARCHAR",
@@ -130,6 +136,23 @@ COLUMNS: dict[str, dict[str, str]] = {
         "pg_views": "schemaname VARCHAR, viewname VARCHAR, viewowner VARCHAR, definition VARCHAR",
         "pg_matviews": "schemaname VARCHAR, matviewname VARCHAR, matviewowner VARCHAR, definition VARCHAR",
         "pg_indexes": "schemaname VARCHAR, tablename VARCHAR, indexname VARCHAR, indexdef VARCHAR",
+        "pg_shdescription": "objoid BIGINT, classoid BIGINT, description VARCHAR",
+        "pg_stat_user_tables": (
+            f"relid BIGINT, schemaname {_T}, relname {_T}, seq_scan {_I}, last_seq_scan TIMESTAMPTZ, "
+            f"seq_tup_read {_I}, idx_scan {_I}, last_idx_scan TIMESTAMPTZ, idx_tup_fetch {_I}, n_tup_ins {_I}, "
+            f"n_tup_upd {_I}, n_tup_del {_I}, n_tup_hot_upd {_I}, n_tup_newpage_upd {_I}, n_live_tup {_I}, "
+            f"n_dead_tup {_I}, n_mod_since_analyze {_I}, n_ins_since_vacuum {_I}, last_vacuum TIMESTAMPTZ, "
+            "last_autovacuum TIMESTAMPTZ, last_analyze TIMESTAMPTZ, last_autoanalyze TIMESTAMPTZ, "
+            f"vacuum_count {_I}, autovacuum_count {_I}, analyze_count {_I}, autoanalyze_count {_I}"
+        ),
+        "pg_stat_activity": (
+            f"datid BIGINT, datname {_T}, pid BIGINT DEFAULT 0, leader_pid BIGINT, usesysid BIGINT, usename {_T}, "
+            f"application_name VARCHAR DEFAULT '', client_addr {_T}, client_hostname {_T}, client_port BIGINT, "
+            "backend_start TIMESTAMPTZ, xact_start TIMESTAMPTZ, query_start TIMESTAMPTZ, state_change TIMESTAMPTZ, "
+            f"wait_event_type {_T}, wait_event {_T}, state VARCHAR DEFAULT 'active', backend_xid BIGINT, "
+            f"backend_xmin BIGINT, query_id BIGINT, query VARCHAR DEFAULT '', "
+            "backend_type VARCHAR DEFAULT 'client backend'"
+        ),
         "pg_tables": (
             f"schemaname {_T}, tablename {_T}, tableowner VARCHAR DEFAULT '{OWNER_NAME}', tablespace {_T}, "
             f"hasindexes {_B}, hasrules {_B}, hastriggers {_B}, rowsecurity {_B}"
@@ -178,6 +201,16 @@ COLUMNS: dict[str, dict[str, str]] = {
     },
 }
 
+# read-only settings pg_settings lists beyond the session's (pgjdbc reads max_index_keys for getImportedKeys)
+_SETTINGS = {"max_index_keys": "32", "block_size": "8192", "max_function_args": "100", "segment_size": "131072"}
+# each catalog's own OID (pg_class's rows for the catalogs), which a row's `tableoid` system column holds
+TABLE_OIDS = {"pg_class": 1259, "pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_database": 1262}
+TABLE_OIDS |= {"pg_namespace": 2615, "pg_constraint": 2606, "pg_opclass": 2616, "pg_opfamily": 2753}
+TABLE_OIDS |= {"pg_rewrite": 2618, "pg_trigger": 2620, "pg_description": 2609, "pg_am": 2601, "pg_index": 2610}
+TABLE_OIDS |= {"pg_attrdef": 2604, "pg_collation": 3456, "pg_operator": 2617, "pg_cast": 2605, "pg_language": 2612}
+TABLE_OIDS |= {"pg_extension": 3079, "pg_policy": 3256, "pg_statistic_ext": 3381, "pg_event_trigger": 3466}
+TABLE_OIDS |= {"pg_inherits": 2611, "pg_tablespace": 1213, "pg_enum": 3501, "pg_depend": 2608, "pg_sequence": 2224}
+TABLE_OIDS |= {"pg_publication": 6104, "pg_roles": 1260, "pg_shdescription": 2396}
 _CATEGORY = {pg.BOOL: "B", pg.NUMERIC: "N", pg.INT2: "N", pg.INT4: "N", pg.INT8: "N", pg.FLOAT4: "N"}
 _CATEGORY |= {pg.FLOAT8: "N", pg.OID: "N", pg.DATE: "D", pg.TIMESTAMP: "D", pg.TIMESTAMPTZ: "D", pg.TIME: "D"}
 _CATEGORY |= {pg.INTERVAL: "T", pg.BYTEA: "U", pg.JSON: "U", pg.UNKNOWN: "X"}
@@ -203,6 +236,13 @@ def rows(description: CatalogDescription, user: str) -> Rows:
     found["pg_tablespace"].append({"oid": 1663, "spcname": "pg_default"})
     found["pg_collation"].append({"oid": 100, "collname": "default"})
     found["pg_database"].append({"oid": oid_of("database", project), "datname": project})
+    # this connection's backend (pg_backend_pid() is 0), as PostgreSQL lists the session asking
+    activity = {"datid": oid_of("database", project), "datname": project, "usename": user}
+    found["pg_stat_activity"].append(activity | {"usesysid": OWNER if user == OWNER_NAME else oid_of("role", user)})
+    found["pg_settings"] += [
+        {"name": name, "setting": value, "context": "user", "vartype": "string", "source": "default"}
+        for name, value in sorted({**SessionSettings(user).values, **_SETTINGS}.items())
+    ]
     found["pg_roles"] += [{"oid": OWNER, "rolname": OWNER_NAME, "rolcanlogin": False}]
     if user != OWNER_NAME:
         found["pg_roles"].append({"oid": oid_of("role", user), "rolname": user})
@@ -252,6 +292,7 @@ def _table(found: Rows, project: str, user: str, table: TableDescription) -> Non
         {"oid": relation, "relname": name, "relnamespace": namespace, "relnatts": len(table.columns)}
     )
     found["pg_tables"].append({"schemaname": schema, "tablename": name})
+    found["pg_stat_user_tables"].append({"relid": relation, "schemaname": schema, "relname": name})
     found["tables"].append({"table_catalog": project, "table_schema": schema, "table_name": name})
     found["table_privileges"].append(
         {"grantee": user, "table_catalog": project, "table_schema": schema, "table_name": name}
@@ -280,19 +321,31 @@ def _column(found: Rows, project: str, schema: str, table: str, relation: int, c
             "attgenerated": "s" if column.computed else "",
         }
     )
-    if column.expression is not None:
+    expression = deparsed(column.expression) if column.expression is not None else None
+    if expression is not None:
         # adbin holds the expression's text, which the sandbox's pg_get_expr returns as it is
         default = oid_of("attrdef", f"{schema}.{table}.{position}")
-        found["pg_attrdef"].append({"oid": default, "adrelid": relation, "adnum": position, "adbin": column.expression})
+        found["pg_attrdef"].append({"oid": default, "adrelid": relation, "adnum": position, "adbin": expression})
     if column.comment:
         found["pg_description"].append(
             {"objoid": relation, "classoid": 1259, "objsubid": position, "description": column.comment}
         )
     row = _info_column(project, schema, table, column.name.lower(), position, typed)
     row["is_nullable"] = "YES" if column.nullable else "NO"
-    if column.expression is not None:
-        row |= {"is_generated": "ALWAYS", "generation_expression": column.expression}
+    if expression is not None:
+        row |= {"is_generated": "ALWAYS", "generation_expression": expression}
     found["columns"].append(row)
+
+
+def deparsed(expression: str) -> str:
+    """A computed column's expression as PostgreSQL's `pg_get_expr` gives a stored one: an operator at the top
+    in parentheses (`(a * b)`), a column, a constant or a function call (`CASE` included) as it is."""
+    try:
+        tree = sqlglot.parse_one(expression, read=DIALECT)
+    except sqlglot.ParseError:
+        return expression
+    bare = (exp.Column, exp.Literal, exp.Func, exp.Paren, exp.Null, exp.Boolean)
+    return expression if isinstance(tree, bare) else f"({expression})"
 
 
 def _info_column(

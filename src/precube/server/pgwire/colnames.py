@@ -30,6 +30,11 @@ _WORDS: dict[type[exp.Expr], str] = {
     exp.CurrentTimestamp: "current_timestamp",
     exp.CurrentTime: "current_time",
     exp.CurrentUser: "current_user",
+    exp.SessionUser: "session_user",
+    exp.CurrentSchema: "current_schema",
+    exp.CurrentSchemas: "current_schemas",
+    exp.CurrentDatabase: "current_database",
+    exp.CurrentCatalog: "current_catalog",
 }
 _NOT_NAMES = (exp.Literal, exp.Boolean, exp.Null, exp.Neg, exp.Parameter, exp.Placeholder, exp.Binary, exp.Not)
 # PostgreSQL's internal type names, which a cast of an unnamed operand is named by
@@ -118,6 +123,8 @@ def _figure(node: exp.Expr) -> tuple[str, int]:
 
 
 def _type_name(to: exp.Expr) -> str:
+    if isinstance(to, exp.ObjectIdentifier):  # `::oid`, `::regclass`
+        return to.name.lower()
     if not isinstance(to, exp.DataType):
         return UNNAMED
     if to.this in _TYPES:

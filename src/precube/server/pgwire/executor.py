@@ -150,7 +150,8 @@ class Executor:
         if kind == Kind.CATALOG:
             cancel = Cancellation(self.server.state.settings.query.timeout_s)  # the statement's deadline
             metadata = queries.metadata(self.principal)
-            found = answer(self.server.catalog.answer(metadata, self.project, bound, self.session_settings, cancel))
+            table = self.server.catalog.answer(metadata, self.project, bound, self.session_settings, cancel)
+            found = answer(pg_named(table, statement.tree))
             found.deadline = cancel.deadline
             return found
         if kind == Kind.EXPLAIN:

@@ -13,6 +13,7 @@ client's own quoting of a value is read as the client meant it) and classified:
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from enum import StrEnum
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokenizer_core import TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from precube.errors import PrecubeError
 from precube.query.frontend import DIALECT, parse_message, token_message
@@ -265,10 +266,22 @@ def type_oid(name: str) -> int:
     return placeholders.type_oid(datatype)
 
 
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_NAMES = (TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING)  # a name or a quoted one, not a keyword
+
+
+def _keyword_labels(tokens: list[Token]) -> list[Token]:
+    """A keyword after AS is a column label, as PostgreSQL reads `… AS select` (Metabase's privileges query)."""
+    for before, token in itertools.pairwise(tokens):
+        if before.token_type == TokenType.ALIAS and token.token_type not in _NAMES and _WORD.fullmatch(token.text):
+            token.token_type = TokenType.VAR
+    return tokens
+
+
 def _parse(text: str, max_depth: int) -> exp.Expr:
     dialect = sqlglot.Dialect.get_or_raise(READ)
     try:
-        tokens = dialect.tokenize(text)
+        tokens = _keyword_labels(dialect.tokenize(text))
         _check(lambda: check_token_depth((t.token_type for t in tokens), max_depth))
         statements = [s for s in dialect.parser().parse(tokens, text) if s is not None]
     except TokenError as err:
