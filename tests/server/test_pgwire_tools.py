@@ -114,7 +114,7 @@ def recorded(name: str) -> list[str]:
     return [s.strip() for s in re.split(r";\s*\n\s*\n", body.strip().rstrip(";")) if s.strip()]
 
 
-@pytest.mark.parametrize("name", ["sqlalchemy_1_4.sql", "superset_postgres.sql"])
+@pytest.mark.parametrize("name", ["sqlalchemy_1_4.sql", "superset_postgres.sql", "npgsql.sql", "tableau.sql"])
 def test_recorded_catalog_queries_replay(live: LiveServer, server_home: ServerHome, name: str) -> None:
     """Each statement answers, in one transaction that stays usable (a failure would abort it)."""
     statements = recorded(name)
