@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ from precube.errors import ConfigError
 from precube.metadata import Project, SourceType, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import create_model
-from precube.server.flight import messages
+from precube.query.errors import UnknownColumnError
+from precube.server.flight import errors, messages
 from precube.server.flight.server import BATCH_BYTES, FlightListener
 from precube.sources.tables import load_file_table
 from precube.ssb.generate import TABLES
@@ -40,6 +42,11 @@ READER = ("flight_reader", "Passw0rd!")  # QUERY on the project
 STRANGER = ("flight_stranger", "Passw0rd!")  # no permission on it
 SLOW = "select count(*) from ssb.lineorder a, ssb.lineorder b where (a.lo_orderkey * b.lo_revenue) % 9973 = 17"
 HEADER = "adbc.flight.sql.rpc.call_header.x-precube-project"
+ADBC_STATUS = {  # the ADBC status the Flight SQL driver gives a gRPC code
+    "INVALID_ARGUMENT": adbc_driver_manager.AdbcStatusCode.INVALID_ARGUMENT,
+    "NOT_FOUND": adbc_driver_manager.AdbcStatusCode.NOT_FOUND,
+    "PERMISSION_DENIED": adbc_driver_manager.AdbcStatusCode.UNAUTHORIZED,
+}
 
 
 @pytest.fixture(scope="module")
@@ -164,9 +171,44 @@ def test_a_refused_statement_is_an_error_with_its_one_line_message(adbc: Any) ->
         cursor.execute("drop table ssb.lineorder")
 
 
+@pytest.mark.parametrize(
+    ("sql", "status", "sqlstate"),
+    [
+        ("selec 1", "INVALID_ARGUMENT", "42601"),  # syntax_error
+        ("select nope from ssb.lineorder", "NOT_FOUND", "42703"),  # undefined_column
+        ("select * from ssb.nope", "NOT_FOUND", "42P01"),  # undefined_table
+        ("select lo_orderkey from ssb.lineorder a, ssb.lineorder b", "INVALID_ARGUMENT", "42702"),  # ambiguous_column
+        ("drop table ssb.lineorder", "INVALID_ARGUMENT", "25006"),  # read_only_sql_transaction
+        ("select read_csv('/etc/passwd')", "PERMISSION_DENIED", "42501"),  # insufficient_privilege: an escape
+    ],
+)
+def test_a_refused_statement_has_its_grpc_code_and_no_traceback(
+    adbc: Any, sql: str, status: str, sqlstate: str
+) -> None:
+    with adbc.cursor() as cursor, pytest.raises(adbc_driver_manager.Error) as refused:
+        cursor.execute(sql)
+    assert refused.value.status_code == ADBC_STATUS[status], str(refused.value)  # the call's own gRPC code
+    details = dict(refused.value.details)
+    assert (details[b"x-precube-sqlstate"], details[b"x-precube-grpc-code"]) == (sqlstate.encode(), status.encode())
+    message = str(refused.value)
+    assert "Traceback" not in message and ".py" not in message and "site-packages" not in message, message
+
+
+def test_time_outs_and_cancels_have_their_grpc_codes(adbc: Any, server: LiveServer) -> None:
+    settings = server.state.settings.query
+    limit, settings.timeout_s = settings.timeout_s, 0.5
+    try:
+        with adbc.cursor() as cursor, pytest.raises(adbc_driver_manager.Error) as timed_out:
+            cursor.execute(SLOW)
+    finally:
+        settings.timeout_s = limit
+    assert timed_out.value.status_code == adbc_driver_manager.AdbcStatusCode.TIMEOUT, str(timed_out.value)
+
+
 def test_a_wrong_password_is_refused(server: LiveServer) -> None:
-    with pytest.raises(adbc_driver_manager.Error, match="UNAUTHENTICATED"):
+    with pytest.raises(adbc_driver_manager.Error, match="UNAUTHENTICATED") as refused:
         connect(server, (READER[0], "wrong-password")).close()
+    assert refused.value.status_code == adbc_driver_manager.AdbcStatusCode.UNAUTHENTICATED
 
 
 def test_every_call_is_authorised_on_the_project(server: LiveServer) -> None:
@@ -183,8 +225,9 @@ def test_every_call_is_authorised_on_the_project(server: LiveServer) -> None:
     stranger = connect(server, STRANGER)
     try:
         assert stranger.adbc_get_objects(depth="catalogs").read_all().num_rows == 0  # no project it may query
-        with stranger.cursor() as cursor, pytest.raises(adbc_driver_manager.Error, match="PERMISSION_DENIED|QUERY"):
+        with stranger.cursor() as cursor, pytest.raises(adbc_driver_manager.Error, match="QUERY") as refused:
             cursor.execute("select 1")
+        assert refused.value.status_code == adbc_driver_manager.AdbcStatusCode.UNAUTHORIZED
     finally:
         stranger.close()
     no_project = connect(server, READER, project=None)
@@ -216,6 +259,8 @@ def test_a_cancelled_statement_stops(adbc: Any, server: LiveServer) -> None:
     thread.join(30)
     assert not thread.is_alive() and failure, "the statement was not cancelled"
     assert "cancel" in str(failure[0]).lower()
+    assert isinstance(failure[0], adbc_driver_manager.Error)
+    assert failure[0].status_code == adbc_driver_manager.AdbcStatusCode.CANCELLED
     while server.state.queries.running() and time.monotonic() < started + 10:
         time.sleep(0.02)
     assert not server.state.queries.running(), "the server still runs the cancelled statement"
@@ -265,7 +310,7 @@ def test_catalog_commands(client: tuple[flight.FlightClient, flight.FlightCallOp
     info = read(_info(client, "CommandGetSqlInfo", info=[0, 3, 9]))
     assert info.column("info_name").to_pylist() == [0, 3, 9]
     assert [v.as_py() for v in info.column("value")] == ["precube", True, True]  # name, read-only, cancel
-    with pytest.raises(flight.FlightServerError, match="not supported"):
+    with pytest.raises(pa.ArrowNotImplementedError, match="not supported"):  # UNIMPLEMENTED
         _info(client, "CommandStatementUpdate", query="delete from ssb.dates")
 
 
@@ -278,7 +323,7 @@ def test_cancel_flight_info_drops_an_unread_answer(
     [result] = list(client[0].do_action(flight.Action("CancelFlightInfo", body), client[1]))
     status = messages.parse("CancelFlightInfoResult", result.body.to_pybytes()).status
     assert status == messages.CANCEL_STATUS_CANCELLED
-    with pytest.raises(flight.FlightServerError, match="gone"):
+    with pytest.raises(pa.ArrowInvalid, match="gone"):
         client[0].do_get(info.endpoints[0].ticket, client[1]).read_all()
 
 
@@ -289,7 +334,7 @@ def test_do_get_streams_record_batches(client: tuple[flight.FlightClient, flight
     batches = [chunk.data for chunk in reader]
     assert len(batches) > 1 and all(b.nbytes <= BATCH_BYTES * 1.1 for b in batches)
     assert sum(b.num_rows for b in batches) == info.total_records
-    with pytest.raises(flight.FlightServerError, match="gone"):  # a ticket is read once
+    with pytest.raises(pa.ArrowInvalid, match="gone"):  # a ticket is read once
         client[0].do_get(info.endpoints[0].ticket, client[1]).read_all()
 
 
@@ -336,10 +381,10 @@ def test_a_port_taken_is_left_to_the_worker_serving_it(server: LiveServer) -> No
 def test_a_malformed_command_is_refused_as_invalid(
     client: tuple[flight.FlightClient, flight.FlightCallOptions],
 ) -> None:
-    with pytest.raises(flight.FlightServerError, match="not a protobuf Any"):
+    with pytest.raises(pa.ArrowInvalid, match="not a protobuf Any"):  # INVALID_ARGUMENT
         client[0].get_flight_info(flight.FlightDescriptor.for_command(b"\x00garbage"), client[1])
     wrong_kind = messages.pack(messages.new("CommandGetCatalogs"))
-    with pytest.raises(flight.FlightServerError, match="was expected"):
+    with pytest.raises(pa.ArrowInvalid, match="was expected"):
         list(client[0].do_action(flight.Action("CreatePreparedStatement", wrong_kind), client[1]))
 
 
@@ -357,3 +402,17 @@ def test_filter_patterns_are_like_patterns(pattern: str, matches: list[str]) -> 
     from precube.server.flight.catalog import _like
 
     assert [name for name in ("SSB", "S_B", "X.Y") if _like(pattern, name)] == matches
+
+
+def test_only_precubes_refusals_are_formatted_without_a_traceback() -> None:
+    errors.install()
+    try:
+        raise ValueError("a bug")
+    except ValueError as err:
+        assert "Traceback" in "".join(traceback.format_exception(err))  # every other exception as before
+    refusal = errors.flight_error(UnknownColumnError("column NOPE is in none of the tables"))
+    assert isinstance(refusal, pa.ArrowKeyError)  # NOT_FOUND
+    try:
+        raise refusal
+    except pa.ArrowKeyError as err:
+        assert traceback.format_exception(type(err), err, err.__traceback__) == ["SQLSTATE 42703"]

@@ -116,7 +116,15 @@ def recorded(name: str) -> list[str]:
     return [s.strip() for s in re.split(r";\s*\n\s*\n", body.strip().rstrip(";")) if s.strip()]
 
 
-RECORDED = ["sqlalchemy_1_4.sql", "superset_postgres.sql", "metabase.sql", "dbeaver.sql", "grafana.sql"]
+RECORDED = [
+    "sqlalchemy_1_4.sql",
+    "superset_postgres.sql",
+    "metabase.sql",
+    "dbeaver.sql",
+    "grafana.sql",
+    "npgsql.sql",
+    "tableau.sql",
+]
 
 
 @pytest.mark.parametrize("name", RECORDED)

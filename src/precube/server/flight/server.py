@@ -17,10 +17,10 @@ authorised there with the directory as it is at that moment, as REST's and the w
   one row of values by the one binder (`service.parameters`: the statement's `?` marks, in order);
   `ClosePreparedStatement` forgets it.
 
-Errors are Flight errors with the error's one-line message and the gRPC code of its row in `service.errors` as
-far as pyarrow lets a server send it (`flight.errors`); the trailers `x-precube-sqlstate` and
-`x-precube-grpc-code` carry its SQLSTATE and its own gRPC code (ADBC: the error's `details`). The server is
-read-only: updates, Substrait plans and transactions are refused as not supported."""
+Errors carry the error's one-line message and the gRPC code of its row in `service.errors` (INVALID_ARGUMENT,
+NOT_FOUND, UNIMPLEMENTED, PERMISSION_DENIED, …) as far as pyarrow lets a server send it (`flight.errors`); the
+trailers `x-precube-sqlstate` and `x-precube-grpc-code` carry its SQLSTATE and its own gRPC code (ADBC: the
+error's `details`). The server is read-only: updates, Substrait plans and transactions are refused as not supported."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ import pyarrow.flight as flight
 from precube.auth import Permission, User
 from precube.errors import ConfigError, InvalidInputError, PrecubeError, UnsupportedError
 from precube.query.catalog.description import CatalogDescription
-from precube.server.flight import catalog, messages, sqlinfo
+from precube.server.flight import catalog, errors, messages, sqlinfo
 from precube.server.flight.auth import Authenticate, Caller, HandshakeAnswer, Tokens
 from precube.server.flight.errors import flight_error, unexpected
 from precube.server.state import ServerState
@@ -72,7 +72,7 @@ def answers_errors(method: F) -> F:
     def wrapper(server: FlightSqlServer, context: flight.ServerCallContext, *args: Any) -> Any:
         try:
             return method(server, context, *args)
-        except flight.FlightError:
+        except (flight.FlightError, errors.RefusalError):
             raise
         except PrecubeError as err:
             answer = disposition(err)  # the SQLSTATE and the gRPC code meant, whatever pyarrow can send
@@ -118,6 +118,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         self._stopping = threading.Event()
         self._info = sqlinfo.server_info(_version(), state.settings.query.timeout_s)
         factory = Authenticate(state.signin, state.directory.user, Tokens(), loop)
+        errors.install()  # refusals sent as Arrow's exceptions carry no traceback
         super().__init__(
             f"{scheme}://{host}:{port}",
             auth_handler=HandshakeAnswer(),

@@ -74,6 +74,7 @@ MACROS: dict[str, tuple[str, str]] = {
     "pg_get_function_identity_arguments": ("o", "CAST(NULL AS VARCHAR)"),
     "pg_tablespace_location": ("o", "''"),
     "pg_encoding_to_char": ("e", "'UTF8'"),
+    "pg_client_encoding": ("", "'UTF8'"),  # psqlODBC (Tableau) at connect
     "pg_char_to_encoding": ("e", "6"),
     "pg_relation_size": ("o, f := NULL", "CAST(0 AS BIGINT)"),
     "pg_total_relation_size": ("o", "CAST(0 AS BIGINT)"),

@@ -185,7 +185,9 @@ COLUMNS: dict[str, dict[str, str]] = {
             f"DEFAULT 'NO', is_generated VARCHAR DEFAULT 'NEVER', generation_expression {_T}, "
             f"is_updatable VARCHAR DEFAULT 'NO'"
         ),
-        "views": f"table_catalog {_T}, table_schema {_T}, table_name {_T}, view_definition {_T}",
+        "views": f"table_catalog {_T}, table_schema {_T}, table_name {_T}, view_definition {_T}, "
+        f"check_option VARCHAR DEFAULT 'NONE', is_updatable VARCHAR DEFAULT 'NO', "  # Npgsql's GetSchema("Views")
+        f"is_insertable_into VARCHAR DEFAULT 'NO'",
         "table_constraints": f"constraint_catalog {_T}, constraint_schema {_T}, constraint_name {_T}, "
         f"table_catalog {_T}, table_schema {_T}, table_name {_T}, constraint_type {_T}",
         "key_column_usage": f"constraint_catalog {_T}, constraint_schema {_T}, constraint_name {_T}, "

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("precube.pgwire")
 ROWS_PER_WRITE = 8_192  # DataRows written (and the client's reading awaited) at a time
+INLINE_CELLS = 4_096  # answers of at most this many values are encoded on the event loop, not in a worker thread
 _CANCELED = PgError("57014", "canceling statement due to user request")
 _SQL_LEVEL = (Kind.PREPARE, Kind.EXECUTE, Kind.DECLARE, Kind.FETCH, Kind.MOVE, Kind.CLOSE)
 
@@ -78,6 +79,8 @@ class Connection:
     canceled: asyncio.Event = field(default_factory=asyncio.Event)
     over_cap: bool = False  # opened past `[server] pg_max_connections`: refused at its start-up message (53300)
     _failed: bool = False  # an extended-protocol error: skip messages until Sync
+    _out: list[bytes] = field(default_factory=list)  # messages queued, not yet written (`_send`)
+    _reported: list[tuple[str, str]] = field(default_factory=list)  # ParameterStatus due before ReadyForQuery
     _executor: Executor | None = None
 
     # -- the loop ------------------------------------------------------------------------------------
@@ -122,10 +125,17 @@ class Connection:
         return message
 
     def _send(self, *messages: m.PGMessage) -> None:
-        for message in messages:
-            self.writer.write(message.to_wire())
+        """Queue messages: they are written together at the next flush (as PostgreSQL does, at Sync, Flush or
+        the end of a simple query), one write for a statement's whole answer rather than one per message."""
+        self._out.extend(message.to_wire() for message in messages)
+
+    def _write(self) -> None:
+        if self._out:
+            self.writer.write(b"".join(self._out))
+            self._out.clear()
 
     async def _flush(self) -> None:
+        self._write()
         await self.writer.drain()
 
     async def _fatal(self, err: PgError) -> None:
@@ -221,8 +231,7 @@ class Connection:
                 self._failed = False
                 if self.status == TransactionStatus.IDLE:
                     self.portals.clear()
-                self._send(m.ReadyForQuery(status=self.status))
-                await self._flush()
+                await self._ready()
             elif isinstance(message, m.Flush):
                 await self._flush()
             elif self._failed:
@@ -252,6 +261,12 @@ class Connection:
                 await self._answer(outcome, outcome.formats or [], 0, describe=True, portal=None)
         except PgError as err:
             self._error(err)
+        await self._ready()
+
+    async def _ready(self) -> None:
+        """ReadyForQuery, after the settings changed since the last one (as PostgreSQL reports them)."""
+        self._send(*(m.ParameterStatus(name=k, value=v) for k, v in self._reported))
+        self._reported.clear()
         self._send(m.ReadyForQuery(status=self.status))
         await self._flush()
 
@@ -280,6 +295,7 @@ class Connection:
         if message.statement and message.statement in self.prepared:
             raise PgError("42P05", f'prepared statement "{message.statement}" already exists')
         statement = classify(message.query, self._executor.max_depth)
+        self._not_aborted(statement)
         types = list(message.param_types) + [0] * max(0, statement.params - len(message.param_types))
         self.prepared[message.statement] = Prepared(statement, types)
         self._send(m.ParseComplete())
@@ -288,6 +304,7 @@ class Connection:
         prepared = self.prepared.get(message.statement)
         if prepared is None:
             raise PgError("26000", f'prepared statement "{message.statement}" does not exist')
+        self._not_aborted(prepared.statement)
         given, wanted = len(message.param_values), len(prepared.param_types)
         if given != wanted:
             raise PgError("08P01", f"bind message supplies {given} parameters, but the statement requires {wanted}")
@@ -330,11 +347,16 @@ class Connection:
             portal.outcome = await self._execute(portal.prepared.statement, portal.values)
         self._send(portal.outcome.description(portal.formats) if portal.outcome.table is not None else m.NoData())
 
+    def _not_aborted(self, statement: Statement) -> None:
+        """In a failed transaction block only COMMIT and ROLLBACK are taken (PostgreSQL checks at Parse, Bind and
+        run alike)."""
+        if self.status == TransactionStatus.ERROR_TRANSACTION and statement.kind not in (Kind.COMMIT, Kind.ROLLBACK):
+            raise PgError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
+
     async def _execute(self, statement: Statement, values: list[Any]) -> Outcome:
         """Run one statement in a worker thread; a cancel request stops the wait (57014)."""
         assert self._executor is not None
-        if self.status == TransactionStatus.ERROR_TRANSACTION and statement.kind not in (Kind.COMMIT, Kind.ROLLBACK):
-            raise PgError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
+        self._not_aborted(statement)
         if statement.kind in _SQL_LEVEL:
             return await self._sql_level(statement, values)
         self.canceled.clear()
@@ -441,7 +463,7 @@ class Connection:
                 self.prepared.clear()
             elif self.prepared.pop(statement.name, None) is None:
                 raise PgError("26000", f'prepared statement "{statement.name}" does not exist')
-        self._send(*(m.ParameterStatus(name=k, value=v) for k, v in outcome.reported))
+        self._reported += outcome.reported
 
     async def _answer(
         self, outcome: Outcome, formats: list[int], max_rows: int, *, describe: bool, portal: Portal | None
@@ -458,8 +480,10 @@ class Connection:
         # pieces at its pace)
         timeout_s = self.server.state.settings.query.timeout_s
         deadline = outcome.deadline if start == 0 and outcome.deadline is not None else time.monotonic() + timeout_s
-        encoded = await asyncio.to_thread(outcome.encoded, formats)
         total = outcome.table.num_rows
+        # a small answer is encoded on the event loop: a worker thread's round trip costs more than its encoding
+        small = total * outcome.table.num_columns <= INLINE_CELLS
+        encoded = outcome.encoded(formats) if small else await asyncio.to_thread(outcome.encoded, formats)
         stop = min(total, start + max_rows) if max_rows > 0 else total
         for lo in range(start, stop, ROWS_PER_WRITE):
             if self.canceled.is_set():
@@ -470,8 +494,12 @@ class Connection:
                     f"the query and sending its answer took longer than the time limit of {timeout_s:g} s "
                     "([query] timeout_s)",
                 )
-            chunk = await asyncio.to_thread(data_rows, encoded, lo, min(stop, lo + ROWS_PER_WRITE))
-            self.writer.write(chunk)
+            end = min(stop, lo + ROWS_PER_WRITE)
+            chunk = data_rows(encoded, lo, end) if small else await asyncio.to_thread(data_rows, encoded, lo, end)
+            self._out.append(chunk)
+            if small:
+                continue  # written with the messages after it
+            self._write()
             # a client that stops reading is dropped at the deadline (TimeoutError ends the connection)
             async with asyncio.timeout_at(_loop_time(deadline)):
                 await self.writer.drain()
@@ -479,6 +507,9 @@ class Connection:
             portal.sent = stop
         if stop < total:
             self._send(m.PortalSuspended())
+        elif (start > 0 or max_rows > 0) and outcome.tag.startswith("SELECT "):
+            # a portal read by pieces: PostgreSQL counts the rows of this Execute (0 once it has run out)
+            self._send(m.CommandComplete(tag=f"SELECT {stop - start}"))
         else:
             self._send(m.CommandComplete(tag=outcome.tag))
 

@@ -146,6 +146,8 @@ class Executor:
         if kind == Kind.PASSED:
             return self._query(statement.text)
         assert statement.tree is not None
+        if kind == Kind.QUERY and not values:  # most statements: their SQL made once (`Statement.unbound_sql`)
+            return self._renamed(self._query(statement.unbound_sql), statement.tree)
         bound = placeholders.bind(statement.tree, values)
         if kind == Kind.CATALOG:
             cancel = Cancellation(self.server.state.settings.query.timeout_s)  # the statement's deadline
@@ -157,9 +159,12 @@ class Executor:
         if kind == Kind.EXPLAIN:
             text = queries.explain(self.principal, precube_sql(bound)).text()
             return answer(pa.table({"QUERY PLAN": text.splitlines()}), tag="EXPLAIN")
-        found = self._query(precube_sql(bound))
+        return self._renamed(self._query(precube_sql(bound)), statement.tree)
+
+    @staticmethod
+    def _renamed(found: Outcome, tree: exp.Expr) -> Outcome:
         assert found.table is not None  # a query's answer has rows
-        found.table = pg_named(found.table, statement.tree)  # PostgreSQL's column names, on the wire only
+        found.table = pg_named(found.table, tree)  # PostgreSQL's column names, on the wire only
         return found
 
     def _query(self, text: str) -> Outcome:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property, lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -78,11 +79,18 @@ class Statement:
     scroll: bool = True  # DECLARE … NO SCROLL: forward only
     binary: bool = False  # DECLARE BINARY: rows in the binary format
 
-    @property
+    @cached_property
     def params(self) -> int:
         if self.kind == Kind.DECLARE and self.inner is not None:
             return self.inner.params
         return count(self.tree) if self.tree is not None else 0
+
+    @cached_property
+    def unbound_sql(self) -> str:
+        """The statement without parameters in precube's dialect (made once: a remembered statement is run
+        again without generating it again)."""
+        assert self.tree is not None
+        return precube_sql(placeholders.bind(self.tree, []))
 
 
 _SET = re.compile(
@@ -126,8 +134,25 @@ _SQL_LEVEL = re.compile(r"^(?:PREPARE|EXECUTE|DECLARE|FETCH|MOVE)\s", re.IGNOREC
 _CLOSE = re.compile(rf"^CLOSE\s+(?:(?P<all>ALL)|{_NAME})$", re.IGNORECASE)
 
 
+# Statements up to this long are remembered parsed, by their text: tools send the same ones again and again, and
+# parsing one costs about as much as answering it from the result cache. At most _REMEMBERED of them.
+_REMEMBERED_CHARS = 4_096
+_REMEMBERED = 256
+
+
 def split(sql: str, max_chars: int) -> list[str]:
     """The statements of a simple query's text, each as written (separated by `;` outside literals)."""
+    if len(sql) <= _REMEMBERED_CHARS:
+        return list(_split_remembered(sql, max_chars))
+    return _split(sql, max_chars)
+
+
+@lru_cache(maxsize=_REMEMBERED)
+def _split_remembered(sql: str, max_chars: int) -> tuple[str, ...]:
+    return tuple(_split(sql, max_chars))
+
+
+def _split(sql: str, max_chars: int) -> list[str]:
     _check(lambda: check_text(sql, max_chars))
     try:
         tokens = sqlglot.Dialect.get_or_raise(READ).tokenize(sql)
@@ -159,7 +184,19 @@ def _unquote(value: str) -> str:
 
 
 def classify(text: str, max_depth: int) -> Statement:
-    """One statement's kind, parsed as PostgreSQL (a syntax error is 42601 with sqlglot's reason)."""
+    """One statement's kind, parsed as PostgreSQL (a syntax error is 42601 with sqlglot's reason). A statement is
+    immutable: the one remembered for a text is shared (Bind copies its tree)."""
+    if len(text) <= _REMEMBERED_CHARS:
+        return _classify_remembered(text, max_depth)
+    return _classify(text, max_depth)
+
+
+@lru_cache(maxsize=_REMEMBERED)
+def _classify_remembered(text: str, max_depth: int) -> Statement:
+    return _classify(text, max_depth)
+
+
+def _classify(text: str, max_depth: int) -> Statement:
     text = text.strip().rstrip(";").strip()
     if not text:
         return Statement(Kind.EMPTY, text)
