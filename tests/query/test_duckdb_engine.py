@@ -222,3 +222,39 @@ def test_a_time_out_stops_a_statement_on_its_cursor_alone(tmp_path: Path) -> Non
         assert isinstance(second.error, QueryTimeoutError)
     finally:
         engine.close()
+
+
+def test_a_statement_run_again_is_prepared_and_answers_the_same(tmp_path: Path) -> None:
+    engine, scan = _layout(tmp_path)
+    try:
+        for sql in CODED:
+            text = sql.format(t=scan.name)
+            expected = engine.con.sql(sql.format(t=_files(tmp_path))).to_arrow_table()
+            for _ in range(3):  # as text, then prepared, then its prepared statement executed
+                assert engine.execute(text, [scan], []).equals(expected)
+        cursors = engine._db.connections._made
+        assert sum(len(c.statements) for c in cursors) == len(CODED)
+    finally:
+        engine.close()
+
+
+def test_prepared_statements_go_when_a_relation_they_read_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine, scan = _layout(tmp_path)
+    other = dataclasses.replace(scan, name="layout_1_y")
+    try:
+        sql = f'SELECT "2", count(*) c FROM "{scan.name}" GROUP BY 1 ORDER BY 1'
+        first = engine.execute(sql, [scan], [])
+        assert engine.execute(sql, [scan], []).equals(first)
+        (cursor,) = engine._db.connections._made
+        assert len(cursor.statements) == 1
+        monkeypatch.setattr("precube.query.duckdb_engine.MEMORY_BUDGET_ROWS", scan.rows)
+        engine.execute(f'SELECT count(*) FROM "{other.name}"', [other], [])  # evicts `scan`'s relation
+        assert scan.name not in engine._db.layouts
+        # registered again and prepared anew: the old statement named the dropped table
+        assert engine.execute(sql, [scan], []).equals(first)
+        assert len(cursor.statements) == 0
+        assert engine.execute(sql, [scan], []).equals(first) and len(cursor.statements) == 1
+    finally:
+        engine.close()
