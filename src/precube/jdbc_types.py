@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from precube_client.jdbc_types import (  # the client's half: a result's types
     BIGINT,
@@ -80,6 +79,8 @@ def text_column(column: pa.ChunkedArray) -> list[str | None]:
         return [None if v is None else ("true" if v else "false") for v in column.to_pylist()]
     if pa.types.is_timestamp(t):
         return [None if v is None else v.isoformat(sep=" ") for v in column.to_pylist()]
+    import pyarrow.compute as pc  # here: importing it costs a one-shot command ~0.1 s (`precube query`)
+
     try:
         cast: list[str | None] = pc.cast(column, pa.string()).to_pylist()
         return cast

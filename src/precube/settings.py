@@ -132,10 +132,11 @@ class QuerySettings(_Section):
 class CacheSettings(_Section):
     """The query result cache (DESIGN §7). `url`: `memory` (an in-process LRU bounded by `memory_mb`) or
     `redis://host:port/db` (shared by every process). A result is kept when the query took at least
-    `min_duration_ms` or scanned at least `min_scanned_rows` layout rows, and has at most `max_cells`
-    rows times columns. Identical concurrent queries run once (`single_flight`): the first holds a marker that
-    expires `flight_expiry_s` after its last renewal; the others wait at most `flight_wait_s`. A Redis call
-    taking longer than `redis_timeout_s` fails: the cache is then bypassed until Redis answers again."""
+    `min_duration_ms` or scanned at least `min_scanned_rows` layout rows (Kylin's rules), or took at least
+    `min_ms_per_mb` ms per MB of its answer (a small answer pays for its place: `keep_rules`; 0: off), and has
+    at most `max_cells` rows times columns. Identical concurrent queries run once (`single_flight`): the first
+    holds a marker that expires `flight_expiry_s` after its last renewal; the others wait at most `flight_wait_s`.
+    A Redis call taking longer than `redis_timeout_s` fails: the cache is then bypassed until Redis answers again."""
 
     enabled: bool = True
     url: str = "memory"
@@ -143,6 +144,7 @@ class CacheSettings(_Section):
     memory_mb: float = Field(default=256.0, gt=0)
     min_duration_ms: float = Field(default=100.0, ge=0)
     min_scanned_rows: int = Field(default=10_240, ge=0)
+    min_ms_per_mb: float = Field(default=10.0, ge=0)
     max_cells: int = Field(default=1_000_000, ge=0)
     cache_pushdown: bool = False  # a source table's freshness is unknown: only the TTL would bound it
     single_flight: bool = True

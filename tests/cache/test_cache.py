@@ -103,15 +103,23 @@ def test_spelling_shares_a_key_but_string_contents_do_not(session: CachedSession
 
 
 def test_keep_rules_thresholds_and_no_cache(cache_model: CacheModel, make_cache: MakeCache) -> None:
-    with cache_model.cached(make_cache(min_duration_ms=60_000, min_scanned_rows=10**9)) as s:
+    with cache_model.cached(make_cache(min_duration_ms=60_000, min_scanned_rows=10**9, min_ms_per_mb=0)) as s:
         s.sql(SQL)
-        assert not s.sql(SQL).from_cache  # fast and small: not kept
+        assert not s.sql(SQL).from_cache  # fast and few rows scanned: not kept
+    with cache_model.cached(make_cache(min_duration_ms=60_000, min_scanned_rows=10**9, min_ms_per_mb=10**9)) as s:
+        s.sql(SQL)
+        assert not s.sql(SQL).from_cache  # too large an answer for the time it took
     with cache_model.cached(make_cache(max_cells=3)) as s:
         s.sql(SQL)
         assert not s.sql(SQL).from_cache  # 11 rows x 2 columns exceed 3 cells
     with cache_model.cached(make_cache(min_duration_ms=60_000, min_scanned_rows=1)) as s:
         s.sql(SQL)
         assert s.sql(SQL).from_cache  # slow enough or scanning enough rows: either admits
+    with cache_model.cached(make_cache(min_duration_ms=60_000, min_scanned_rows=10**9)) as s:
+        assert s.cache is not None
+        s.cache.clear(s.project)
+        s.sql(SQL)
+        assert s.sql(SQL).from_cache  # 11 rows: small enough for any time it took (`min_ms_per_mb`)
     with cache_model.cached(make_cache()) as s:
         assert s.cache is not None
         s.cache.clear(s.project)  # a Redis backend still holds the answer admitted above

@@ -224,3 +224,36 @@ def test_a_time_out_stops_a_statement_on_its_cursor_alone(tmp_path: Path) -> Non
         assert isinstance(second.error, QueryTimeoutError)
     finally:
         engine.close()
+
+
+def test_a_statement_run_again_is_prepared_and_answers_the_same(tmp_path: Path) -> None:
+    engine, scan = _layout(tmp_path)
+    try:
+        assert engine.hold(scan)  # held first: the loader changes nothing meanwhile
+        for sql in CODED:
+            text = sql.format(t=scan.name)
+            expected = engine.con.sql(sql.format(t=_files(tmp_path))).to_arrow_table()
+            for _ in range(3):  # as text, then prepared, then its prepared statement executed
+                assert engine.execute(text, [scan], []).equals(expected)
+        cursors = engine._db.connections._made
+        assert sum(len(c.statements) for c in cursors) == len(CODED)
+    finally:
+        engine.close()
+
+
+def test_prepared_statements_go_when_a_relation_they_read_is_swapped(tmp_path: Path) -> None:
+    """A view replaced by the held table (or the table by its view again) drops the statements prepared over it."""
+    engine, scan = _layout(tmp_path)
+    engine.memory.budget = 0  # the loader holds nothing by itself
+    try:
+        sql = f'SELECT "2", count(*) c FROM "{scan.name}" GROUP BY 1 ORDER BY 1'
+        first = engine.execute(sql, [scan], [])  # over the view
+        assert engine.execute(sql, [scan], []).equals(first)
+        prepared = [c for c in engine._db.connections._made if c.statements]
+        assert [len(c.statements) for c in prepared] == [1]
+        assert engine.hold(scan)  # the view swapped for the table
+        assert engine.execute(sql, [scan], []).equals(first)  # prepared anew, over the table
+        assert len(prepared[0].statements) == 0
+        assert engine.execute(sql, [scan], []).equals(first) and len(prepared[0].statements) == 1
+    finally:
+        engine.close()

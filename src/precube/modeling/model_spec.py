@@ -24,7 +24,6 @@ import json
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from precube.metadata import Join, JoinTable, Parameter, ParameterType, PartitionDesc, SegmentConfigOverride
@@ -122,6 +121,8 @@ def read_document(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise InvalidModelError(f"cannot read {path}: {err.strerror}") from err
+    import yaml  # here: only a model file needs it, not a query's process
+
     try:
         return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as err:

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 
+from precube.query.prepared import Statements
 from precube.query.watchdog import Watchdog
 
 
 @dataclass(eq=False)
 class Cursor:
-    """One connection of the pool and the watchdog that interrupts the statement it runs."""
+    """One connection of the pool, the watchdog that interrupts the statement it runs and its prepared
+    statements."""
 
     con: duckdb.DuckDBPyConnection
     watchdog: Watchdog
+    statements: Statements = field(default_factory=Statements)
 
 
 class Connections:

@@ -116,6 +116,11 @@ class _Database:
     reading: Counter[str] = field(default_factory=Counter)
     small: bool = False  # the settings in force are those for small statements
     wide: int = 0  # statements running with the settings for anything else
+    generation: int = 0  # grows when a relation is dropped or replaced (`changed`)
+
+    def changed(self) -> None:
+        """A relation was dropped or replaced: the connections' prepared statements may name it (`prepared`)."""
+        self.generation += 1
 
 
 class DuckDBEngine:
@@ -297,6 +302,7 @@ class DuckDBEngine:
                 con.execute(f'DROP VIEW IF EXISTS "{scan.name}"')
                 con.execute(f'ALTER TABLE "{staged}" RENAME TO "{scan.name}"')
                 con.execute("COMMIT")
+                db.changed()  # statements prepared over the view go
                 db.layouts[scan.name] = self.memory.size(scan.name)
             return True
         finally:
@@ -312,6 +318,7 @@ class DuckDBEngine:
         con.execute(f'DROP TABLE IF EXISTS "{name}"')
         con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {db.scans[name][1]}')
         con.execute("COMMIT")
+        db.changed()  # statements prepared over the table go
         db.layouts[name] = 0
 
     def _wake_loader(self) -> None:
@@ -424,6 +431,8 @@ class DuckDBEngine:
         definition = _source_sql(table)
         if db.sources.get(table.identity) == definition:
             return
+        if table.identity in db.sources:
+            db.changed()  # a view replaced (its table changed): statements prepared over it go
         schema, name = table.database.lower(), table.name.lower()
         con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
         con.execute(f'CREATE OR REPLACE VIEW "{schema}"."{name}" AS {definition}')
@@ -463,7 +472,7 @@ class DuckDBEngine:
                 return time_limited(
                     cursor.watchdog,
                     self.timeout_s,
-                    lambda: self._execute(db, cursor.con, sql, scans, sources, window),
+                    lambda: self._execute(db, cursor, sql, scans, sources, window),
                     cancel,
                 )
             finally:
@@ -487,13 +496,14 @@ class DuckDBEngine:
     def _execute(
         self,
         db: _Database,
-        con: duckdb.DuckDBPyConnection,
+        cursor: Cursor,
         sql: str,
         scans: list[LayoutScan | SnapshotScan],
         sources: list[Table],
         window: Window = WHOLE,
     ) -> pa.Table:
-        """Register what `sql` reads and settle the settings under the lock, then run it on `con` outside it."""
+        """Register what `sql` reads and settle the settings under the lock, then run it on `cursor` outside it."""
+        con = cursor.con
         names = [s.name for s in scans]
         with self._lock:
             db.reading.update(names)  # first: registering another relation evicts none of these
@@ -513,7 +523,8 @@ class DuckDBEngine:
             db.wide += int(not small)
         started = time.perf_counter()
         try:
-            return self._fetch(con, sql, window)
+            generation = db.generation
+            return self._fetch(con, sql, window, lambda text: cursor.statements.run(con, text, generation))
         finally:
             with self._lock:
                 self._done(db, names, wide=not small)
@@ -552,7 +563,13 @@ class DuckDBEngine:
             con.execute("RESET disabled_optimizers")
         db.small = small
 
-    def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str, window: Window = WHOLE) -> pa.Table:
+    def _fetch(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        sql: str,
+        window: Window = WHOLE,
+        plain: Callable[[str], duckdb.DuckDBPyConnection] | None = None,
+    ) -> pa.Table:
         """The statement's rows as Arrow. A small result of plain types is fetched as tuples and made into
         Arrow here: DuckDB's own Arrow export costs about a millisecond more per query, most of a warm
         query's time (the issue's figures: tuples win below ~1k rows). Not for the engine's first statement:
@@ -560,9 +577,11 @@ class DuckDBEngine:
 
         The statement produces at most one row past `[query] max_result_rows` (or past the window asked for):
         enough to tell that its answer is too large. DuckDB materialises a result it exports as Arrow: without
-        the cap, a cross join's would grow until the process dies."""
+        the cap, a cross join's would grow until the process dies. `plain` runs a statement without long IN lists
+        (the connection's prepared statements: `prepared`)."""
         bounds = window.bounds(self.bounds)
-        cursor = run_lifted(con, window.sql(sql, self.bounds))  # long IN lists bound as parameters, not as text
+        # long IN lists bound as parameters, not as text
+        cursor = run_lifted(con, window.sql(sql, self.bounds), plain)
         first, self._fetched = not self._fetched, True
         types = [_arrow_type(d[1]) for d in cursor.description or []]
         if not all(types):

@@ -23,6 +23,7 @@ lifted form, where the text form would cast the literals: the caller then runs t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -134,12 +135,17 @@ def lift_lists(sql: str) -> tuple[str, list[list[Any]]]:
     return text, params
 
 
-def run_lifted(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyConnection:
+def run_lifted(
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    plain: Callable[[str], duckdb.DuckDBPyConnection] | None = None,
+) -> duckdb.DuckDBPyConnection:
     """Execute `sql` on `con` with its long literal lists bound as parameters; the text as it was where
-    DuckDB refuses the lifted form (a list of another kind than its column: the text casts the literals)."""
+    DuckDB refuses the lifted form (a list of another kind than its column: the text casts the literals).
+    A statement without such lists runs through `plain` (the connection's prepared statements), else as is."""
     text, params = lift_lists(sql)
     if not params:
-        return con.execute(sql)
+        return plain(sql) if plain is not None else con.execute(sql)
     try:
         return con.execute(text, params)
     except (duckdb.BinderException, duckdb.InvalidInputException, duckdb.ConversionException):

@@ -26,6 +26,7 @@ from precube.query.project_metadata import ProjectMetadata
 SUPPORTED = "SHOW DATABASES, SHOW TABLES [IN db], SHOW COLUMNS IN table and DESCRIBE table"
 _STARTS = {"SHOW", "DESCRIBE", "DESC"}
 _DATABASES = {"DATABASES", "SCHEMAS", "NAMESPACES"}
+_WORD = re.compile(r"[A-Za-z]+")
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def starts_show(sql: str) -> bool:
         if end < 0:
             return False
         text = text[end + (1 if text.startswith("--") else 2) :].lstrip()
-    word = re.match(r"[A-Za-z]+", text)
+    word = _WORD.match(text)
     return word is not None and word.group(0).upper() in _STARTS
 
 
