@@ -11,10 +11,12 @@ import json
 import random
 import re
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -35,6 +37,8 @@ STEPS = [
     "build", "build", "query", "query",
 ]  # fmt: skip
 RAW_ROW_QUESTIONS = 1  # the exact percentile: from the rows the build keeps (the table index), not an aggregate
+BUILT = re.compile(r"built segment (\d+)_(\d+) \([0-9a-f-]{36}\): ([\d,]+) source rows")
+FLIGHTS = 3_000
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.M | re.S)
 
 
@@ -66,18 +70,18 @@ def _commands(blocks: dict[str, list[str]]) -> list[list[str]]:
 
 
 def _questions(blocks: dict[str, list[str]]) -> str:
-    [sql] = blocks.get("sql", [None])  # type: ignore[list-item]
-    assert sql, "README.md's tutorial has no ```sql block of questions"
-    return str(sql)
+    found = blocks.get("sql", [])
+    assert len(found) == 1, f"README.md's tutorial has {len(found)} ```sql blocks, not one of questions"
+    return found[0]
 
 
 def _assert_excerpt(blocks: dict[str, list[str]], written: str) -> None:
     """The README's excerpt of the suggested spec is what `model suggest` writes: each line of it whole, or up
     to an ellipsis."""
-    [excerpt] = blocks.get("yaml", [None])  # type: ignore[list-item]
-    assert excerpt, "README.md's tutorial has no ```yaml excerpt of the suggested model"
+    found = blocks.get("yaml", [])
+    assert len(found) == 1, f"README.md's tutorial has {len(found)} ```yaml blocks, not one excerpt of the model"
     lines = written.splitlines()
-    for line in str(excerpt).splitlines():
+    for line in found[0].splitlines():
         shown = line.split("…")[0]
         assert any(w == line or ("…" in line and w.startswith(shown)) for w in lines), (
             f"README.md shows {line!r}, which model suggest no longer writes:\n{written}"
@@ -92,7 +96,7 @@ def _write_csv_files(root: Path) -> None:
     # tail numbers repeat across airlines: a plane is (AIRLINE, TAIL_NUM)
     aircraft = [(a, f"N{i}", rnd.choice([76, 150, 180, 300])) for a, _ in airlines for i in range(12)]
     flights = []
-    for _ in range(3_000):
+    for _ in range(FLIGHTS):
         airline, tail, _seats = rnd.choice(aircraft)
         flights.append(
             [
@@ -105,7 +109,7 @@ def _write_csv_files(root: Path) -> None:
                 rnd.randint(100, 2_500),
             ]
         )
-    files = {
+    files: dict[str, tuple[list[str], Sequence[Sequence[object]]]] = {
         "flights.csv": (["FL_DATE", "AIRLINE", "TAIL_NUM", "ORIGIN", "DEST", "DEP_DELAY", "DISTANCE"], flights),
         "airports.csv": (["AIRPORT", "CITY", "STATE"], airports),
         "airlines.csv": (["AIRLINE", "NAME"], airlines),
@@ -131,7 +135,7 @@ def _answer(answer: dict[str, Any]) -> pa.Table:
 
 
 def test_the_readme_tutorial_as_written(
-    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     del spark  # the CLI's builds find the shared session
     blocks = _blocks()
@@ -140,6 +144,7 @@ def test_the_readme_tutorial_as_written(
     (tmp_path / "questions.sql").write_text(_questions(blocks))
     files = {"questions.sql": tmp_path / "questions.sql", "model.yaml": tmp_path / "model.yaml"}
     home = ["--home", str(tmp_path / "home")]
+    segments: list[tuple[str, str, int]] = []  # (start, end, source rows) of each build
     for command in commands:
         args = [str(tmp_path / a) if a.startswith("csv/") else str(files.get(a, a)) for a in command]
         capsys.readouterr()
@@ -149,9 +154,14 @@ def test_the_readme_tutorial_as_written(
         if command[:2] == ["model", "suggest"]:
             _assert_excerpt(blocks, (tmp_path / "model.yaml").read_text())
         if command[0] == "build":
-            assert re.search(r"built segment \S+ \([0-9a-f-]{36}\): [\d,]+ source rows", out), out
-        if command[0] == "query" and "--explain" not in command:
+            built = BUILT.search(out)
+            assert built is not None, out
+            segments.append((built.group(1), built.group(2), int(built.group(3).replace(",", ""))))
+        if command[0] == "query":
             assert "model flights, layout" in out, out  # from a layout
+    # each build starts where the last one ended, and together they hold every flight
+    assert all(segments[i][1] == segments[i + 1][0] for i in range(len(segments) - 1)), segments
+    assert sum(rows for _, _, rows in segments) == FLIGHTS
     project = commands[-1][commands[-1].index("-p") + 1]
 
     con = duckdb.connect()
@@ -168,4 +178,16 @@ def test_the_readme_tutorial_as_written(
         assert not answer["pushdown"], f"not answered from a layout: {sql}\n{answer['pushdown_reason']}"
         from_aggregates += not is_table_index(answer["layout_id"])
     assert from_aggregates == len(questions) - RAW_ROW_QUESTIONS
+
+    # the chart: the README's Python as written, on the tutorial's home, with pandas' plotting recorded
+    plotted: list[tuple[pd.DataFrame, dict[str, Any]]] = []
+    monkeypatch.setenv("PRECUBE__HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(pd.DataFrame, "plot", property(lambda frame: lambda **kw: plotted.append((frame, kw))))
+    python = blocks.get("python", [])
+    assert len(python) == 1, f"README.md's tutorial has {len(python)} ```python blocks, not one chart"
+    exec(compile(python[0], "README.md", "exec"), {})
+    [(frame, kw)] = plotted
+    assert {kw["x"], kw["y"]} <= set(frame.columns)
+    days = con.execute("select count(distinct fl_date) from flights").fetchone()
+    assert days is not None and len(frame) == days[0]
     con.close()
