@@ -152,7 +152,9 @@ def test_the_readme_tutorial_as_written(
         out, err = capsys.readouterr()
         assert status == 0, f"`precube {shlex.join(command)}` failed: {err or out}"
         if command[:2] == ["model", "suggest"]:
-            _assert_excerpt(blocks, (tmp_path / "model.yaml").read_text())
+            written = (tmp_path / "model.yaml").read_text()
+            _assert_excerpt(blocks, written)
+            assert "is an exact percentile: no aggregate holds it" in written  # (issue 41 §7: not a sketch)
         if command[0] == "build":
             built = BUILT.search(out)
             assert built is not None, out
