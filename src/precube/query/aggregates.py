@@ -148,6 +148,9 @@ def agg_call(
         return AggCall(node, ways)
     if isinstance(node, exp.Sum) and not distinct and isinstance(arg_node.unnest(), exp.Case):
         return _case_sum(node, arg_node.unnest(), index, column_of, types)
+    if isinstance(node, (exp.PercentileCont, exp.PercentileDisc)):
+        # exact: a PERCENTILE_APPROX measure is a sketch, so only rows (a table index or the tables) answer it
+        return AggCall(node, [], f"{node.sql(dialect='spark')} is an exact percentile: no aggregate holds it")
     col = None if count_all or arg_node is None else column_of(arg_node)
     if not count_all and col is None:
         return AggCall(node, [], f"the argument of {node.sql(dialect='spark')} is no model column or computed column")
