@@ -11,6 +11,7 @@ cells.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -18,6 +19,7 @@ import re
 import threading
 import time
 import warnings
+import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +59,16 @@ CONNECTIONS = 4  # statements one engine runs at once unless told otherwise (a s
 
 
 T = TypeVar("T")
+
+# Engines whose background loader runs: stopped at interpreter exit, before daemon threads are torn down (a
+# loader torn down inside DuckDB aborts the process: "terminate called … exception not rethrown").
+_LOADING: weakref.WeakSet[DuckDBEngine] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_loaders() -> None:
+    for engine in list(_LOADING):
+        engine.close()
 
 _SPARK_MEANING = (exp.Quantile, exp.Median, exp.CurrentDate, exp.CurrentTimestamp)
 
@@ -330,6 +342,7 @@ class DuckDBEngine:
                         target=self._load_in_background, name="precube-layouts", daemon=True
                     )
                     self._loader.start()
+                    _LOADING.add(self)
         self._wake.set()
 
     def _load_in_background(self) -> None:
