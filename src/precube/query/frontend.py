@@ -262,6 +262,11 @@ def qualify_query(tree: exp.Query, catalog: Catalog) -> exp.Query:
     except SqlglotError as err:
         raise SqlSyntaxError(str(err).splitlines()[0]) from err
     assert isinstance(qualified, exp.Query)
+    for ident in qualified.find_all(exp.Identifier):
+        # names are compared in lower case, unquoted; one that is no bare identifier (Tableau's alias
+        # "Custom SQL Query") must stay quoted in the SQL the engines run
+        if not ident.quoted and not exp.SAFE_IDENTIFIER_RE.match(ident.name):
+            ident.set("quoted", True)
     return qualified
 
 

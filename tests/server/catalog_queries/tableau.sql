@@ -6,9 +6,8 @@
 -- pgjdbc's DatabaseMetaData lists the catalog (pgjdbc's own query set), and the connector's capabilities
 -- shape Tableau's own statements: CAP_QUERY_WHERE_FALSE_METADATA (a table's or custom SQL's columns read from
 -- a `WHERE 1 = 0` query), CAP_QUERY_TOP_N (a preview with LIMIT), CAP_QUERY_SUBQUERIES (custom SQL as a
--- derived table). Those are written as Tableau writes such statements: quoted names, its own aliases. Left
--- out: custom SQL as Tableau wraps it, `SELECT * FROM (…) "Custom SQL Query" WHERE (1 = 0)`, which precube's
--- engine fails today (an alias with spaces reaches DuckDB unquoted: a syntax error).
+-- derived table). Those are written as Tableau writes such statements: quoted names, its own aliases. Custom SQL as
+-- Tableau wraps it: `SELECT * FROM (…) "Custom SQL Query" WHERE (1 = 0)`, then the same with an aggregate.
 
 SET DateStyle = 'ISO';
 
@@ -38,3 +37,11 @@ SELECT "lineorder"."lo_orderkey" AS "lo_orderkey",
   "lineorder"."lo_shipmode" AS "lo_shipmode"
 FROM "ssb"."lineorder" "lineorder"
 LIMIT 1000;
+
+SELECT * FROM (select d_year, sum(lo_revenue) as revenue from lineorder left join dates on lo_orderdate = d_datekey group by d_year) "Custom SQL Query"
+WHERE (1 = 0);
+
+SELECT "Custom SQL Query"."d_year" AS "d_year",
+  SUM("Custom SQL Query"."revenue") AS "sum:revenue:ok"
+FROM (select d_year, sum(lo_revenue) as revenue from lineorder left join dates on lo_orderdate = d_datekey group by d_year) "Custom SQL Query"
+GROUP BY 1;
