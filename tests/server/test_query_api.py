@@ -407,7 +407,7 @@ def test_the_hot_path_answers_as_the_declared_route(live: LiveServer, server_hom
     querier = _user(live, project, Permission.QUERY)
     stranger = _user(live, project, None)
     settings = live.settings.model_copy(deep=True)
-    settings.server.pg_port = None  # the shared server's wire port is taken
+    settings.server.pg_port = settings.server.flight_port = None  # the shared server's wire ports are taken
     statuses = set()
     with live_server(settings, run_jobs=False, hot_path=False) as routed:
         for auth in (ADMIN, querier, stranger):
