@@ -100,6 +100,9 @@ class CachedSession:
     def warm(self, stop: Callable[[], bool] = lambda: False) -> int:
         return self.session.warm(stop)
 
+    def hold(self, sql: str) -> int:
+        return self.session.hold(sql)
+
     def shape_of(self, sql: str) -> Shape | None:
         return self.session.shape_of(sql)
 

@@ -70,6 +70,7 @@ def _stop_loaders() -> None:
     for engine in list(_LOADING):
         engine.close()
 
+
 _SPARK_MEANING = (exp.Quantile, exp.Median, exp.CurrentDate, exp.CurrentTimestamp)
 
 

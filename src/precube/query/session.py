@@ -492,6 +492,12 @@ class Session:
                 self.duckdb.execute(self.duckdb.render(plan.tree, plan.scans, plan.sources), plan.scans, plan.sources)
         return loaded
 
+    def hold(self, sql: str) -> int:
+        """Copy into memory now the layouts and snapshots `sql` reads, as a warm server's loader does by use
+        (`layout_memory`); how many. A statement pushed down holds nothing."""
+        plan = self.plan(sql)
+        return sum(self.duckdb.hold(scan) for scan in plan.scans)
+
     def explain(
         self, sql: str, *, engine: str | None = None, pushdown: bool | None = None, force_pushdown: bool = False
     ) -> Explanation:
