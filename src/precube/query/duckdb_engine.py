@@ -442,7 +442,7 @@ class DuckDBEngine:
         return row or ()
 
     def _register_source(self, db: _Database, con: duckdb.DuckDBPyConnection, table: Table) -> None:
-        definition = _source_sql(table)
+        definition = source_sql(table)
         if db.sources.get(table.identity) == definition:
             return
         if table.identity in db.sources:
@@ -768,7 +768,7 @@ def _source_path(table: Table) -> str | None:
     return str(path) if path is not None else None
 
 
-def _source_sql(table: Table) -> str:
+def source_sql(table: Table) -> str:
     """A SELECT over a file source's rows with the registered column names and types."""
     if table.source_type not in (SourceType.PARQUET, SourceType.CSV) or not table.location:
         raise PushdownError(

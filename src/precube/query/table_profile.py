@@ -11,7 +11,7 @@ from typing import Any
 import duckdb
 
 from precube.metadata import Table, datatypes
-from precube.query.duckdb_engine import _source_sql  # the pushdown's reading of a file table: the same rows
+from precube.query.duckdb_engine import source_sql  # the pushdown's reading of a file table: the same rows
 
 SAMPLE_SEED = 42
 
@@ -57,7 +57,7 @@ class Profiler:
         self.profiles: dict[str, TableProfile] = {}
         for t in tables:
             name = self.names[t.identity]
-            self.con.execute(f"CREATE VIEW {name}_all AS {_source_sql(t)}")
+            self.con.execute(f"CREATE VIEW {name}_all AS {source_sql(t)}")
             self.con.execute(
                 f"CREATE TABLE {name} AS SELECT * FROM {name}_all "
                 f"USING SAMPLE reservoir({int(sample_rows)} ROWS) REPEATABLE ({SAMPLE_SEED})"
