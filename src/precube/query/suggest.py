@@ -549,38 +549,40 @@ class _Suggester:
             measures.append(MeasureSpec(name=name, expression="SUM", column=f"{alias}.{c.name}"))
             self.why[f"measure:{name}"] = "numeric non-key column of the fact"
         seen: set[tuple[str, ...]] = set()
+
+        def add(key: tuple[str, ...], measure: MeasureSpec, why: str) -> None:
+            """A candidate measure, once per kind and columns."""
+            if key not in seen:
+                seen.add(key)
+                measures.append(measure)
+                self.why[f"measure:{measure.name}"] = why
+
         for block, col in self.evidence.approx_distinct:
             ref = self._ref(block, col)
-            if ref is None or ("hll", ref) in seen:
-                continue
-            seen.add(("hll", ref))
-            name = f"APPROX_COUNT_DISTINCT_{col.name.upper()}"
-            measures.append(MeasureSpec(name=name, expression="COUNT_DISTINCT", column=ref, return_type="hllc(14)"))
-            self.why[f"measure:{name}"] = "the queries count its values approximately (an HLL sketch)"
+            if ref is not None:
+                name = f"APPROX_COUNT_DISTINCT_{col.name.upper()}"
+                hll = MeasureSpec(name=name, expression="COUNT_DISTINCT", column=ref, return_type="hllc(14)")
+                add(("hll", ref), hll, "the queries count its values approximately (an HLL sketch)")
         for block, value, key, n in self.evidence.top_n:
             ref, by = self._ref(block, value), self._ref(block, key)
-            if ref is None or by is None or ("topn", ref, by) in seen:
-                continue
-            seen.add(("topn", ref, by))
-            name = f"TOP_{key.name.upper()}_BY_{value.name.upper()}"
-            params = [Parameter(type=ParameterType.COLUMN, value=ref), Parameter(type=ParameterType.COLUMN, value=by)]
-            capacity = 100 if n <= 100 else 1000
-            measures.append(
-                MeasureSpec(name=name, expression="TOP_N", parameter_value=params, return_type=f"topn({capacity})")
-            )
-            self.why[f"measure:{name}"] = (
-                f"TOP_N candidate: a query asks the top {n} {key.name.upper()} by SUM({value.name.upper()})"
-            )
+            if ref is not None and by is not None:
+                params = [
+                    Parameter(type=ParameterType.COLUMN, value=ref),
+                    Parameter(type=ParameterType.COLUMN, value=by),
+                ]
+                name = f"TOP_{key.name.upper()}_BY_{value.name.upper()}"
+                capacity = 100 if n <= 100 else 1000
+                top = MeasureSpec(
+                    name=name, expression="TOP_N", parameter_value=params, return_type=f"topn({capacity})"
+                )
+                why = f"TOP_N candidate: a query asks the top {n} {key.name.upper()} by SUM({value.name.upper()})"
+                add(("topn", ref, by), top, why)
         for block, col in self.evidence.percentiles:
             ref = self._ref(block, col)
-            if ref is None or ("percentile", ref) in seen:
-                continue
-            seen.add(("percentile", ref))
-            name = f"PERCENTILE_{col.name.upper()}"
-            measures.append(
-                MeasureSpec(name=name, expression="PERCENTILE_APPROX", column=ref, return_type="percentile(100)")
-            )
-            self.why[f"measure:{name}"] = "the queries ask a percentile of it"
+            if ref is not None:
+                name = f"PERCENTILE_{col.name.upper()}"
+                pct = MeasureSpec(name=name, expression="PERCENTILE_APPROX", column=ref, return_type="percentile(100)")
+                add(("percentile", ref), pct, "the queries ask a percentile of it")
         return measures
 
     def _ref(self, block: int, col: exp.Column) -> str | None:
