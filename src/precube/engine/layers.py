@@ -16,11 +16,12 @@ each would mostly pay for scheduling or for reading the same input again:
   own: each reads only its columns and hashes only its dimensions, where GROUPING SETS would expand every
   row once per layout over all of them (SF 1's base layout fed its two children in 3.2 CPU s apart,
   5.8 together).
-A batch from a small input is collected and written from the driver with pyarrow (local warehouses);
-any other batch is cached and each of its layouts written by Spark. The work items of a layer (one layout,
-a run of same-column layouts, or a batch) are independent, so up to `BuildContext.parallel_layouts` run as
-concurrent Spark jobs. Layouts with the same columns in another order go one after the other: all but the
-first re-sort their sibling. Each finished layout is recorded at once, so a stopped build resumes after it.
+A batch from a small input that yields few rows at most (`COLLECT_MAX_ROWS`) is collected and written from
+the driver with pyarrow (local warehouses); any other batch is cached and each of its layouts written by
+Spark. The work items of a layer (one layout, a run of same-column layouts, or a batch) are independent, so up
+to `BuildContext.parallel_layouts` run as concurrent Spark jobs. Layouts with the same columns in another order
+go one after the other: all but the first re-sort their sibling. Each finished layout is recorded at once, so a
+stopped build resumes after it.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ FlatSource = Callable[[int], tuple["DataFrame", Codes]]
 
 SMALL_PARENT_ROWS = 1_000_000  # a parent this small feeds all its pending descendants in one job
 BATCH_MAX_ROWS = 20_000_000  # parent rows x grouping sets per batch job (its Expand size)
+# at most this many rows (input rows x layouts: what the batch may produce) collected to the driver: beyond it
+# Spark writes each layout (TPC-H SF 1's yearly segments, 0.9M rows x 13 layouts one of them 35 columns wide,
+# passed spark.driver.maxResultSize's 1 GiB)
+COLLECT_MAX_ROWS = 2_000_000
 ROW_GROUP_ROWS = 122_880  # rows of a layout file's Parquet row group: as many as a DuckDB row group
 
 
@@ -134,7 +139,12 @@ class _Segment:
         else:
             source, codes = self.ctx.spark.read.parquet(self.path(parent.id)), Codes()
         df, all_dims = compute_batch(source, batch, self.model, from_flat=parent is None)
-        if is_local(self.ctx.warehouse_root) and input_rows is not None and input_rows <= SMALL_PARENT_ROWS:
+        if (
+            is_local(self.ctx.warehouse_root)
+            and input_rows is not None
+            and input_rows <= SMALL_PARENT_ROWS
+            and input_rows * len(batch) <= COLLECT_MAX_ROWS
+        ):
             self._write_collected(codes.decode(df).toArrow(), batch, all_dims)
         else:
             self._write_each(df, codes, batch, all_dims)
