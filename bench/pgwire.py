@@ -1,17 +1,18 @@
-"""Benchmark: the Postgres wire protocol (`precube serve --pg-port`, through psycopg) against `Session.sql` in
-this process, in one run.
+"""Benchmark: the Postgres wire protocol (`precube serve --pg-port`, through psycopg) and Arrow Flight SQL
+(`--flight-port`, through ADBC's driver) against `Session.sql` in this process, in one run.
 
     .venv/bin/python bench/pgwire.py --scale 1     # prints a table, writes bench/results/pgwire-*.json
 
 Set-up as `bench/ssb.py` (the same `--home`, reused when it holds it): SSB at the scale, the SSB model with the
 layouts recommended for the 13 queries, built as one segment. The server runs as a child process (`precube
-serve --no-jobs --pg-port P`, result cache off so that every answer is computed, as in-process) so that it and
-this client do not share one GIL. Measured, each the median of `--repeat` runs after one untimed run:
+serve --no-jobs --pg-port P --flight-port F`, result cache off so that every answer is computed, as in-process)
+so that it and this client do not share one GIL. Measured, each the median of `--repeat` runs after one untimed run:
 
 - a warm SSB query: per query of the 13, `Session.sql` against psycopg's simple query protocol (text rows)
-  and its extended protocol (a prepared statement, binary rows); the overhead is wire minus in-process;
+  and its extended protocol (a prepared statement, binary rows), and Flight SQL (`fetch_arrow_table`); the
+  overhead is wire minus in-process;
 - a 100,000-row answer (`--rows`; a detail query read from the source files): `Session.sql` against psycopg
-  text and binary, with rows per second and the bytes the DataRows carry.
+  text and binary and Flight SQL, with rows per second (and MB/s of the Arrow answer through Flight SQL).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import adbc_driver_flightsql.dbapi as flightsql
 import psycopg
 from rich.console import Console
 from rich.table import Table
@@ -45,6 +47,11 @@ def _fetch(conn: psycopg.Connection[Any], sql: str, binary: bool, prepare: bool 
         return len(cur.fetchall())
 
 
+def _flight(cur: Any, sql: str) -> int:
+    cur.execute(sql)
+    return int(cur.fetch_arrow_table().num_rows)
+
+
 def _median(run: Any, repeat: int) -> float:
     run()  # untimed: the plan, the layout, the connection's first use
     return statistics.median(_timed_ms(run, repeat))
@@ -59,8 +66,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
     home, _, store, settings, build_s = prepare_recommended(args)
-    port = _free_port()
-    server = Server(home, args=("--pg-port", str(port)), env={"PRECUBE__CACHE__ENABLED": "false"})
+    port, flight_port = _free_port(), _free_port()
+    server = Server(
+        home,
+        args=("--pg-port", str(port), "--flight-port", str(flight_port)),
+        env={"PRECUBE__CACHE__ENABLED": "false"},
+    )
     server.wait_loaded()
     report: dict[str, Any] = {"scale": args.scale, "build_s": round(build_s, 1), "cores": os.cpu_count()}
     report["load"] = os.getloadavg()[0]
@@ -69,23 +80,41 @@ def main() -> None:
         with (
             Session(store, PROJECT, settings.warehouse_root, settings=settings.query) as session,
             psycopg.connect(dsn, autocommit=True) as conn,
+            flightsql.connect(
+                f"grpc://127.0.0.1:{flight_port}",
+                db_kwargs={
+                    "username": ADMIN[0],
+                    "password": ADMIN[1],
+                    "adbc.flight.sql.rpc.call_header.x-precube-project": PROJECT,
+                },
+                autocommit=True,
+            ) as flight,
+            flight.cursor() as cursor,
         ):
             queries = {}
             for name, sql in SSB_QUERIES.items():
                 local = _median(lambda sql=sql: session.sql(sql), args.repeat)
                 simple = _median(lambda sql=sql: _fetch(conn, sql, False, False), args.repeat)
                 extended = _median(lambda sql=sql: _fetch(conn, sql, True, True), args.repeat)
-                queries[name] = {"in_process_ms": local, "simple_ms": simple, "extended_binary_ms": extended}
+                arrow = _median(lambda sql=sql: _flight(cursor, sql), args.repeat)
+                queries[name] = {
+                    "in_process_ms": local,
+                    "simple_ms": simple,
+                    "extended_binary_ms": extended,
+                    "flight_ms": arrow,
+                }
             report["ssb"] = queries
-            for kind in ("simple_ms", "extended_binary_ms"):
+            for kind in ("simple_ms", "extended_binary_ms", "flight_ms"):
                 report[f"ssb_overhead_p50_ms_{kind.removesuffix('_ms')}"] = statistics.median(
                     q[kind] - q["in_process_ms"] for q in queries.values()
                 )
             large = f"{DETAIL} limit {args.rows}"
-            rows = session.sql(large).table.num_rows
+            answer = session.sql(large).table
+            rows = answer.num_rows
             local = _median(lambda: session.sql(large), args.large_repeat)
             text = _median(lambda: _fetch(conn, large, False, False), args.large_repeat)
             binary = _median(lambda: _fetch(conn, large, True, None), args.large_repeat)
+            arrow = _median(lambda: _flight(cursor, large), args.large_repeat)
             report["large"] = {
                 "rows": rows,
                 "in_process_ms": local,
@@ -95,6 +124,10 @@ def main() -> None:
                 "binary_rows_per_s": rows / binary * 1000,
                 "text_over_in_process": text / local,
                 "binary_over_in_process": binary / local,
+                "flight_ms": arrow,
+                "flight_rows_per_s": rows / arrow * 1000,
+                "flight_mb_per_s": answer.nbytes / 1e6 / (arrow / 1000),
+                "flight_over_in_process": arrow / local,
             }
     finally:
         server.stop()
@@ -108,21 +141,30 @@ def main() -> None:
 
 def _print(console: Console, report: dict[str, Any]) -> None:
     table = Table(title=f"SSB SF {report['scale']:g} over the Postgres wire protocol (ms, p50)")
-    for column in ("query", "Session.sql", "psycopg simple (text)", "psycopg prepared (binary)"):
+    for column in ("query", "Session.sql", "psycopg simple (text)", "psycopg prepared (binary)", "Flight SQL"):
         table.add_column(column, justify="right")
     for name, q in report["ssb"].items():
-        table.add_row(name, f"{q['in_process_ms']:.2f}", f"{q['simple_ms']:.2f}", f"{q['extended_binary_ms']:.2f}")
+        table.add_row(
+            name,
+            f"{q['in_process_ms']:.2f}",
+            f"{q['simple_ms']:.2f}",
+            f"{q['extended_binary_ms']:.2f}",
+            f"{q['flight_ms']:.2f}",
+        )
     console.print(table)
     console.print(
-        f"overhead p50 over Session.sql: simple {report['ssb_overhead_p50_ms_simple']:.2f} ms, "
-        f"prepared binary {report['ssb_overhead_p50_ms_extended_binary']:.2f} ms"
+        f"overhead p50 over Session.sql: simple {report['ssb_overhead_p50_ms_simple']:.2f} ms (goal ≤ 1 ms), "
+        f"prepared binary {report['ssb_overhead_p50_ms_extended_binary']:.2f} ms, "
+        f"Flight SQL {report['ssb_overhead_p50_ms_flight']:.2f} ms (goal ≤ 1.5 ms)"
     )
     large = report["large"]
     console.print(
         f"{large['rows']:,} rows: Session.sql {large['in_process_ms']:.0f} ms, psycopg text {large['text_ms']:.0f} ms "
         f"({large['text_rows_per_s']:,.0f} rows/s, {large['text_over_in_process']:.1f}x), binary "
         f"{large['binary_ms']:.0f} ms ({large['binary_rows_per_s']:,.0f} rows/s, "
-        f"{large['binary_over_in_process']:.1f}x); load average {report['load']:.1f} on {report['cores']} cores"
+        f"{large['binary_over_in_process']:.1f}x), Flight SQL {large['flight_ms']:.0f} ms "
+        f"({large['flight_rows_per_s']:,.0f} rows/s, {large['flight_mb_per_s']:.0f} MB/s, "
+        f"{large['flight_over_in_process']:.1f}x); load average {report['load']:.1f} on {report['cores']} cores"
     )
 
 
