@@ -135,6 +135,7 @@ def main() -> None:
         help="the queries with Kylin's LEFT joins, or as published (comma joins: INNER)",
     )
     parser.add_argument("--no-chdb", action="store_true", help="skip the chDB baseline")
+    parser.add_argument("--no-spark", action="store_true", help="skip the Spark baseline (and its JVM)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
     queries = SSB_QUERIES_COMMA if args.form == "comma" else SSB_QUERIES
@@ -205,10 +206,10 @@ def main() -> None:
     if chdb is not None:
         chdb.close()
     # Spark last: its JVM's work after a job (GC, cleanup) would otherwise run beside the timed runs
-    spark = spark_session(settings)
-    for name in TABLES:
+    spark = None if args.no_spark else spark_session(settings)
+    for name in TABLES if spark is not None else ():
         spark.read.parquet(str(data / name)).createOrReplaceTempView(f"ssb_{name.lower()}")
-    for r in results:
+    for r in results if spark is not None else ():
         spark_sql = sqlglot.transpile(queries[r["query"]], read=DIALECT, write="spark")[0].replace("ssb.", "ssb_")
         spark.sql(spark_sql).collect()
         r["spark_raw_ms"] = median_ms(lambda q=spark_sql: spark.sql(q).collect(), args.spark_repeat)
@@ -244,13 +245,13 @@ def main() -> None:
             f"{r['precube_other_literals_ms']:.2f}" + ("" if r["other_literals_plan_cached"] else " (planned)"),
             f"{r['duckdb_raw_ms']:.1f}",
             f"{r['chdb_raw_ms']:.1f}" if "chdb_raw_ms" in r else "-",
-            f"{r['spark_raw_ms']:.0f}",
+            f"{r['spark_raw_ms']:.0f}" if "spark_raw_ms" in r else "-",
             f"{r['vs_duckdb']:.1f}",
             f"{r['vs_chdb']:.1f}" if "vs_chdb" in r else "-",
-            f"{r['vs_spark']:.0f}",
+            f"{r['vs_spark']:.0f}" if "vs_spark" in r else "-",
         )
     geo_duck = geomean([r["vs_duckdb"] for r in results])
-    geo_spark = geomean([r["vs_spark"] for r in results])
+    geo_spark = None if spark is None else geomean([r["vs_spark"] for r in results])
     geo_chdb = None if args.no_chdb else geomean([r["vs_chdb"] for r in results])
     seen: set[Any] = set()
     layout_firsts = []  # the first query on each layout: its files read where they lie
@@ -283,7 +284,8 @@ def main() -> None:
     console.print(
         f"geometric-mean speed-up: {geo_duck:.1f}x DuckDB on raw, "
         + ("" if geo_chdb is None else f"{geo_chdb:.1f}x chDB on raw, ")
-        + f"{geo_spark:.0f}x Spark on raw; "
+        + ("" if geo_spark is None else f"{geo_spark:.0f}x Spark on raw")
+        + "; "
         f"median (slowest query) warm {summary['median_warm_ms']:.2f} ({summary['slowest_warm_ms']:.2f}) ms, "
         f"new literals {summary['median_other_literals_ms']:.2f} ({summary['slowest_other_literals_ms']:.2f}) ms, "
         f"new shape {summary['median_new_shape_ms']:.1f} ({summary['slowest_new_shape_ms']:.1f}) ms, "

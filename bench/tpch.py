@@ -33,7 +33,7 @@ from precube import tpch
 from precube.cli.ssb_baseline import median_ms
 from precube.engine.context import BuildContext
 from precube.engine.operations import build_segment
-from precube.metadata import Dataflow, Project, SourceType, TimeRange, open_store
+from precube.metadata import Dataflow, Project, SegmentStatus, SourceType, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
 from precube.modeling.model_store import add_to_model, create_model, find_model, set_model_rules
 from precube.modeling.partition_format import to_epoch_ms
@@ -69,7 +69,7 @@ def _prepare(home: Path, scale: float, master: str) -> tuple[Any, Any, float]:
         add_to_model(store, PROJECT, tpch.MODEL, found.measures, found.computed_columns)
         set_model_rules(store, PROJECT, tpch.MODEL, found.groups, None)
     with store.read(PROJECT) as tx:
-        built = {segment.seg_range for segment in tx.require(Dataflow, model.uuid).segments}
+        built = {s.seg_range for s in tx.require(Dataflow, model.uuid).segments if s.status == SegmentStatus.READY}
     years = [
         TimeRange.of(to_epoch_ms(a, "yyyy-MM-dd"), to_epoch_ms(b, "yyyy-MM-dd"))
         for a, b in itertools.pairwise(tpch.YEARS)
