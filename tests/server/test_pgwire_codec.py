@@ -265,3 +265,33 @@ def test_data_rows_carry_every_value() -> None:
     assert [r[5] for r in binary] == [struct.pack(">i", 0), None, struct.pack(">i", -1)]
     assert binary[0][6] == struct.pack(">iiiii", 1, 1, pg.INT4.oid, 2, 1) + struct.pack(">ii", 4, 1) + b"\xff" * 4
     assert [pg.of_arrow(f.type).oid for f in table.schema] == [21, 25, 16, 1700, 701, 1082, 1007, 1009]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.none() | st.integers(-(2**63), 2**63 - 1),
+            st.none() | st.text(),
+            st.none() | st.booleans(),
+        ),
+        max_size=40,
+    )
+)
+@settings(max_examples=60, deadline=None)
+def test_small_plain_answers_are_laid_out_as_the_vectorised_path_does(values: list[tuple[object, ...]]) -> None:
+    """`plain_text_rows` (integers, strings, booleans in text, with Python) gives the very bytes of `encode` and
+    `data_rows`."""
+    ints, texts, flags = (list(c) for c in zip(*values, strict=True)) if values else ([], [], [])
+    table = pa.table({"i": pa.array(ints, pa.int64()), "s": pa.array(texts, pa.string()), "b": pa.array(flags)})
+    table = table.cast(pa.schema([("i", pa.int64()), ("s", pa.string()), ("b", pa.bool_())]))
+    for formats in ([], [0], [0, 0, 0]):
+        assert rows.plain_text_rows(table, formats) == rows.data_rows(rows.encode(table, formats), 0, table.num_rows)
+
+
+def test_other_answers_take_the_vectorised_path() -> None:
+    small = pa.table({"i": [1, 2]})
+    assert rows.plain_text_rows(small, [1]) is None  # binary
+    assert rows.plain_text_rows(small, [0, 1]) is None
+    assert rows.plain_text_rows(pa.table({"f": [1.5]}), []) is None  # floats: NaN and Infinity as Postgres shows
+    assert rows.plain_text_rows(pa.table({"i": list(range(rows.PLAIN_CELLS + 1))}), []) is None
+    assert rows.plain_text_rows(pa.table({"i": [1, None]}), []) is not None

@@ -25,7 +25,7 @@ from precube.metadata.paths import check_project_name
 from precube.server.pgwire import placeholders
 from precube.server.pgwire.cursors import Cursor
 from precube.server.pgwire.executor import Executor, Outcome
-from precube.server.pgwire.rows import data_rows
+from precube.server.pgwire.rows import data_rows, plain_text_rows
 from precube.server.pgwire.session_settings import SessionSettings, command_line_options
 from precube.server.pgwire.sqlstate import PgError
 from precube.server.pgwire.statements import Kind, Statement, classify, split
@@ -483,9 +483,15 @@ class Connection:
         total = outcome.table.num_rows
         # a small answer is encoded on the event loop: a worker thread's round trip costs more than its encoding
         small = total * outcome.table.num_columns <= INLINE_CELLS
-        encoded = outcome.encoded(formats) if small else await asyncio.to_thread(outcome.encoded, formats)
         stop = min(total, start + max_rows) if max_rows > 0 else total
-        for lo in range(start, stop, ROWS_PER_WRITE):
+        plain = plain_text_rows(outcome.table, formats) if start == 0 and stop == total else None
+        if plain is not None:  # written with the messages after it
+            self._out.append(plain)
+            encoded, pieces = [], range(0)
+        else:
+            encoded = outcome.encoded(formats) if small else await asyncio.to_thread(outcome.encoded, formats)
+            pieces = range(start, stop, ROWS_PER_WRITE)
+        for lo in pieces:
             if self.canceled.is_set():
                 raise _CANCELED
             if time.monotonic() > deadline:

@@ -2,10 +2,14 @@
 a 100,000-row answer is the hot path), in the text or binary format each column is asked in.
 
 Each column becomes an `Encoded` — every value's bytes in one buffer with its start and length (-1 for NULL)
-— and `data_rows` lays the cells of a range of rows out as 'D' messages in one scatter per column."""
+— and `data_rows` lays the cells of a range of rows out as 'D' messages in one scatter per column. A small answer
+of integers, booleans and strings in text (most BI tools' answers) is laid out with Python instead
+(`plain_text_rows`): Arrow's and numpy's fixed cost per call was most of its time (0.8 of a statement's ~4 ms
+on the wire for a one-value answer)."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -19,6 +23,8 @@ from precube.jdbc_types import text_column
 from precube.server.pgwire import types as pg
 
 TEXT_FORMAT, BINARY_FORMAT = 0, 1
+PLAIN_CELLS = 1_024  # at most this many values laid out with Python by `plain_text_rows`
+_NULL = struct.pack(">i", -1)
 _PG_EPOCH_DAYS = 10_957  # 2000-01-01, Postgres's epoch, in days since 1970-01-01
 _PG_EPOCH_US = _PG_EPOCH_DAYS * 86_400_000_000
 
@@ -212,6 +218,30 @@ def encode(table: pa.Table, formats: list[int]) -> list[Encoded]:
         array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
         columns.append(binary(array) if fmt == BINARY_FORMAT else text(array))
     return columns
+
+
+def plain_text_rows(table: pa.Table, formats: list[int]) -> bytes | None:
+    """All the DataRows of a small answer whose columns are asked as text and are integers, booleans or strings,
+    whose text is Python's own (`text` gives the same bytes); None for any other answer."""
+    if table.num_rows * table.num_columns > PLAIN_CELLS or any(f != TEXT_FORMAT for f in formats):
+        return None
+    columns: list[list[bytes | None]] = []
+    for column in table.columns:
+        t, values = column.type, column.to_pylist()
+        if pa.types.is_integer(t):
+            columns.append([None if v is None else str(v).encode() for v in values])
+        elif pa.types.is_string(t) or pa.types.is_large_string(t):
+            columns.append([None if v is None else v.encode() for v in values])
+        elif pa.types.is_boolean(t):
+            columns.append([None if v is None else b"t" if v else b"f" for v in values])
+        else:
+            return None
+    count = struct.pack(">h", len(columns))
+    out = bytearray()
+    for row in zip(*columns, strict=True) if columns else [()] * table.num_rows:
+        body = b"".join(_NULL if cell is None else struct.pack(">i", len(cell)) + cell for cell in row)
+        out += b"D" + struct.pack(">i", len(body) + 6) + count + body
+    return bytes(out)
 
 
 def _put(out: np.ndarray, at: np.ndarray, values: np.ndarray, dtype: str) -> None:
