@@ -76,11 +76,14 @@ def _prepare(home: Path, scale: float, master: str) -> tuple[Any, Any, float]:
     ]
     seconds = 0.0
     if any(year not in built for year in years):  # a stopped set-up resumes with the years it lacks
-        ctx = BuildContext(spark_session(settings), store, PROJECT, settings.warehouse_root)
+        spark = spark_session(settings)
         started = time.perf_counter()
         for year in years:
             if year not in built:
+                ctx = BuildContext(spark, store, PROJECT, settings.warehouse_root)  # a report of its own
+                began = time.perf_counter()
                 build_segment(ctx, tpch.MODEL, year)
+                print(f"built {year}: {time.perf_counter() - began:.1f} s; {ctx.report.describe_steps()}", flush=True)
         seconds = time.perf_counter() - started
     return store, settings, seconds
 
