@@ -34,14 +34,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import adbc_driver_flightsql.dbapi as flightsql
 import pandas as pd
 import sqlalchemy as sa
 from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve import ADMIN, Server, _free_port, _timed_ms
+from serve import ADMIN, Server, _free_port, _timed_ms, flight_connection
 
 import precube.dbapi as db
 from precube.query.session import Session
@@ -125,15 +124,7 @@ def main() -> None:
             Session(store, PROJECT, settings.warehouse_root, settings=settings.query) as session,
             db.connect(project=PROJECT, settings=settings) as local,
             db.connect(server.url, project=PROJECT, user=ADMIN[0], password=ADMIN[1]) as remote,
-            flightsql.connect(
-                f"grpc://127.0.0.1:{flight_port}",
-                db_kwargs={
-                    "username": ADMIN[0],
-                    "password": ADMIN[1],
-                    "adbc.flight.sql.rpc.call_header.x-precube-project": PROJECT,
-                },
-                autocommit=True,
-            ) as flight,
+            flight_connection(flight_port, PROJECT) as flight,
         ):
             for sql in queries:  # held in memory, as the server (preloaded, settled) holds them
                 session.hold(sql)

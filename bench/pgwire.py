@@ -26,13 +26,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import adbc_driver_flightsql.dbapi as flightsql
 import psycopg
 from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve import ADMIN, Server, _free_port, _timed_ms
+from serve import ADMIN, Server, _free_port, _timed_ms, flight_connection
 
 from precube.query.session import Session
 from precube.ssb.queries import SSB_QUERIES
@@ -81,15 +80,7 @@ def main() -> None:
         with (
             Session(store, PROJECT, settings.warehouse_root, settings=settings.query) as session,
             psycopg.connect(dsn, autocommit=True) as conn,
-            flightsql.connect(
-                f"grpc://127.0.0.1:{flight_port}",
-                db_kwargs={
-                    "username": ADMIN[0],
-                    "password": ADMIN[1],
-                    "adbc.flight.sql.rpc.call_header.x-precube-project": PROJECT,
-                },
-                autocommit=True,
-            ) as flight,
+            flight_connection(flight_port, PROJECT) as flight,
             flight.cursor() as cursor,
         ):
             for sql in SSB_QUERIES.values():  # held in memory, as the server (preloaded, settled) holds them

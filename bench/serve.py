@@ -153,6 +153,21 @@ class Server:
             self.process.wait(10)
 
 
+def flight_connection(port: int, project: str) -> Any:
+    """An ADBC Flight SQL connection to a server's `--flight-port` on loopback, signed in as ADMIN, on `project`."""
+    import adbc_driver_flightsql.dbapi as flightsql  # only the benchmarks of Flight SQL need it
+
+    return flightsql.connect(
+        f"grpc://127.0.0.1:{port}",
+        db_kwargs={
+            "username": ADMIN[0],
+            "password": ADMIN[1],
+            "adbc.flight.sql.rpc.call_header.x-precube-project": project,
+        },
+        autocommit=True,
+    )
+
+
 def _tree(root: int) -> list[int]:
     """`root` and its descendants' pids."""
     children: dict[int, list[int]] = {}

@@ -182,6 +182,7 @@ def main() -> None:
     session.close()
     # The baselines after every precube run: their scans of the raw files (seconds of work on both cores, and
     # the memory it leaves to free) would otherwise run just before a query's timed series
+    expected_of: dict[str, list[Any]] = {}  # DuckDB's answers, which chDB's must equal too
     for r in results:
         sql = queries[r["query"]]
         other = other_literals(sql)
@@ -192,28 +193,26 @@ def main() -> None:
         r["vs_duckdb"] = r["duckdb_raw_ms"] / r["precube_ms"]
         rows, other_rows = r.pop("answers")
         r["same_as_duckdb"] = same_rows(rows, expected) and same_rows(other_rows, duck_other)
-        r["expected"] = expected
+        expected_of[r["query"]] = expected
     raw.close()
-    chdb = None if args.no_chdb else RawChdb(data)
-    for r in results:
-        expected = r.pop("expected")
-        if chdb is None:
-            continue
-        ch_sql = chdb.dialect(queries[r["query"]])
-        r["same_as_duckdb"] = r["same_as_duckdb"] and same_rows(chdb.rows(ch_sql), expected)
-        r["chdb_raw_ms"] = median_ms(lambda q=ch_sql: chdb.rows(q), args.repeat)
-        r["vs_chdb"] = r["chdb_raw_ms"] / r["precube_ms"]
-    if chdb is not None:
+    if not args.no_chdb:
+        chdb = RawChdb(data)
+        for r in results:
+            ch_sql = chdb.dialect(queries[r["query"]])
+            r["same_as_duckdb"] = r["same_as_duckdb"] and same_rows(chdb.rows(ch_sql), expected_of[r["query"]])
+            r["chdb_raw_ms"] = median_ms(lambda q=ch_sql: chdb.rows(q), args.repeat)
+            r["vs_chdb"] = r["chdb_raw_ms"] / r["precube_ms"]
         chdb.close()
     # Spark last: its JVM's work after a job (GC, cleanup) would otherwise run beside the timed runs
-    spark = None if args.no_spark else spark_session(settings)
-    for name in TABLES if spark is not None else ():
-        spark.read.parquet(str(data / name)).createOrReplaceTempView(f"ssb_{name.lower()}")
-    for r in results if spark is not None else ():
-        spark_sql = sqlglot.transpile(queries[r["query"]], read=DIALECT, write="spark")[0].replace("ssb.", "ssb_")
-        spark.sql(spark_sql).collect()
-        r["spark_raw_ms"] = median_ms(lambda q=spark_sql: spark.sql(q).collect(), args.spark_repeat)
-        r["vs_spark"] = r["spark_raw_ms"] / r["precube_ms"]
+    if not args.no_spark:
+        spark = spark_session(settings)
+        for name in TABLES:
+            spark.read.parquet(str(data / name)).createOrReplaceTempView(f"ssb_{name.lower()}")
+        for r in results:
+            spark_sql = sqlglot.transpile(queries[r["query"]], read=DIALECT, write="spark")[0].replace("ssb.", "ssb_")
+            spark.sql(spark_sql).collect()
+            r["spark_raw_ms"] = median_ms(lambda q=spark_sql: spark.sql(q).collect(), args.spark_repeat)
+            r["vs_spark"] = r["spark_raw_ms"] / r["precube_ms"]
 
     table = Table(title=f"SSB ({args.form} joins) at scale {args.scale:g}: median latency (ms)")
     for col in (
@@ -251,7 +250,7 @@ def main() -> None:
             f"{r['vs_spark']:.0f}" if "vs_spark" in r else "-",
         )
     geo_duck = geomean([r["vs_duckdb"] for r in results])
-    geo_spark = None if spark is None else geomean([r["vs_spark"] for r in results])
+    geo_spark = None if args.no_spark else geomean([r["vs_spark"] for r in results])
     geo_chdb = None if args.no_chdb else geomean([r["vs_chdb"] for r in results])
     seen: set[Any] = set()
     layout_firsts = []  # the first query on each layout: its files read where they lie
@@ -282,9 +281,12 @@ def main() -> None:
         "all_same_as_duckdb": all(r["same_as_duckdb"] for r in results),
     }
     console.print(
-        f"geometric-mean speed-up: {geo_duck:.1f}x DuckDB on raw, "
-        + ("" if geo_chdb is None else f"{geo_chdb:.1f}x chDB on raw, ")
-        + ("" if geo_spark is None else f"{geo_spark:.0f}x Spark on raw")
+        "geometric-mean speed-up on the raw files: "
+        + ", ".join(
+            f"{ratio:.1f}x {name}"
+            for name, ratio in (("DuckDB", geo_duck), ("chDB", geo_chdb), ("Spark", geo_spark))
+            if ratio is not None
+        )
         + "; "
         f"median (slowest query) warm {summary['median_warm_ms']:.2f} ({summary['slowest_warm_ms']:.2f}) ms, "
         f"new literals {summary['median_other_literals_ms']:.2f} ({summary['slowest_other_literals_ms']:.2f}) ms, "
