@@ -46,6 +46,7 @@ from precube.engine.layout_build import (
     finish_layout,
     grouping_id,
 )
+from precube.engine.measures import plain
 from precube.engine.storage import WrittenFiles, write_arrow, written
 from precube.metadata import Layout, LayoutInstance, Model
 from precube.modeling.spanning_tree import build_layers, choose_parent, fully_derives
@@ -236,9 +237,11 @@ def build_into_segment(
     taken: set[int] = set()  # layouts given to a batch
     rootless = _rootless(pending, built)
     roots = [lay for lay in rootless if not lay.is_table_index]
-    if len(roots) > 1:  # one pass over the flat rows for all of them
+    if len(roots) > 1:  # one pass over the flat rows for all of them (two if some measures are not plain)
         seg.stage = f"layer 1/{len(layers)}"
-        seg.build_batch(roots, None, None, readers=1 + len(rootless) - len(roots))
+        parts = _batches(roots, model, len(roots))
+        for part in parts:
+            seg.build_batch(part, None, None, readers=len(parts) + len(rootless) - len(roots))
         taken.update(lay.id for lay in roots)
     for number, layer in enumerate(layers, start=1):
         seg.stage = f"layer {number}/{len(layers)}"
@@ -263,7 +266,7 @@ def build_into_segment(
         work = [functools.partial(seg.build_run, run, left) for run in runs.values()]
         for parent_id, members in batches.items():
             rows = seg.rows(parent_id)
-            for chunk in _chunks(members, max(1, BATCH_MAX_ROWS // max(1, rows))):
+            for chunk in _batches(members, seg.model, BATCH_MAX_ROWS // max(1, rows)):
                 work.append(functools.partial(seg.build_batch, chunk, built[parent_id][0], rows))
         _run_all(work, ctx.parallel_layouts)
 
@@ -276,7 +279,7 @@ def _build_small(seg: _Segment, pending: list[Layout], flat_rows: int) -> None:
     aggs = [lay for lay in pending if not lay.is_table_index]
     local = is_local(seg.ctx.warehouse_root) and mergeable(aggs, seg.model)
     firsts = _rootless(aggs, seg.built) if local else aggs
-    chunks = _chunks(firsts, max(1, BATCH_MAX_ROWS // max(1, flat_rows)))
+    chunks = _batches(firsts, seg.model, BATCH_MAX_ROWS // max(1, flat_rows))
     tables = list(_runs([lay for lay in pending if lay.is_table_index]).values())
     readers = len(chunks) + len(tables)  # of the flat table: cached when more than one
     work = [functools.partial(seg.build_batch, chunk, None, flat_rows, readers) for chunk in chunks]
@@ -296,8 +299,15 @@ def _build_small(seg: _Segment, pending: list[Layout], flat_rows: int) -> None:
         _run_all(work, seg.ctx.parallel_layouts)
 
 
-def _chunks(items: list[Layout], size: int) -> list[list[Layout]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
+def _batches(layouts: list[Layout], model: Model, size: int) -> list[list[Layout]]:
+    """Agg layouts of one input in batch jobs of at most `size` (at least 1), those with only plain measures
+    (`measures.plain`) apart from the rest: one COUNT DISTINCT or sketch makes Spark aggregate every grouping
+    set of its job with object buffers, sort-based past 128 groups per task (TPC-H SF 0.1: a year's twelve
+    layouts, one with a COUNT DISTINCT, took 62 CPU s in one job, 45 in two)."""
+    simple = [lay for lay in layouts if all(plain(m) for m in LayoutShape.of(lay, model).measures)]
+    rest = [lay for lay in layouts if lay not in simple]
+    size = max(1, size)
+    return [part[i : i + size] for part in (simple, rest) for i in range(0, len(part), size)]
 
 
 def _run_all(work: Sequence[Callable[[], None]], parallel: int) -> None:
