@@ -36,7 +36,7 @@ from precube.engine.context import BuildContext
 from precube.engine.operations import build_segment
 from precube.metadata import Dataflow, Project, SegmentStatus, SourceType, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
-from precube.modeling.model_store import add_to_model, create_model, find_model, set_model_rules
+from precube.modeling.model_store import apply_recommended, create_model, find_model
 from precube.modeling.partition_format import to_epoch_ms
 from precube.query.project_metadata import read_metadata
 from precube.query.recommend import recommend
@@ -67,8 +67,7 @@ def _prepare(home: Path, scale: float, master: str) -> tuple[Any, Any, float]:
         spec = parse_spec({**tpch.model_spec(), "base_index_type": []})
         model = create_model(store, PROJECT, spec).model
         found = recommend(read_metadata(store, PROJECT), tpch.MODEL, tpch.queries().values())
-        add_to_model(store, PROJECT, tpch.MODEL, found.measures, found.computed_columns)
-        set_model_rules(store, PROJECT, tpch.MODEL, found.groups, None)
+        apply_recommended(store, PROJECT, tpch.MODEL, found.groups, found.measures, found.computed_columns)
     with store.read(PROJECT) as tx:
         built = {s.seg_range for s in tx.require(Dataflow, model.uuid).segments if s.status == SegmentStatus.READY}
     years = [

@@ -26,9 +26,12 @@ from precube.modeling.errors import InvalidIndexPlanError, InvalidModelError
 from precube.modeling.model_spec import AggregationGroupSpec, ModelSpec, parse_spec
 from precube.modeling.model_store import (
     add_model_table_index,
+    apply_recommended,
     check_models,
     create_model,
     delete_model,
+    editable_spec,
+    require_model,
     set_model_rules,
     update_model,
 )
@@ -132,6 +135,29 @@ def test_rules_and_table_index(ssb_store: MetadataStore, ssb_spec: ModelSpec) ->
         assert stored.layout(layout.id) is not None
     with pytest.raises(InvalidIndexPlanError, match="NOPE is not a column of model ssb"):
         add_model_table_index(ssb_store, "ssb", "ssb", ["NOPE"])
+
+
+def test_base_layout_of_the_rules_is_kept_as_asked_until_asked_otherwise(
+    ssb_store: MetadataStore, ssb_spec: ModelSpec
+) -> None:
+    create_model(ssb_store, "ssb", ssb_spec.model_copy(update={"aggregation_groups": [], "base_index_type": []}))
+    groups = [AggregationGroupSpec(includes=["D_YEAR"]), AggregationGroupSpec(includes=["C_REGION"])]
+
+    def dims(plan: IndexPlan) -> list[int]:
+        return sorted(len(i.dimensions) for i in plan.rule_based_indexes)
+
+    assert dims(set_model_rules(ssb_store, "ssb", "ssb", groups)) == [1, 1, 2]  # Kylin's default: {Y, R} too
+    assert dims(set_model_rules(ssb_store, "ssb", "ssb", groups, base_layout_enabled=False)) == [1, 1]
+    kept = set_model_rules(ssb_store, "ssb", "ssb", [*groups, AggregationGroupSpec(includes=["S_REGION"])])
+    assert dims(kept) == [1, 1, 1] and kept.rule_based_index is not None
+    assert kept.rule_based_index.base_layout_enabled is False  # not given: as before
+    with ssb_store.read("ssb") as tx:
+        model = require_model(tx, "ssb")
+        spec = editable_spec(model, tx.require(IndexPlan, model.uuid))
+    assert spec.base_layout_enabled is False  # `model show` then `update` keeps it
+    assert dims(set_model_rules(ssb_store, "ssb", "ssb", groups, base_layout_enabled=True)) == [1, 1, 2]
+    found = apply_recommended(ssb_store, "ssb", "ssb", groups)
+    assert dims(found) == [1, 1]
 
 
 def test_delete_removes_everything(ssb_store: MetadataStore, ssb_spec: ModelSpec) -> None:

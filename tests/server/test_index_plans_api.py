@@ -92,6 +92,26 @@ def test_preview_count_equals_what_saving_the_rules_stores(
     assert diff["removed_layouts"] == sorted(lost) and lost and diff["dropped_built_layouts"] == []
 
 
+def test_rules_without_their_base_layout(live: LiveServer, own: OwnProject, client: httpx.Client) -> None:
+    new_model(client, own.name, "i_nobase")
+    body = {"project": own.name, "model": "i_nobase", "aggregation_groups": GROUPS}
+    data(client.put(f"{API}/index_plans/rule", json=body))
+    _, with_base = stored(live, own.name, "i_nobase")
+    off = body | {"base_layout_enabled": False}
+    counted = data(client.put(f"{API}/index_plans/agg_index_count", json=off))
+    diff = data(client.put(f"{API}/index_plans/rule_based_index_diff", json=off))
+    saved = data(client.put(f"{API}/index_plans/rule", json=off))
+    model, plan = stored(live, own.name, "i_nobase")
+    assert plan.rule_based_index is not None and plan.rule_based_index.base_layout_enabled is False
+    lost = rule_layouts(with_base) - rule_layouts(plan)
+    assert len(lost) == 1 and diff["removed_layouts"] == saved["removed_layouts"] == sorted(lost)
+    assert counted["total_count"]["result"] == len(rule_layouts(plan)) == len(rule_layouts(with_base)) - 1
+    got = data(client.get(f"{API}/index_plans/rule", params={"project": own.name, "model": model.uuid}))
+    assert got["base_layout_enabled"] is False
+    data(client.put(f"{API}/index_plans/rule", json=body))  # not given: kept
+    assert stored(live, own.name, "i_nobase")[1].rule_based_index.base_layout_enabled is False  # type: ignore[union-attr]
+
+
 def test_groups_by_kylin_ids_store_the_same_rule_as_by_names(
     live: LiveServer, own: OwnProject, client: httpx.Client
 ) -> None:

@@ -18,7 +18,7 @@ from precube.engine.context import BuildContext
 from precube.engine.operations import build_segment
 from precube.metadata import MetadataStore, Project, SourceType, TimeRange, open_store
 from precube.modeling.model_spec import parse_spec
-from precube.modeling.model_store import add_to_model, create_model, set_model_rules
+from precube.modeling.model_store import apply_recommended, create_model
 from precube.modeling.partition_format import to_epoch_ms
 from precube.query.project_metadata import read_metadata
 from precube.query.recommend import Recommendation, recommend
@@ -60,10 +60,7 @@ def tpch_model(spark: SparkSession, tpch_data: Path, tmp_path_factory: pytest.Te
             load_file_table(store, PROJECT, tpch_data / name, SourceType.PARQUET)
         create_model(store, PROJECT, parse_spec(tpch.model_spec()))
         found = recommend(read_metadata(store, PROJECT), MODEL, tpch.queries().values())
-        add_to_model(
-            store, PROJECT, MODEL, found.measures, found.computed_columns
-        )  # what `index recommend --apply` does
-        set_model_rules(store, PROJECT, MODEL, found.groups, None)
+        apply_recommended(store, PROJECT, MODEL, found.groups, found.measures, found.computed_columns)
         ctx = BuildContext(spark, store, PROJECT, warehouse, writer="test")
         started = time.monotonic()
         for start, end in itertools.pairwise(tpch.YEARS):

@@ -35,7 +35,7 @@ from precube.metadata import (
     TimeRange,
 )
 from precube.modeling.model_spec import ModelSpec, parse_spec
-from precube.modeling.model_store import SavedModel, create_model, find_model, require_model, set_model_rules
+from precube.modeling.model_store import SavedModel, apply_recommended, create_model, find_model, require_model
 from precube.modeling.partition_format import to_epoch_ms
 from precube.modeling.segments import default_build_start
 from precube.query.project_metadata import read_metadata
@@ -158,7 +158,7 @@ def create_recommended_model(
     spec = ssb_model_spec().model_copy(update={"aggregation_groups": [], "base_index_type": []})
     saved = create_model(store, project, spec, writer=writer)
     found = recommend(read_metadata(store, project), SSB_MODEL, queries)
-    return saved, set_model_rules(store, project, SSB_MODEL, found.groups, writer=writer)
+    return saved, apply_recommended(store, project, SSB_MODEL, found.groups, writer=writer)
 
 
 def _compare_queries(cli: CliContext, project: str, data: Path, built_to: str, repeat: int) -> bool:

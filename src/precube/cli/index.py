@@ -9,13 +9,14 @@ import yaml
 from rich.table import Table as RichTable
 
 from precube.cli.context import DRY_RUN, MODEL, PROJECT, YES, confirm_drop, console, project_state
-from precube.metadata import IndexPlan
+from precube.metadata import IndexPlan, RuleBasedIndex
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.agg_group import preview as preview_rule
 from precube.modeling.model_spec import AggregationGroupSpec, load_rules
 from precube.modeling.model_store import (
     add_model_table_index,
-    add_to_model,
+    apply_recommended,
+    base_layout,
     dropped_by_rules,
     model_dims,
     model_measures,
@@ -26,6 +27,7 @@ from precube.modeling.model_store import (
 from precube.query.project_metadata import read_metadata
 from precube.query.recommend import recommend
 
+RULES_FILE = typer.Argument(..., help="YAML/JSON with aggregation_groups (and global_dim_cap, base_layout_enabled).")
 app = typer.Typer(help="What to precompute: aggregation groups and table indexes.", no_args_is_help=True)
 
 
@@ -36,7 +38,7 @@ def _names(values: list[str]) -> list[str]:
 @app.command("preview")
 def preview(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="YAML/JSON with aggregation_groups (and global_dim_cap)."),
+    file: Path = RULES_FILE,
     project: str = PROJECT,
     model: str = MODEL,
 ) -> None:
@@ -45,14 +47,15 @@ def preview(
     rules = load_rules(file)
     with store.read(project) as tx:
         m = require_model(tx, model)
-    rule = rule_from_groups(m, rules.aggregation_groups, rules.global_dim_cap)
+        base = base_layout(rules.base_layout_enabled, tx.require(IndexPlan, m.uuid))
+    rule = rule_from_groups(m, rules.aggregation_groups, rules.global_dim_cap, base)
     result = preview_rule(rule, model_dims(m), model_measures(m))
     view = RichTable("group", "layouts")
     for i, count in enumerate(result.group_counts, start=1):
         view.add_row(str(i), f"{count:,}")
     console.print(view)
     bound = "" if result.total_exact else "at most "
-    console.print(f"total distinct layouts (with the base layout): [bold]{bound}{result.total:,}[/]")
+    console.print(f"total distinct layouts ({_base_words(rule)}): [bold]{bound}{result.total:,}[/]")
     if result.groups_over_limit:
         groups = ", ".join(map(str, result.groups_over_limit))
         console.print(f"[red]groups {groups} exceed {result.group_limit:,} layouts each: set-rules would refuse them")
@@ -63,7 +66,7 @@ def preview(
 @app.command("set-rules")
 def set_rules(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="YAML/JSON with aggregation_groups (and global_dim_cap)."),
+    file: Path = RULES_FILE,
     project: str = PROJECT,
     model: str = MODEL,
     yes: bool = YES,
@@ -73,7 +76,9 @@ def set_rules(
     drop are shown first, and asked for)."""
     cli = project_state(ctx, project)
     rules = load_rules(file)
-    dropped = dropped_by_rules(cli.store(), project, model, rules.aggregation_groups, rules.global_dim_cap)
+    dropped = dropped_by_rules(
+        cli.store(), project, model, rules.aggregation_groups, rules.global_dim_cap, rules.base_layout_enabled
+    )
     if dropped:  # built layouts the new rules no longer hold: their data stops answering queries
         shown = ", ".join(map(str, dropped[:10])) + (f" … ({len(dropped)} in all)" if len(dropped) > 10 else "")
         if not confirm_drop(
@@ -83,7 +88,15 @@ def set_rules(
     elif dry_run:
         console.print(f"would set the rules of model {model}: no built layout is dropped")
         return
-    plan = set_model_rules(cli.store(), project, model, rules.aggregation_groups, rules.global_dim_cap, cli.writer)
+    plan = set_model_rules(
+        cli.store(),
+        project,
+        model,
+        rules.aggregation_groups,
+        rules.global_dim_cap,
+        cli.writer,
+        rules.base_layout_enabled,
+    )
     with cli.store().read(project) as tx:
         m = require_model(tx, model)
     # counted as `preview` counts them (one function), then everything the plan holds
@@ -91,15 +104,24 @@ def set_rules(
         preview_rule(plan.rule_based_index, model_dims(m), model_measures(m)).total if plan.rule_based_index else 0
     )
     console.print(
-        f"model {model}: {from_rules:,} layouts from the rules (with the base layout, as `index preview` counts "
-        f"them); {len(plan.all_layouts()):,} layouts in all, with table indexes and manual ones"
+        f"model {model}: {from_rules:,} layouts from the rules ({_base_words(plan.rule_based_index)}, as `index "
+        f"preview` counts them); {len(plan.all_layouts()):,} layouts in all, with table indexes and manual ones"
     )
 
 
+def _base_words(rule: RuleBasedIndex | None) -> str:
+    return "with the base layout" if rule is not None and rule.base_layout_enabled is not False else "no base layout"
+
+
 def rules_yaml(groups: list[AggregationGroupSpec]) -> str:
-    """Aggregation groups in the rules-file format of `set-rules` and `preview`."""
+    """Recommended aggregation groups in the rules-file format of `set-rules` and `preview`: without the base
+    layout of all their dimensions, which no recommended statement needs (each group answers its own)."""
     return yaml.safe_dump(
-        {"aggregation_groups": [g.model_dump(exclude_defaults=True) for g in groups]}, sort_keys=False
+        {
+            "aggregation_groups": [g.model_dump(exclude_defaults=True) for g in groups],
+            "base_layout_enabled": False,
+        },
+        sort_keys=False,
     )
 
 
@@ -133,9 +155,9 @@ def recommend_rules(
         f"{len(statements)} statements"
     )
     if apply and found.groups:
-        if found.measures or found.computed_columns:
-            add_to_model(cli.store(), project, model, found.measures, found.computed_columns, cli.writer)
-        plan = set_model_rules(cli.store(), project, model, found.groups, None, cli.writer)
+        plan = apply_recommended(
+            cli.store(), project, model, found.groups, found.measures, found.computed_columns, cli.writer
+        )
         console.print(f"model {model}: {len(plan.all_layouts())} layouts")
     elif found.measures or found.computed_columns:
         console.print("the groups use the columns and measures to add: add them to the model first (or use --apply)")

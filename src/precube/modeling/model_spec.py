@@ -94,6 +94,7 @@ class ModelSpec(BaseModel):
     segment_config: SegmentConfigOverride | None = None
     aggregation_groups: list[AggregationGroupSpec] = Field(default_factory=list)
     global_dim_cap: int | None = None
+    base_layout_enabled: bool | None = None  # the groups' base layout (all their dimensions); None: as before
     # Kylin's `base_index_type`: which base indexes the model keeps. None: both for a new model; on update,
     # those the model already has (a base index the user removed is not brought back).
     base_index_type: list[BaseIndexType] | None = None
@@ -113,6 +114,9 @@ class RulesSpec(BaseModel):
 
     aggregation_groups: list[AggregationGroupSpec]
     global_dim_cap: int | None = None
+    # Kylin's rule field: whether the groups also yield their base layout (every dimension of them, every
+    # measure); None keeps the model's current choice (yes for a model without rules)
+    base_layout_enabled: bool | None = None
 
 
 def read_document(path: Path) -> Any:

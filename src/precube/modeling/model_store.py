@@ -91,7 +91,10 @@ def table_index_columns(model: Model) -> list[int]:
 
 
 def rule_from_groups(
-    model: Model, groups: Sequence[AggregationGroupSpec], global_dim_cap: int | None
+    model: Model,
+    groups: Sequence[AggregationGroupSpec],
+    global_dim_cap: int | None,
+    base_layout_enabled: bool | None = None,
 ) -> RuleBasedIndex:
     """Aggregation groups written with names → a `RuleBasedIndex` with ids; unknown names are named."""
 
@@ -127,7 +130,16 @@ def rule_from_groups(
                 ),
             )
         )
-    return RuleBasedIndex(aggregation_groups=result, global_dim_cap=global_dim_cap)
+    return RuleBasedIndex(
+        aggregation_groups=result, global_dim_cap=global_dim_cap, base_layout_enabled=base_layout_enabled is not False
+    )
+
+
+def base_layout(enabled: bool | None, plan: IndexPlan) -> bool | None:
+    """Whether new rules yield their base layout: as asked, else as the plan's rules do (None: yes)."""
+    if enabled is None and plan.rule_based_index is not None:
+        return plan.rule_based_index.base_layout_enabled
+    return enabled
 
 
 def groups_of(model: Model, rule: RuleBasedIndex) -> list[AggregationGroupSpec]:
@@ -164,6 +176,7 @@ def editable_spec(model: Model, plan: IndexPlan) -> ModelSpec:
     if rule is not None and rule.aggregation_groups:
         spec.aggregation_groups = groups_of(model, rule)
         spec.global_dim_cap = rule.global_dim_cap
+        spec.base_layout_enabled = rule.base_layout_enabled
     spec.base_index_type = sorted(_base_kinds(spec, plan))  # type: ignore[arg-type]
     return spec
 
@@ -182,7 +195,8 @@ def _plan_for(model: Model, plan: IndexPlan, spec: ModelSpec, built: set[int], k
     agg, table = "BASE_AGG_INDEX" in kinds, "BASE_TABLE_INDEX" in kinds
     plan = plans.ensure_base_indexes(plan, dims, measures, table_index_columns(model), agg=agg, table=table)
     if spec.aggregation_groups:
-        rule = rule_from_groups(model, spec.aggregation_groups, spec.global_dim_cap)
+        base = base_layout(spec.base_layout_enabled, plan)
+        rule = rule_from_groups(model, spec.aggregation_groups, spec.global_dim_cap, base)
         plan = plans.set_rules(plan, rule, dims, measures, built)
     return plan
 
@@ -300,6 +314,23 @@ def add_to_model(
     return update_model(store, project, spec, writer)
 
 
+def apply_recommended(
+    store: MetadataStore,
+    project: str,
+    alias: str,
+    groups: Sequence[AggregationGroupSpec],
+    measures: Sequence[MeasureSpec] = (),
+    computed_columns: Sequence[ComputedColumnSpec] = (),
+    writer: str = "precube",
+) -> IndexPlan:
+    """What `index recommend --apply` does: the recommended measures and computed columns added to the model,
+    its groups made the model's rules, without their base layout (every dimension of them: no recommended
+    statement needs it, each group answers its own; TPC-H's was 35 columns, nearly one row per order line)."""
+    if measures or computed_columns:
+        add_to_model(store, project, alias, measures, computed_columns, writer)
+    return set_model_rules(store, project, alias, groups, None, writer, base_layout_enabled=False)
+
+
 def built_layouts(tx: Transaction, model: Model) -> set[int]:
     """Layouts built in at least one segment of the model."""
     return {li.layout_id for d in tx.list(SegmentDetails, model.uuid) for li in d.layout_instances}
@@ -312,10 +343,12 @@ def set_model_rules(
     groups: Sequence[AggregationGroupSpec],
     global_dim_cap: int | None = None,
     writer: str = "precube",
+    base_layout_enabled: bool | None = None,
 ) -> IndexPlan:
-    """Replace a model's aggregation groups; unchanged layouts keep their ids (reference §3.4)."""
+    """Replace a model's aggregation groups; unchanged layouts keep their ids (reference §3.4).
+    `base_layout_enabled`: whether the groups also yield their base layout (None: as the model's rules did)."""
     with store.transaction(project, writer) as tx:
-        return tx.replace(_with_rules(tx, alias, groups, global_dim_cap)[0])
+        return tx.replace(_with_rules(tx, alias, groups, global_dim_cap, base_layout_enabled)[0])
 
 
 @dataclass(frozen=True)
@@ -329,11 +362,16 @@ class RulesDiff:
 
 
 def diff_rules(
-    store: MetadataStore, project: str, alias: str, groups: Sequence[AggregationGroupSpec], global_dim_cap: int | None
+    store: MetadataStore,
+    project: str,
+    alias: str,
+    groups: Sequence[AggregationGroupSpec],
+    global_dim_cap: int | None,
+    base_layout_enabled: bool | None = None,
 ) -> RulesDiff:
     """What `set_model_rules` with these groups would add and remove, saving nothing."""
     with store.read(project) as tx:
-        plan, before, built = _with_rules(tx, alias, groups, global_dim_cap)
+        plan, before, built = _with_rules(tx, alias, groups, global_dim_cap, base_layout_enabled)
     old, new = {lay.id for lay in before.all_layouts()}, {lay.id for lay in plan.all_layouts()}
     parked = {lay.id for index in before.to_be_deleted_indexes for lay in index.layouts}
     return RulesDiff(
@@ -345,20 +383,29 @@ def diff_rules(
 
 
 def dropped_by_rules(
-    store: MetadataStore, project: str, alias: str, groups: Sequence[AggregationGroupSpec], global_dim_cap: int | None
+    store: MetadataStore,
+    project: str,
+    alias: str,
+    groups: Sequence[AggregationGroupSpec],
+    global_dim_cap: int | None,
+    base_layout_enabled: bool | None = None,
 ) -> list[int]:
     """The built layouts `set_model_rules` with these groups would take out of the model (their data is then
     no longer queried), saving nothing."""
-    return list(diff_rules(store, project, alias, groups, global_dim_cap).dropped_built)
+    return list(diff_rules(store, project, alias, groups, global_dim_cap, base_layout_enabled).dropped_built)
 
 
 def _with_rules(
-    tx: Transaction, alias: str, groups: Sequence[AggregationGroupSpec], global_dim_cap: int | None
+    tx: Transaction,
+    alias: str,
+    groups: Sequence[AggregationGroupSpec],
+    global_dim_cap: int | None,
+    base_layout_enabled: bool | None,
 ) -> tuple[IndexPlan, IndexPlan, set[int]]:
     """The model's plan with these groups, the plan before, and the layouts built in its segments."""
     model = require_model(tx, alias)
     before = tx.require(IndexPlan, model.uuid)
-    rule = rule_from_groups(model, groups, global_dim_cap)
+    rule = rule_from_groups(model, groups, global_dim_cap, base_layout(base_layout_enabled, before))
     built = built_layouts(tx, model)
     return plans.set_rules(before, rule, model_dims(model), model_measures(model), built), before, built
 

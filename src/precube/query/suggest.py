@@ -609,6 +609,7 @@ class _Suggester:
             spec.simplified_dimensions.append(DimensionSpec(column=f"{model.root_alias}.{cc.column_name}"))
             self.why[f"cc:{cc.column_name}"] = "a query filters by it (a boolean dimension)"
         spec.aggregation_groups = found.groups
+        spec.base_layout_enabled = False  # as `index recommend --apply`: each group answers its own queries
         for sql, why in found.skipped:
             self.notes.append(f"not answered from layouts: {' '.join(sql.split())[:100]} — {why}")
         for sql, why in self.evidence.unreadable:
@@ -673,4 +674,6 @@ def render(s: Suggestion) -> str:
         lines.append("# one layout per distinct need of the queries (`precube index recommend`)")
         lines.append("aggregation_groups:")
         lines += [f"  - {_flow(g)}" for g in data["aggregation_groups"]]
+        if spec.base_layout_enabled is False:
+            lines.append("base_layout_enabled: false  # no layout of all the groups' dimensions: no query needs it")
     return "\n".join(lines) + "\n"

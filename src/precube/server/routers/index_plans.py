@@ -25,6 +25,7 @@ from precube.modeling.model_edits import remove_model_layouts, resolve_model
 from precube.modeling.model_spec import AggregationGroupSpec, SelectRuleSpec
 from precube.modeling.model_store import (
     add_model_table_index,
+    base_layout,
     diff_rules,
     groups_of,
     model_dims,
@@ -78,6 +79,7 @@ class RuleRequest(ModelRef):
 
     aggregation_groups: list[AggGroupRequest]
     global_dim_cap: int | None = Field(None, ge=1)
+    base_layout_enabled: bool | None = None  # the groups' base layout too; None: as the model's rules do
     scheduler_version: int = 2
     load_data: bool = False  # then build the new layouts into the READY segments (an index build job)
     restore_deleted_index: bool = False
@@ -160,6 +162,7 @@ def _rule_answer(tx: Transaction, model: Model) -> dict[str, Any]:
         "model_name": model.alias,
         "aggregation_groups": [g.model_dump(mode="json") for g in groups],
         "global_dim_cap": rule.global_dim_cap if rule is not None else None,
+        "base_layout_enabled": rule.base_layout_enabled is not False if rule is not None else True,
         "scheduler_version": rule.scheduler_version if rule is not None else 2,
         "rule_layouts": len(rule_layouts),
         "total_layouts": len(plan.all_layouts()),
@@ -180,8 +183,9 @@ def _set_rules(request: Request, body: RuleRequest, caller: Caller) -> dict[str,
     state, project = state_of(request), caller.scoped
     model = _model(request, project, body.ref())
     groups = _groups(model, body.aggregation_groups)
-    diff = diff_rules(state.store, project, model.alias, groups, body.global_dim_cap)
-    set_model_rules(state.store, project, model.alias, groups, body.global_dim_cap, caller.writer)
+    base = body.base_layout_enabled
+    diff = diff_rules(state.store, project, model.alias, groups, body.global_dim_cap, base)
+    set_model_rules(state.store, project, model.alias, groups, body.global_dim_cap, caller.writer, base)
     job_id = _build_new_layouts(state.store, project, model.alias, caller) if body.load_data else None
     with state.store.read(project) as tx:
         answer = _rule_answer(tx, require_model(tx, model.alias))
@@ -212,8 +216,10 @@ def agg_index_count(request: Request, body: RuleRequest, caller: Caller = WRITE)
     """How many layouts the groups yield, per group and in all (with the base layout), saving nothing:
     what `precube index preview` shows. A group over the limit is FAIL (saving it would be refused)."""
     project = caller.scoped
-    model = _model(request, project, body.ref())
-    rule = rule_from_groups(model, _groups(model, body.aggregation_groups), body.global_dim_cap)
+    with state_of(request).store.read(project) as tx:
+        model = resolve_model(tx, body.ref())
+        base = base_layout(body.base_layout_enabled, tx.require(IndexPlan, model.uuid))
+    rule = rule_from_groups(model, _groups(model, body.aggregation_groups), body.global_dim_cap, base)
     found = preview_rule(rule, model_dims(model), model_measures(model))
 
     def result(count: int, over: bool) -> dict[str, Any]:
@@ -236,7 +242,9 @@ def rule_based_index_diff(request: Request, body: RuleRequest, caller: Caller = 
     project = caller.scoped
     model = _model(request, project, body.ref())
     groups = _groups(model, body.aggregation_groups)
-    diff = diff_rules(state_of(request).store, project, model.alias, groups, body.global_dim_cap)
+    diff = diff_rules(
+        state_of(request).store, project, model.alias, groups, body.global_dim_cap, body.base_layout_enabled
+    )
     return ok(
         {
             "model_id": model.uuid,
