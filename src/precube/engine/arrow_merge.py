@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from precube.engine.layout_build import LayoutShape
-from precube.engine.measures import CountKind, MinMaxKind, SumKind, kind_of, plain
+from precube.engine.measures import CountKind, MinMaxKind, SumKind, kind_of
 from precube.engine.storage import local_files
 from precube.metadata import Layout, Model
 from precube.storage import columns as names
@@ -74,7 +74,11 @@ def _may_overflow(table: pa.Table, column: str) -> bool:
 
 def mergeable(layouts: Sequence[Layout], model: Model) -> bool:
     """Whether the measures of `layouts` are of kinds Arrow merges (their types are checked when merged)."""
-    return all(plain(m) for layout in layouts for m in LayoutShape.of(layout, model).measures)
+    return all(
+        isinstance(kind_of(m), CountKind | SumKind | MinMaxKind)
+        for layout in layouts
+        for m in LayoutShape.of(layout, model).measures
+    )
 
 
 def merge_locally(path: str, rows: int, layouts: Sequence[Layout], model: Model) -> list[pa.Table] | None:

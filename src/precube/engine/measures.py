@@ -242,13 +242,6 @@ _KINDS: dict[tuple[FunctionExpression, str], MeasureKind] = {
 }
 
 
-def plain(measure: Measure) -> bool:
-    """Whether the measure is a plain COUNT, SUM, MIN or MAX: Arrow merges it (`arrow_merge`), and Spark
-    aggregates it in fixed-width buffers, where the other kinds' collections and sketches make the whole
-    aggregate object-based (sort-based beyond 128 groups per task)."""
-    return isinstance(kind_of(measure), CountKind | SumKind | MinMaxKind)
-
-
 def kind_of(measure: Measure) -> MeasureKind:
     """The kind that stores `measure` (COUNT_DISTINCT: `bitmap` is precise, `hllc(p)` approximate)."""
     f = measure.function

@@ -176,7 +176,7 @@ def editable_spec(model: Model, plan: IndexPlan) -> ModelSpec:
     if rule is not None and rule.aggregation_groups:
         spec.aggregation_groups = groups_of(model, rule)
         spec.global_dim_cap = rule.global_dim_cap
-        spec.base_layout_enabled = rule.base_layout_enabled
+        spec.base_layout_enabled = False if rule.base_layout_enabled is False else None  # None: kept as it is
     spec.base_index_type = sorted(_base_kinds(spec, plan))  # type: ignore[arg-type]
     return spec
 

@@ -213,7 +213,7 @@ def put_agg_groups(request: Request, body: RuleRequest, caller: Caller = WRITE) 
 
 @router.put("/index_plans/agg_index_count")
 def agg_index_count(request: Request, body: RuleRequest, caller: Caller = WRITE) -> dict[str, Any]:
-    """How many layouts the groups yield, per group and in all (with the base layout), saving nothing:
+    """How many layouts the groups yield, per group and in all (with their base layout if enabled), saving nothing:
     what `precube index preview` shows. A group over the limit is FAIL (saving it would be refused)."""
     project = caller.scoped
     with state_of(request).store.read(project) as tx:
