@@ -15,7 +15,7 @@ from precube.cli.app import run
 from precube.metadata import IndexPlan, Model, Project, SourceType, open_store
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.model_spec import parse_spec
-from precube.modeling.model_store import add_to_model, create_model, set_model_rules
+from precube.modeling.model_store import apply_recommended, create_model
 from precube.query.project_metadata import read_metadata
 from precube.query.recommend import recommend
 from precube.query.session import Session
@@ -97,7 +97,6 @@ def test_calls_no_measure_computes_get_the_measures_they_need(ssb_dir: Path, tmp
         used = {name for g in found.groups for name in g.measures}
         assert {"SUM_LO_TAX", "COUNT_LO_TAX", "MAX_LO_TAX", "REVENUE", "QUANTITY", "COUNT_LO_QUANTITY"} <= used
         assert not any("LO_QUANTITY" in g.includes for g in found.groups)
-        add_to_model(store, "ssb", "ssb", found.measures)
-        set_model_rules(store, "ssb", "ssb", found.groups, None)
+        apply_recommended(store, "ssb", "ssb", found.groups, found.measures)
         again = recommend(read_metadata(store, "ssb"), "ssb", statements)
         assert again.measures == [] and again.groups == found.groups

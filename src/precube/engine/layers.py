@@ -239,8 +239,10 @@ def build_into_segment(
     if len(roots) > 1:  # one pass over the flat rows for all of them with the same measures
         seg.stage = f"layer 1/{len(layers)}"
         parts = _batches(roots, model, len(roots))
-        for part in parts:
-            seg.build_batch(part, None, None, readers=len(parts) + len(rootless) - len(roots))
+        readers = len(parts) + len(rootless) - len(roots)
+        _run_all(
+            [functools.partial(seg.build_batch, part, None, None, readers) for part in parts], ctx.parallel_layouts
+        )
         taken.update(lay.id for lay in roots)
     for number, layer in enumerate(layers, start=1):
         seg.stage = f"layer {number}/{len(layers)}"
