@@ -240,25 +240,36 @@ def test_a_small_segment_writes_what_the_layered_build_writes(ctx: BuildContext,
     assert sorted(report.merged_on_driver) == (sorted(derived) if measures else [])
 
 
-def test_roots_of_a_large_segment_come_from_one_pass(ctx: BuildContext) -> None:
-    """Two aggregate layouts no other layout derives (explicit indexes, no rule): one job over the flat table
-    computes both; each equals the oracle."""
+@pytest.mark.parametrize("small", [False, True], ids=["large", "small"])
+def test_roots_come_from_one_pass(ctx: BuildContext, small: bool) -> None:
+    """Aggregate layouts no other layout derives (explicit indexes, no rule) and one each derives: one job over
+    the flat table computes the roots. In a small segment whose measures Arrow merges, that job is one
+    aggregation by every dimension of the roots, collected and never written; every layout is merged from it
+    on the driver. Each layout equals the oracle."""
     spec = {**SPEC, "alias": "roots", "aggregation_groups": [], "base_index_type": []}
+    if small:
+        spec["simplified_measures"] = [m for m in SPEC["simplified_measures"] if m["name"] in ARROW_MEASURES]
     create_model(ctx.store, "ssb", parse_spec(spec))
     with ctx.store.transaction("ssb", "test") as tx:
         model = require_model(tx, "roots")
         plan = tx.require(IndexPlan, model.uuid)
         dims = {c.name: c.id for c in model.all_named_columns}
         measures = [m.id for m in model.measures()]
-        for dim in ("C_REGION", "S_REGION"):
+        for names_ in (["C_REGION", "D_YEAR"], ["S_REGION", "D_YEAR"], ["D_YEAR"]):
             plan, _ = add_agg_index(
-                plan, [dims[dim]], measures, model_dims=model_dims(model), model_measures=model_measures(model)
+                plan,
+                [dims[d] for d in names_],
+                measures,
+                model_dims=model_dims(model),
+                model_measures=model_measures(model),
             )
         tx.update(plan)
-    segment = build_segment(
-        dataclasses.replace(ctx, small_segment_rows=0), "roots", TimeRange.of(day("1994-01-01"), day("1995-01-01"))
-    )
-    assert check_segment(ctx, "roots", segment.id, "1994-01-01", "1995-01-01") == 2
+    report = BuildReport()
+    run = dataclasses.replace(ctx, small_segment_rows=10**9 if small else 0, report=report)
+    segment = build_segment(run, "roots", TimeRange.of(day("1994-01-01"), day("1995-01-01")))
+    assert check_segment(ctx, "roots", segment.id, "1994-01-01", "1995-01-01") == 3
+    # large: every measure kind (COUNT DISTINCT, TOP_N, ...): Spark merges D_YEAR from a root
+    assert len(report.merged_on_driver) == (3 if small else 0)
 
 
 def _rewrite(path: Path, change: Any) -> None:

@@ -88,8 +88,7 @@ def merge_locally(path: str, rows: int, layouts: Sequence[Layout], model: Model)
     files = local_files(path)
     if not files:
         return None
-    shapes = [LayoutShape.of(layout, model).columns() for layout in layouts]
-    wanted = list(dict.fromkeys(c for dims, cells in shapes for c in (*dims, *cells)))
+    wanted = _wanted(layouts, model)
     if rows * max(1, len(wanted)) > MERGE_MAX_VALUES:
         return None
     footer = pq.ParquetFile(files[0])
@@ -101,21 +100,53 @@ def merge_locally(path: str, rows: int, layouts: Sequence[Layout], model: Model)
     schema = footer.schema_arrow
     for name in int96 & set(schema.names):  # Spark's INT96 holds UTC instants
         schema = schema.set(schema.get_field_index(name), schema.field(name).with_type(pa.timestamp("us", tz="UTC")))
-    plans = [_aggregates(layout, model, schema) for layout in layouts]
-    if any(plan is None for plan in plans) or any(c not in schema.names for c in wanted):
+    if any(c not in schema.names for c in wanted) or _plans(layouts, model, schema) is None:
         return None
-    dims = {d for ds, _ in shapes for d in ds}
     # string dimensions as dictionary indices: half the memory, and hashed as integers
-    strings = [c for c in wanted if c in dims and pa.types.is_string(schema.field(c).type)]
+    strings = [c for c in wanted if c in _dims(layouts, model) and pa.types.is_string(schema.field(c).type)]
     table = pq.read_table(
         [str(f) for f in files], columns=wanted, read_dictionary=strings, coerce_int96_timestamp_unit="us"
     ).unify_dictionaries()  # each file (row group) has its own: grouping needs one per column
-    if any(_may_overflow(table, cell) for plan in plans for cell, how, _ in plan or [] if how == "sum"):
+    return _merged(table, schema, layouts, model)
+
+
+def merge_table(table: pa.Table, layouts: Sequence[Layout], model: Model) -> list[pa.Table] | None:
+    """The rows of each of `layouts` merged from a parent's rows in memory (`table`: a layout's columns, of any
+    order), sorted as written; None as `merge_locally`."""
+    wanted = _wanted(layouts, model)
+    if any(c not in table.schema.names for c in wanted) or _plans(layouts, model, table.schema) is None:
+        return None
+    strings = _dims(layouts, model) & {f.name for f in table.schema if pa.types.is_string(f.type)}
+    encoded = pa.table({c: pc.dictionary_encode(table[c]) if c in strings else table[c] for c in wanted})
+    return _merged(encoded, table.schema, layouts, model)
+
+
+def _wanted(layouts: Sequence[Layout], model: Model) -> list[str]:
+    """The columns the layouts are merged from."""
+    shapes = [LayoutShape.of(layout, model).columns() for layout in layouts]
+    return list(dict.fromkeys(c for dims, cells in shapes for c in (*dims, *cells)))
+
+
+def _dims(layouts: Sequence[Layout], model: Model) -> set[str]:
+    return {d for layout in layouts for d in LayoutShape.of(layout, model).columns()[0]}
+
+
+def _plans(layouts: Sequence[Layout], model: Model, schema: pa.Schema) -> list[list[tuple[str, str, bool]]] | None:
+    plans = [_aggregates(layout, model, schema) for layout in layouts]
+    return None if any(plan is None for plan in plans) else [plan for plan in plans if plan is not None]
+
+
+def _merged(table: pa.Table, schema: pa.Schema, layouts: Sequence[Layout], model: Model) -> list[pa.Table] | None:
+    """Each layout grouped from `table` (string dimensions may be dictionary-encoded), its columns cast to
+    `schema`'s types; None when a sum may overflow or Arrow has no kernel for a column."""
+    plans = _plans(layouts, model, schema)
+    assert plans is not None  # checked by the callers before reading
+    if any(_may_overflow(table, cell) for plan in plans for cell, how, _ in plan if how == "sum"):
         return None
     threads = table.num_rows >= THREADED_ROWS
     merged = []
-    for (layout_dims, cells), plan in zip(shapes, plans, strict=True):
-        assert plan is not None
+    for layout, plan in zip(layouts, plans, strict=True):
+        layout_dims, cells = LayoutShape.of(layout, model).columns()
         try:
             grouped = table.group_by(layout_dims, use_threads=threads).aggregate([(c, how) for c, how, _ in plan])
         except pa.ArrowNotImplementedError:  # a column type Arrow has no hash kernel for: Spark has
