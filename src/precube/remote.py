@@ -4,12 +4,13 @@ carrying the server's one-line message and its error code."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from precube.errors import PrecubeError
 from precube_client.http import ANSWER_HEADER, ARROW_TYPE, BASE, JSON_TYPE, failure_of
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["ANSWER_HEADER", "ARROW_TYPE", "BASE", "JSON_TYPE", "Remote", "RemoteError"]
 
@@ -33,6 +34,8 @@ class Remote:
     def __init__(self, url: str, user: str | None, password: str | None, timeout: float = 600.0) -> None:
         if not url.startswith(("http://", "https://")):
             raise PrecubeError(f"invalid server URL {url!r}: use http://HOST:PORT")
+        import httpx  # only a client needs it: a server imports this module for `RemoteError` (81 ms)
+
         auth = (user, password or "") if user else None
         self.url = url.rstrip("/")
         self._http = httpx.Client(base_url=self.url, auth=auth, timeout=timeout)
@@ -49,6 +52,8 @@ class Remote:
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """The raw response of `METHOD /kylin/api{path}` (`kwargs` as httpx takes them); raises
         `RemoteError` for a failed request, naming the server when it cannot be reached."""
+        import httpx
+
         try:
             response = self._http.request(method, f"{BASE}{path}", **kwargs)
         except httpx.TransportError as err:

@@ -70,7 +70,7 @@ def _stop_at(point: str, monkeypatch: pytest.MonkeyPatch) -> Callable[[str, int,
             raise StoppedError("the job failed after its layouts were recorded")
 
         monkeypatch.setattr(operations, "_commit", commit_fails)
-        monkeypatch.setattr("precube.jobs.runner.build_layouts", layouts_then_fail)
+        monkeypatch.setattr(operations, "build_layouts", layouts_then_fail)  # the runner imports it per job
         return lambda *_: None
 
     def progress(stage: str, done: int, total: int) -> None:

@@ -17,7 +17,6 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import yaml
 from sqlglot import exp
 
 from precube.errors import InvalidInputError
@@ -82,6 +81,8 @@ def parse_columns(text: str) -> list[tuple[str, str]]:
 
 def read_schema_file(path: Path) -> list[tuple[str, str]]:
     """A JSON or YAML list of `{name, type}`."""
+    import yaml  # a server imports this module but reads no schema file
+
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8"))  # JSON is YAML
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
