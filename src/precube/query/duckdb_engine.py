@@ -33,6 +33,7 @@ from sqlglot import exp
 
 from precube.metadata import SourceType, Table, datatypes
 from precube.metadata.csv_options import CsvOptions
+from precube.query import arrow_rows
 from precube.query.bounds import UNBOUNDED, WHOLE, ResultBounds, Window
 from precube.query.cancel import CANCELLED, Cancellation, allowed, timeout_error
 from precube.query.duckdb_connections import Connections, Cursor
@@ -175,7 +176,6 @@ class DuckDBEngine:
         self._retired: list[_Database] = []  # reopened: closed once their last statement ends
         self._closed = False
         self._threads = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
-        self._fetched = False  # a statement was answered (`_fetch`)
         # the bytes of layouts held in memory (`layout_memory`: None, the machine's default) and the one thread
         # that copies them (started at the first relation worth considering)
         self.memory = LayoutMemory(default_budget_bytes() if layout_memory is None else layout_memory)
@@ -584,10 +584,9 @@ class DuckDBEngine:
         window: Window = WHOLE,
         plain: Callable[[str], duckdb.DuckDBPyConnection] | None = None,
     ) -> pa.Table:
-        """The statement's rows as Arrow. A small result of plain types is fetched as tuples and made into
-        Arrow here: DuckDB's own Arrow export costs about a millisecond more per query, most of a warm
-        query's time (the issue's figures: tuples win below ~1k rows). Not for the engine's first statement:
-        making Arrow from tuples imports pandas (pyarrow's shim, ~0.3 s), most of a one-shot command's time.
+        """The statement's rows as Arrow. A small result of plain types is fetched as tuples and laid out as
+        Arrow here (`arrow_rows`): DuckDB's own Arrow export costs ~0.4 ms more per statement, most of a warm
+        answer's time over a tiny layout.
 
         The statement produces at most one row past `[query] max_result_rows` (or past the window asked for):
         enough to tell that its answer is too large. DuckDB materialises a result it exports as Arrow: without
@@ -596,21 +595,15 @@ class DuckDBEngine:
         bounds = window.bounds(self.bounds)
         # long IN lists bound as parameters, not as text
         cursor = run_lifted(con, window.sql(sql, self.bounds), plain)
-        first, self._fetched = not self._fetched, True
         types = [_arrow_type(d[1]) for d in cursor.description or []]
         if not all(types):
             return _arrow_of_cursor(cursor, bounds)  # a type the tuple path does not map: DuckDB's own export
         schema = pa.schema([(d[0], t) for d, t in zip(cursor.description or [], types, strict=True)])
-        if first:  # the types the tuple path gives (a cast imports pyarrow.compute: only when they differ)
-            exported = _arrow_of_cursor(cursor, bounds)
-            return exported if exported.schema == schema else exported.cast(schema)
         rows = cursor.fetchmany(SMALL_RESULT_ROWS + 1)
-        head = pa.Table.from_arrays(
-            [pa.array(col, type=t) for col, t in zip(zip(*rows, strict=True), types, strict=True)]
-            if rows
-            else [pa.array([], type=t) for t in types],
-            schema=schema,
-        )
+        values = list(zip(*rows, strict=True)) if rows else [() for _ in types]
+        # pyarrow's own conversion where a value cannot be laid out exactly (it imports pandas: seldom)
+        columns = [arrow_rows.column(v, t) or pa.array(v, type=t) for v, t in zip(values, types, strict=True)]
+        head = pa.Table.from_arrays(columns, schema=schema)
         bounds.check(head.num_rows, head.nbytes)
         if len(rows) <= SMALL_RESULT_ROWS:
             return head
