@@ -193,20 +193,35 @@ def _null_first(value: Any) -> tuple[bool, Any]:
 ARROW_MEASURES = ["ROWS", "REVENUE", "MIN_DISCOUNT", "MAX_DATE", "TAXED"]
 
 
-@pytest.mark.parametrize("measures", [None, ARROW_MEASURES], ids=["spark-merges", "arrow-merges"])
-def test_a_small_segment_writes_what_the_layered_build_writes(ctx: BuildContext, measures: list[str] | None) -> None:
-    """Every layout of a small segment (all from its flat table in one job, or its roots and the rest merged
-    from them on the driver) holds what the layered build writes: the same columns and types, the same rows, each file sorted by the layout's column order (NULLs
-    first), every measure kind's cells counting the same. With measures Arrow merges, the layered build's
-    layouts that have a built parent are merged from it on the driver; with the others (COUNT DISTINCT,
-    TOP_N, percentiles), by Spark."""
+@pytest.mark.parametrize(
+    ("measures", "base"),
+    [(None, True), (ARROW_MEASURES, True), (ARROW_MEASURES, False)],
+    ids=["spark-merges", "arrow-merges", "arrow-merges-several-roots"],
+)
+def test_a_small_segment_writes_what_the_layered_build_writes(
+    ctx: BuildContext, measures: list[str] | None, base: bool
+) -> None:
+    """Every layout of a small segment (all from its flat table in one job, or merged on the driver: several
+    roots from their union, collected; the rest from them) holds what the layered build writes: the same
+    columns and types, the same rows, each file sorted by the layout's column order (NULLs first), every
+    measure kind's cells counting the same. With measures Arrow merges, the layered build's layouts that have a
+    built parent are merged from it on the driver; with the others (COUNT DISTINCT, TOP_N, percentiles), by
+    Spark. Without the rule's base layout the plan has several roots."""
     spec = dict(SPEC)
     if measures is not None:
         spec["simplified_measures"] = [m for m in SPEC["simplified_measures"] if m["name"] in measures]
+    if not base:  # two groups, neither deriving the other, and no base layout: two roots
+        spec["base_layout_enabled"] = False
+        spec["base_index_type"] = ["BASE_TABLE_INDEX"]
+        spec["aggregation_groups"] = [
+            {"includes": ["D_YEAR", "C_REGION", "LO_SHIPMODE"]},
+            {"includes": ["D_YEAR", "S_REGION"]},
+        ]
     create_model(ctx.store, "ssb", parse_spec({**spec, "alias": "small"}))
     create_model(ctx.store, "ssb", parse_spec({**spec, "alias": "layered"}))
     rng = TimeRange.of(day("1996-05-01"), day("1996-05-08"))
-    small = build_segment(ctx, "small", rng)
+    small_report = BuildReport()
+    small = build_segment(dataclasses.replace(ctx, report=small_report), "small", rng)
     report = BuildReport()
     layered = build_segment(dataclasses.replace(ctx, small_segment_rows=0, report=report), "layered", rng)
     assert small.source_count == layered.source_count
@@ -235,9 +250,12 @@ def test_a_small_segment_writes_what_the_layered_build_writes(ctx: BuildContext,
     check_segment(ctx, "small", small.id, "1996-05-01", "1996-05-08")
     check_segment(ctx, "layered", layered.id, "1996-05-01", "1996-05-08")
     layouts = [lay for i in theirs if (lay := plan.layout(i)) is not None and not lay.is_table_index]
-    derived = [lay.id for lay in layouts if any(fully_derives(o, lay) for o in layouts)]  # all but the base
-    assert len(derived) == len(layouts) - 1
+    derived = [lay.id for lay in layouts if any(fully_derives(o, lay) for o in layouts)]
+    assert len(layouts) - len(derived) == (1 if base else 2)  # the roots: the base layout, or the two groups
     assert sorted(report.merged_on_driver) == (sorted(derived) if measures else [])
+    assert sorted(small_report.merged_on_driver) == (
+        sorted(lay.id for lay in layouts) if measures and not base else sorted(derived) if measures else []
+    )
 
 
 @pytest.mark.parametrize("small", [False, True], ids=["large", "small"])
