@@ -23,7 +23,7 @@ from precube.engine.segment_stats import SegmentStats, segment_stats
 from precube.metadata import Dataflow, IndexPlan, Layout, Model, SegmentDetails, SegmentStatus, TimeRange
 from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.measure_rules import count_star
-from precube.modeling.model_spec import AggregationGroupSpec, parse_spec
+from precube.modeling.model_spec import AggregationGroupSpec, RulesSpec, parse_spec
 from precube.modeling.model_store import create_model, require_model, set_model_rules
 from precube.modeling.partition_format import to_epoch_ms
 from precube.sources.sampling import to_text
@@ -299,9 +299,8 @@ def test_killed_build_leaves_old_segments_and_resumes(ctx: BuildContext, small_s
 
 def test_new_layouts_are_built_from_parents(ctx: BuildContext) -> None:
     segment = build_segment(ctx, "sales", TimeRange.of(day("1993-01-01"), day("1994-01-01")))
-    set_model_rules(
-        ctx.store, "ssb", "sales", [AggregationGroupSpec(includes=["D_YEAR", "C_REGION", "S_REGION", "LO_SHIPMODE"])]
-    )
+    group = AggregationGroupSpec(includes=["D_YEAR", "C_REGION", "S_REGION", "LO_SHIPMODE"])
+    set_model_rules(ctx.store, "ssb", "sales", RulesSpec(aggregation_groups=[group]))
     stages: list[str] = []
     ctx.progress = lambda stage, done, total: stages.append(stage)
     built = build_layouts(ctx, "sales")

@@ -23,7 +23,7 @@ from precube.metadata import (
     TimeRange,
 )
 from precube.modeling.errors import InvalidIndexPlanError, InvalidModelError
-from precube.modeling.model_spec import AggregationGroupSpec, ModelSpec, parse_spec
+from precube.modeling.model_spec import AggregationGroupSpec, ModelSpec, RulesSpec, parse_spec
 from precube.modeling.model_store import (
     add_model_table_index,
     apply_recommended,
@@ -124,7 +124,9 @@ def test_edit_keeps_layout_ids_and_significant_change_drops_segments(
 
 def test_rules_and_table_index(ssb_store: MetadataStore, ssb_spec: ModelSpec) -> None:
     saved = create_model(ssb_store, "ssb", ssb_spec)
-    plan = set_model_rules(ssb_store, "ssb", "ssb", [AggregationGroupSpec(includes=["D_YEAR", "C_REGION"])])
+    plan = set_model_rules(
+        ssb_store, "ssb", "ssb", RulesSpec(aggregation_groups=[AggregationGroupSpec(includes=["D_YEAR", "C_REGION"])])
+    )
     # {Y}, {R}, {Y,R}; the rule's base cuboid (its dims + all measures) is {Y,R} again
     assert sorted(len(i.dimensions) for i in plan.rule_based_indexes) == [1, 1, 2]
     assert all(i.id % 10_000 == 0 and i.layouts[0].id == i.id + 1 for i in plan.rule_based_indexes)
@@ -146,16 +148,19 @@ def test_base_layout_of_the_rules_is_kept_as_asked_until_asked_otherwise(
     def dims(plan: IndexPlan) -> list[int]:
         return sorted(len(i.dimensions) for i in plan.rule_based_indexes)
 
-    assert dims(set_model_rules(ssb_store, "ssb", "ssb", groups)) == [1, 1, 2]  # Kylin's default: {Y, R} too
-    assert dims(set_model_rules(ssb_store, "ssb", "ssb", groups, base_layout_enabled=False)) == [1, 1]
-    kept = set_model_rules(ssb_store, "ssb", "ssb", [*groups, AggregationGroupSpec(includes=["S_REGION"])])
+    def rules(groups: list[AggregationGroupSpec], base: bool | None = None) -> RulesSpec:
+        return RulesSpec(aggregation_groups=groups, base_layout_enabled=base)
+
+    assert dims(set_model_rules(ssb_store, "ssb", "ssb", rules(groups))) == [1, 1, 2]  # Kylin's default: {Y, R} too
+    assert dims(set_model_rules(ssb_store, "ssb", "ssb", rules(groups, False))) == [1, 1]
+    kept = set_model_rules(ssb_store, "ssb", "ssb", rules([*groups, AggregationGroupSpec(includes=["S_REGION"])]))
     assert dims(kept) == [1, 1, 1] and kept.rule_based_index is not None
     assert kept.rule_based_index.base_layout_enabled is False  # not given: as before
     with ssb_store.read("ssb") as tx:
         model = require_model(tx, "ssb")
         spec = editable_spec(model, tx.require(IndexPlan, model.uuid))
     assert spec.base_layout_enabled is False  # `model show` then `update` keeps it
-    assert dims(set_model_rules(ssb_store, "ssb", "ssb", groups, base_layout_enabled=True)) == [1, 1, 2]
+    assert dims(set_model_rules(ssb_store, "ssb", "ssb", rules(groups, True))) == [1, 1, 2]
     found = apply_recommended(ssb_store, "ssb", "ssb", groups)
     assert dims(found) == [1, 1]
 

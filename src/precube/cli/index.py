@@ -17,7 +17,7 @@ from precube.modeling.model_store import (
     add_model_table_index,
     apply_recommended,
     base_layout,
-    dropped_by_rules,
+    diff_rules,
     model_dims,
     model_measures,
     require_model,
@@ -76,9 +76,7 @@ def set_rules(
     drop are shown first, and asked for)."""
     cli = project_state(ctx, project)
     rules = load_rules(file)
-    dropped = dropped_by_rules(
-        cli.store(), project, model, rules.aggregation_groups, rules.global_dim_cap, rules.base_layout_enabled
-    )
+    dropped = list(diff_rules(cli.store(), project, model, rules).dropped_built)
     if dropped:  # built layouts the new rules no longer hold: their data stops answering queries
         shown = ", ".join(map(str, dropped[:10])) + (f" … ({len(dropped)} in all)" if len(dropped) > 10 else "")
         if not confirm_drop(
@@ -88,15 +86,7 @@ def set_rules(
     elif dry_run:
         console.print(f"would set the rules of model {model}: no built layout is dropped")
         return
-    plan = set_model_rules(
-        cli.store(),
-        project,
-        model,
-        rules.aggregation_groups,
-        rules.global_dim_cap,
-        cli.writer,
-        rules.base_layout_enabled,
-    )
+    plan = set_model_rules(cli.store(), project, model, rules, cli.writer)
     with cli.store().read(project) as tx:
         m = require_model(tx, model)
     # counted as `preview` counts them (one function), then everything the plan holds

@@ -42,6 +42,7 @@ from precube.modeling.model_spec import (
     DimensionSpec,
     MeasureSpec,
     ModelSpec,
+    RulesSpec,
     SelectRuleSpec,
     parse_spec,
 )
@@ -328,7 +329,8 @@ def apply_recommended(
     statement needs it, each group answers its own; TPC-H's was 35 columns, nearly one row per order line)."""
     if measures or computed_columns:
         add_to_model(store, project, alias, measures, computed_columns, writer)
-    return set_model_rules(store, project, alias, groups, None, writer, base_layout_enabled=False)
+    rules = RulesSpec(aggregation_groups=list(groups), base_layout_enabled=False)
+    return set_model_rules(store, project, alias, rules, writer)
 
 
 def built_layouts(tx: Transaction, model: Model) -> set[int]:
@@ -337,18 +339,11 @@ def built_layouts(tx: Transaction, model: Model) -> set[int]:
 
 
 def set_model_rules(
-    store: MetadataStore,
-    project: str,
-    alias: str,
-    groups: Sequence[AggregationGroupSpec],
-    global_dim_cap: int | None = None,
-    writer: str = "precube",
-    base_layout_enabled: bool | None = None,
+    store: MetadataStore, project: str, alias: str, rules: RulesSpec, writer: str = "precube"
 ) -> IndexPlan:
-    """Replace a model's aggregation groups; unchanged layouts keep their ids (reference §3.4).
-    `base_layout_enabled`: whether the groups also yield their base layout (None: as the model's rules did)."""
+    """Replace a model's aggregation groups; unchanged layouts keep their ids (reference §3.4)."""
     with store.transaction(project, writer) as tx:
-        return tx.replace(_with_rules(tx, alias, groups, global_dim_cap, base_layout_enabled)[0])
+        return tx.replace(_with_rules(tx, alias, rules)[0])
 
 
 @dataclass(frozen=True)
@@ -361,17 +356,10 @@ class RulesDiff:
     dropped_built: tuple[int, ...]  # of `removed`: built ones, whose data then stops answering queries
 
 
-def diff_rules(
-    store: MetadataStore,
-    project: str,
-    alias: str,
-    groups: Sequence[AggregationGroupSpec],
-    global_dim_cap: int | None,
-    base_layout_enabled: bool | None = None,
-) -> RulesDiff:
-    """What `set_model_rules` with these groups would add and remove, saving nothing."""
+def diff_rules(store: MetadataStore, project: str, alias: str, rules: RulesSpec) -> RulesDiff:
+    """What `set_model_rules` with these rules would add and remove, saving nothing."""
     with store.read(project) as tx:
-        plan, before, built = _with_rules(tx, alias, groups, global_dim_cap, base_layout_enabled)
+        plan, before, built = _with_rules(tx, alias, rules)
     old, new = {lay.id for lay in before.all_layouts()}, {lay.id for lay in plan.all_layouts()}
     parked = {lay.id for index in before.to_be_deleted_indexes for lay in index.layouts}
     return RulesDiff(
@@ -382,30 +370,13 @@ def diff_rules(
     )
 
 
-def dropped_by_rules(
-    store: MetadataStore,
-    project: str,
-    alias: str,
-    groups: Sequence[AggregationGroupSpec],
-    global_dim_cap: int | None,
-    base_layout_enabled: bool | None = None,
-) -> list[int]:
-    """The built layouts `set_model_rules` with these groups would take out of the model (their data is then
-    no longer queried), saving nothing."""
-    return list(diff_rules(store, project, alias, groups, global_dim_cap, base_layout_enabled).dropped_built)
-
-
-def _with_rules(
-    tx: Transaction,
-    alias: str,
-    groups: Sequence[AggregationGroupSpec],
-    global_dim_cap: int | None,
-    base_layout_enabled: bool | None,
-) -> tuple[IndexPlan, IndexPlan, set[int]]:
-    """The model's plan with these groups, the plan before, and the layouts built in its segments."""
+def _with_rules(tx: Transaction, alias: str, rules: RulesSpec) -> tuple[IndexPlan, IndexPlan, set[int]]:
+    """The model's plan with these rules (`base_layout_enabled` None: as its rules did), the plan before, and the
+    layouts built in its segments."""
     model = require_model(tx, alias)
     before = tx.require(IndexPlan, model.uuid)
-    rule = rule_from_groups(model, groups, global_dim_cap, base_layout(base_layout_enabled, before))
+    base = base_layout(rules.base_layout_enabled, before)
+    rule = rule_from_groups(model, rules.aggregation_groups, rules.global_dim_cap, base)
     built = built_layouts(tx, model)
     return plans.set_rules(before, rule, model_dims(model), model_measures(model), built), before, built
 

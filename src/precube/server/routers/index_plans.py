@@ -22,7 +22,7 @@ from precube.metadata.model import MEASURE_ID_BASE
 from precube.modeling.agg_group import preview as preview_rule
 from precube.modeling.errors import InvalidIndexPlanError, SegmentRuleError
 from precube.modeling.model_edits import remove_model_layouts, resolve_model
-from precube.modeling.model_spec import AggregationGroupSpec, SelectRuleSpec
+from precube.modeling.model_spec import AggregationGroupSpec, RulesSpec, SelectRuleSpec
 from precube.modeling.model_store import (
     add_model_table_index,
     base_layout,
@@ -142,6 +142,14 @@ def _groups(model: Model, groups: list[AggGroupRequest]) -> list[AggregationGrou
     return out
 
 
+def _rules(model: Model, body: RuleRequest) -> RulesSpec:
+    return RulesSpec(
+        aggregation_groups=_groups(model, body.aggregation_groups),
+        global_dim_cap=body.global_dim_cap,
+        base_layout_enabled=body.base_layout_enabled,
+    )
+
+
 def _build_new_layouts(store: MetadataStore, project: str, alias: str, caller: Caller) -> str | None:
     """Kylin's `load_data`: an index build job for the layouts the READY segments lack (None: none lacks one)."""
     try:
@@ -182,10 +190,9 @@ def get_rule(
 def _set_rules(request: Request, body: RuleRequest, caller: Caller) -> dict[str, Any]:
     state, project = state_of(request), caller.scoped
     model = _model(request, project, body.ref())
-    groups = _groups(model, body.aggregation_groups)
-    base = body.base_layout_enabled
-    diff = diff_rules(state.store, project, model.alias, groups, body.global_dim_cap, base)
-    set_model_rules(state.store, project, model.alias, groups, body.global_dim_cap, caller.writer, base)
+    rules = _rules(model, body)
+    diff = diff_rules(state.store, project, model.alias, rules)
+    set_model_rules(state.store, project, model.alias, rules, caller.writer)
     job_id = _build_new_layouts(state.store, project, model.alias, caller) if body.load_data else None
     with state.store.read(project) as tx:
         answer = _rule_answer(tx, require_model(tx, model.alias))
@@ -241,10 +248,7 @@ def rule_based_index_diff(request: Request, body: RuleRequest, caller: Caller = 
     """The layouts the groups would add and remove (Kylin's increase/decrease/rollback counts), saving nothing."""
     project = caller.scoped
     model = _model(request, project, body.ref())
-    groups = _groups(model, body.aggregation_groups)
-    diff = diff_rules(
-        state_of(request).store, project, model.alias, groups, body.global_dim_cap, body.base_layout_enabled
-    )
+    diff = diff_rules(state_of(request).store, project, model.alias, _rules(model, body))
     return ok(
         {
             "model_id": model.uuid,
