@@ -15,7 +15,7 @@ import pytest
 from sqlglot import exp, parse_one
 
 from precube.query.bounds import MIN_MEMORY_BYTES, ResultBounds, Window, default_memory_limit, memory_limit
-from precube.query.duckdb_engine import DuckDBEngine
+from precube.query.duckdb_engine import SMALL_RESULT_ROWS, DuckDBEngine
 from precube.query.engine_errors import query_error
 from precube.query.errors import EngineError, QueryMemoryError, ResultTooLargeError
 from precube.query.spill import Spill
@@ -72,7 +72,7 @@ def engine(tmp_path: Path) -> Iterator[DuckDBEngine]:
     found.close()
 
 
-@pytest.mark.parametrize("rows", [10, 1_000, 1_001, 5_000])  # the tuple path, its edges, DuckDB's Arrow export
+@pytest.mark.parametrize("rows", [10, SMALL_RESULT_ROWS, SMALL_RESULT_ROWS + 1, 5_000])  # tuples, edges, export
 def test_an_answer_within_the_bounds_is_whole(engine: DuckDBEngine, rows: int) -> None:
     table = engine.execute(f"select range as x, 'v' || range as s from range({rows})", [], [])
     assert table.num_rows == rows
