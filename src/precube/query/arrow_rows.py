@@ -2,7 +2,7 @@
 
 A small result is fetched from DuckDB as tuples and made into Arrow here: DuckDB's own Arrow export costs
 ~0.4 ms more per statement, most of a warm answer's time over a tiny layout. pyarrow's converters from Python
-objects (`pa.array`, even `pa.scalar`) import pandas when it is installed (~0.3-1 s, ~60 MB), which would land
+objects (`pa.array`, even `pa.scalar`) import pandas when it is installed (~0.3-1 s, ~45 MB), which would land
 on a process's first answers; `Array.from_buffers` does not. So each plain type is laid out as Arrow lays it
 out: a validity bitmap, then fixed-width values (little-endian), or offsets and UTF-8 bytes for strings, or
 128-bit two's complement unscaled integers for decimals. `column` answers None for values it cannot lay out
