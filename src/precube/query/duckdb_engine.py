@@ -675,9 +675,9 @@ def time_limited(
 
 
 # At most this many rows of a result are fetched as tuples (`arrow_rows`); DuckDB exports the rest as Arrow.
-# Its export costs ~0.4 ms more per statement, but fetching and laying out tuples costs ~1-2 us a value in
-# Python (a DECIMAL ~1 us more): past ~100 rows of a few columns the export is cheaper.
-SMALL_RESULT_ROWS = 100
+# Fetching the first rows as tuples and the rest through the export pays both: SSB's answers of 150-600 rows
+# took 1-2 ms more with a bound of 100 than with this one (the 13 queries warm at SF 1, in turn).
+SMALL_RESULT_ROWS = 1000
 BATCH_ROWS = 65_536  # rows fetched at a time: an answer's bounds are checked after each batch
 NO_TIME_LIMIT_S = 366 * 86400.0  # the watchdog's deadline for a statement without one that may be cancelled
 _ARROW_TYPES = {
