@@ -16,12 +16,11 @@ from precube.modeling.model_spec import AggregationGroupSpec, load_rules
 from precube.modeling.model_store import (
     add_model_table_index,
     apply_recommended,
-    base_layout,
     diff_rules,
     model_dims,
     model_measures,
     require_model,
-    rule_from_groups,
+    rule_for,
     set_model_rules,
 )
 from precube.query.project_metadata import read_metadata
@@ -47,8 +46,7 @@ def preview(
     rules = load_rules(file)
     with store.read(project) as tx:
         m = require_model(tx, model)
-        base = base_layout(rules.base_layout_enabled, tx.require(IndexPlan, m.uuid))
-    rule = rule_from_groups(m, rules.aggregation_groups, rules.global_dim_cap, base)
+        rule = rule_for(m, tx.require(IndexPlan, m.uuid), rules)
     result = preview_rule(rule, model_dims(m), model_measures(m))
     view = RichTable("group", "layouts")
     for i, count in enumerate(result.group_counts, start=1):

@@ -31,7 +31,10 @@ MERGE_MAX_VALUES = 64_000_000
 THREADED_ROWS = 100_000  # a smaller parent is grouped on one thread (42 groupings of 2,400 rows: 31 ms, not 42)
 
 
-def _aggregates(layout: Layout, model: Model, schema: pa.Schema) -> list[tuple[str, str, bool]] | None:
+_Aggregate = tuple[str, str, bool]  # (cell column, Arrow hash aggregate, NULL is 0)
+
+
+def _aggregates(layout: Layout, model: Model, schema: pa.Schema) -> list[_Aggregate] | None:
     """(cell column, Arrow hash aggregate, NULL is 0) of each measure of the layout, None if one has no exact
     one. A COUNT's sum over no cells is 0, as Spark's `coalesce(sum, 0)`."""
     found = []
@@ -100,25 +103,27 @@ def merge_locally(path: str, rows: int, layouts: Sequence[Layout], model: Model)
     schema = footer.schema_arrow
     for name in int96 & set(schema.names):  # Spark's INT96 holds UTC instants
         schema = schema.set(schema.get_field_index(name), schema.field(name).with_type(pa.timestamp("us", tz="UTC")))
-    if any(c not in schema.names for c in wanted) or _plans(layouts, model, schema) is None:
+    plans = _plans(layouts, model, schema)
+    if any(c not in schema.names for c in wanted) or plans is None:
         return None
     # string dimensions as dictionary indices: half the memory, and hashed as integers
     strings = [c for c in wanted if c in _dims(layouts, model) and pa.types.is_string(schema.field(c).type)]
     table = pq.read_table(
         [str(f) for f in files], columns=wanted, read_dictionary=strings, coerce_int96_timestamp_unit="us"
     ).unify_dictionaries()  # each file (row group) has its own: grouping needs one per column
-    return _merged(table, schema, layouts, model)
+    return _merged(table, schema, layouts, model, plans)
 
 
 def merge_table(table: pa.Table, layouts: Sequence[Layout], model: Model) -> list[pa.Table] | None:
     """The rows of each of `layouts` merged from a parent's rows in memory (`table`: a layout's columns, of any
     order), sorted as written; None as `merge_locally`."""
     wanted = _wanted(layouts, model)
-    if any(c not in table.schema.names for c in wanted) or _plans(layouts, model, table.schema) is None:
+    plans = _plans(layouts, model, table.schema)
+    if any(c not in table.schema.names for c in wanted) or plans is None:
         return None
     strings = _dims(layouts, model) & {f.name for f in table.schema if pa.types.is_string(f.type)}
     encoded = pa.table({c: pc.dictionary_encode(table[c]) if c in strings else table[c] for c in wanted})
-    return _merged(encoded, table.schema, layouts, model)
+    return _merged(encoded, table.schema, layouts, model, plans)
 
 
 def _wanted(layouts: Sequence[Layout], model: Model) -> list[str]:
@@ -131,16 +136,16 @@ def _dims(layouts: Sequence[Layout], model: Model) -> set[str]:
     return {d for layout in layouts for d in LayoutShape.of(layout, model).columns()[0]}
 
 
-def _plans(layouts: Sequence[Layout], model: Model, schema: pa.Schema) -> list[list[tuple[str, str, bool]]] | None:
+def _plans(layouts: Sequence[Layout], model: Model, schema: pa.Schema) -> list[list[_Aggregate]] | None:
     plans = [_aggregates(layout, model, schema) for layout in layouts]
     return None if any(plan is None for plan in plans) else [plan for plan in plans if plan is not None]
 
 
-def _merged(table: pa.Table, schema: pa.Schema, layouts: Sequence[Layout], model: Model) -> list[pa.Table] | None:
-    """Each layout grouped from `table` (string dimensions may be dictionary-encoded), its columns cast to
-    `schema`'s types; None when a sum may overflow or Arrow has no kernel for a column."""
-    plans = _plans(layouts, model, schema)
-    assert plans is not None  # checked by the callers before reading
+def _merged(
+    table: pa.Table, schema: pa.Schema, layouts: Sequence[Layout], model: Model, plans: list[list[_Aggregate]]
+) -> list[pa.Table] | None:
+    """Each layout grouped from `table` (string dimensions may be dictionary-encoded) by its plan (`_plans`), its
+    columns cast to `schema`'s types; None when a sum may overflow or Arrow has no kernel for a column."""
     if any(_may_overflow(table, cell) for plan in plans for cell, how, _ in plan if how == "sum"):
         return None
     threads = table.num_rows >= THREADED_ROWS

@@ -136,11 +136,13 @@ def rule_from_groups(
     )
 
 
-def base_layout(enabled: bool | None, plan: IndexPlan) -> bool | None:
-    """Whether new rules yield their base layout: as asked, else as the plan's rules do (None: yes)."""
+def rule_for(model: Model, plan: IndexPlan, rules: RulesSpec | ModelSpec) -> RuleBasedIndex:
+    """The rule the groups of `rules` make for the model whose plan is `plan`; their base layout as asked, else as
+    the plan's rules have it (None: yes)."""
+    enabled = rules.base_layout_enabled
     if enabled is None and plan.rule_based_index is not None:
-        return plan.rule_based_index.base_layout_enabled
-    return enabled
+        enabled = plan.rule_based_index.base_layout_enabled
+    return rule_from_groups(model, rules.aggregation_groups, rules.global_dim_cap, enabled)
 
 
 def groups_of(model: Model, rule: RuleBasedIndex) -> list[AggregationGroupSpec]:
@@ -196,9 +198,7 @@ def _plan_for(model: Model, plan: IndexPlan, spec: ModelSpec, built: set[int], k
     agg, table = "BASE_AGG_INDEX" in kinds, "BASE_TABLE_INDEX" in kinds
     plan = plans.ensure_base_indexes(plan, dims, measures, table_index_columns(model), agg=agg, table=table)
     if spec.aggregation_groups:
-        base = base_layout(spec.base_layout_enabled, plan)
-        rule = rule_from_groups(model, spec.aggregation_groups, spec.global_dim_cap, base)
-        plan = plans.set_rules(plan, rule, dims, measures, built)
+        plan = plans.set_rules(plan, rule_for(model, plan, spec), dims, measures, built)
     return plan
 
 
@@ -375,9 +375,8 @@ def _with_rules(tx: Transaction, alias: str, rules: RulesSpec) -> tuple[IndexPla
     layouts built in its segments."""
     model = require_model(tx, alias)
     before = tx.require(IndexPlan, model.uuid)
-    base = base_layout(rules.base_layout_enabled, before)
-    rule = rule_from_groups(model, rules.aggregation_groups, rules.global_dim_cap, base)
     built = built_layouts(tx, model)
+    rule = rule_for(model, before, rules)
     return plans.set_rules(before, rule, model_dims(model), model_measures(model), built), before, built
 
 

@@ -25,13 +25,12 @@ from precube.modeling.model_edits import remove_model_layouts, resolve_model
 from precube.modeling.model_spec import AggregationGroupSpec, RulesSpec, SelectRuleSpec
 from precube.modeling.model_store import (
     add_model_table_index,
-    base_layout,
     diff_rules,
     groups_of,
     model_dims,
     model_measures,
     require_model,
-    rule_from_groups,
+    rule_for,
     set_model_rules,
 )
 from precube.server.envelope import Paging, ok, page, paging
@@ -225,8 +224,7 @@ def agg_index_count(request: Request, body: RuleRequest, caller: Caller = WRITE)
     project = caller.scoped
     with state_of(request).store.read(project) as tx:
         model = resolve_model(tx, body.ref())
-        base = base_layout(body.base_layout_enabled, tx.require(IndexPlan, model.uuid))
-    rule = rule_from_groups(model, _groups(model, body.aggregation_groups), body.global_dim_cap, base)
+        rule = rule_for(model, tx.require(IndexPlan, model.uuid), _rules(model, body))
     found = preview_rule(rule, model_dims(model), model_measures(model))
 
     def result(count: int, over: bool) -> dict[str, Any]:
