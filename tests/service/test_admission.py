@@ -232,3 +232,42 @@ def test_a_cancel_of_a_queued_statement_removes_it(service_of: ServiceOf) -> Non
     assert service.stats().queued == {"layout": 0, "pushdown": 0}
     assert queued not in service.running()
     _stop(service, running)
+
+
+def test_run_here_answers_in_the_callers_thread_and_counts_against_the_capacity(service_of: ServiceOf) -> None:
+    service = service_of(max_running=1, max_running_pushdown=1, max_queued=0)
+    threads: list[str] = []
+    handle = service.run_here(_principal("a"), CHEAP, started=lambda h: threads.append(threading.current_thread().name))
+    assert handle.result().rows == [(ROWS,)]
+    assert threads == [threading.current_thread().name]  # its handle came before it ran, in this thread
+    assert not service._executor._threads  # it ran here: the executor never started a thread
+    assert service.running() == []  # done: out of the service
+    running = service.run(_principal("a"), SLOW)
+    _until(lambda: service.stats().running["pushdown"] == 1, "the slow statement did not start")
+    with pytest.raises(AdmissionError, match=r"max_running \+ max_queued"):  # the one place is taken
+        service.run_here(_principal("b"), CHEAP)
+    _stop(service, running)
+
+
+def test_a_statement_run_here_is_cancelled_from_another_thread(service_of: ServiceOf) -> None:
+    service = service_of(max_running=2, max_running_pushdown=1)
+    handles: list[Handle] = []
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            service.run_here(_principal("a"), SLOW, started=handles.append).result()
+        except BaseException as err:  # noqa: BLE001 (the test reads it)
+            outcome.append(err)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    _until(lambda: service.stats().running["pushdown"] == 1, "the slow statement did not start")
+    assert [h.statement for h in service.running()] == [SLOW]
+    started = time.monotonic()
+    service.cancel(handles[0])
+    thread.join(WAIT_S)
+    assert not thread.is_alive() and time.monotonic() - started < 2
+    assert len(outcome) == 1 and isinstance(outcome[0], QueryCancelledError)
+    assert service.running() == []
+    assert service.execute(_principal("b"), CHEAP).rows == [(ROWS,)]  # the engine was freed

@@ -31,7 +31,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from functools import wraps
 from pathlib import Path
@@ -46,6 +45,7 @@ from precube.query.catalog.description import CatalogDescription
 from precube.server.flight import catalog, errors, messages, sqlinfo
 from precube.server.flight.auth import Authenticate, Caller, HandshakeAnswer, Tokens
 from precube.server.flight.errors import flight_error, unexpected
+from precube.server.flight.watch import CallWatch
 from precube.server.state import ServerState
 from precube.service.errors import disposition
 from precube.service.parameters import bind
@@ -58,7 +58,6 @@ BATCH_BYTES = 4 * 2**20  # a record batch's most bytes on the wire (gRPC clients
 ANSWER_TTL_S = 120.0  # an answer not fetched within this is dropped
 MAX_ANSWERS = 256  # answers waiting for their DoGet (the oldest dropped past it)
 MAX_PREPARED = 4096  # prepared statements open (the oldest closed past it)
-POLL_S = 0.05  # how often a statement's call checks whether its client went away
 SQLSTATE_TRAILER, GRPC_CODE_TRAILER = "x-precube-sqlstate", "x-precube-grpc-code"  # on a failed call
 ACTIONS = ("CreatePreparedStatement", "ClosePreparedStatement", "CancelFlightInfo")
 
@@ -115,7 +114,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         self._answers: OrderedDict[bytes, Answer] = OrderedDict()
         self._prepared: OrderedDict[bytes, Prepared] = OrderedDict()
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
+        self._watch = CallWatch(state.queries.cancel)
         self._info = sqlinfo.server_info(_version(), state.settings.query.timeout_s)
         factory = Authenticate(state.signin, state.directory.user, Tokens(), loop)
         errors.install()  # refusals sent as Arrow's exceptions carry no traceback
@@ -125,6 +124,10 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             middleware={"auth": factory},
             tls_certificates=certificates,
         )
+
+    def stopping(self) -> None:
+        """The server is about to shut down: cancel the statements running and any that start."""
+        self._watch.stop()
 
     # -- who calls, on what ----------------------------------------------------------------------------
 
@@ -200,15 +203,8 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         text = bind(sql, parameters)  # bound once: the memory lane and the run see the same statement
         result = queries.answer_from_memory(principal, text)
         if result is None:
-            handle = queries.run(principal, text)
-            while True:
-                try:
-                    result = handle.result(POLL_S)
-                    break
-                except FutureTimeout:
-                    # the client cancelled the call (ADBC's adbc_cancel) or went away, or the server is stopping
-                    if context.is_cancelled() or self._stopping.is_set():
-                        queries.cancel(handle)
+            with self._watch.watching(context) as watch:  # cancelled with its call (`flight.watch`)
+                result = queries.run_here(principal, text, started=watch).result()
         table = result.table
         statement_handle = secrets.token_bytes(16)
         self._keep(statement_handle, Answer(caller.user.username, table))
@@ -407,5 +403,5 @@ class FlightListener:
 
     async def stop(self) -> None:
         """Stop listening; the statements of the calls in progress are cancelled, and the calls end."""
-        self.server._stopping.set()
+        self.server.stopping()
         await asyncio.to_thread(self.server.shutdown)

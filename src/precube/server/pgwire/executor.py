@@ -168,18 +168,20 @@ class Executor:
         return found
 
     def _query(self, text: str) -> Outcome:
-        """`text` run by the query service (authorised now: a grant revoked since sign-in stops it), cancellable
-        through `cancel` while it runs; its answer is sent by the statement's deadline."""
-        handle = self.server.state.queries.run(self.principal, text)
-        with self._lock:
-            self._running = handle
+        """`text` run by the query service in this worker thread (authorised now: a grant revoked since sign-in
+        stops it), cancellable through `cancel` while it runs; its answer is sent by the statement's deadline."""
         try:
-            found = answer(handle.result().table)
-            found.deadline = handle.cancellation.deadline
-            return found
+            handle = self.server.state.queries.run_here(self.principal, text, started=self._started)
         finally:
             with self._lock:
                 self._running = None
+        found = answer(handle.result().table)
+        found.deadline = handle.cancellation.deadline
+        return found
+
+    def _started(self, handle: Handle) -> None:
+        with self._lock:
+            self._running = handle
 
     def cancel(self) -> None:
         """The client's cancel request: interrupt the statement running now, if any."""
