@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from precube.engine import operations
+from precube.engine import layers, operations
 from precube.engine.context import BuildContext, BuildReport, built_layouts
 from precube.engine.dictionary import dictionary_path, latest_version
 from precube.engine.join_stats import duplicate_keys, join_stats
@@ -258,12 +258,27 @@ def test_a_small_segment_writes_what_the_layered_build_writes(
     )
 
 
-@pytest.mark.parametrize("small", [False, True], ids=["large", "small"])
-def test_roots_come_from_one_pass(ctx: BuildContext, small: bool) -> None:
+@pytest.mark.parametrize(
+    ("small", "bounded"), [(False, False), (False, True), (True, False)], ids=["large", "large-bounded", "small"]
+)
+def test_roots_come_from_one_pass(
+    ctx: BuildContext, small: bool, bounded: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Aggregate layouts no other layout derives (explicit indexes, no rule) and one each derives: one job over
-    the flat table computes the roots. In a small segment whose measures Arrow merges, that job is one
-    aggregation by every dimension of the roots, collected and never written; every layout is merged from it
-    on the driver. Each layout equals the oracle."""
+    the flat table computes the roots, unless the flat rows times the roots pass `BATCH_MAX_ROWS` (the Expand
+    of a GROUPING SETS job: SSB SF 10's ran out of heap), when each root is a plain aggregation of its own. In
+    a small segment whose measures Arrow merges, that job is one aggregation by every dimension of the roots,
+    collected and never written; every layout is merged from it on the driver. Each layout equals the oracle."""
+    batches: list[int] = []  # the layouts of each batch job over the flat table
+    build_batch = layers._Segment.build_batch
+
+    def counted(seg: Any, batch: list[Any], parent: Any, *rest: Any) -> None:
+        batches.extend([len(batch)] if parent is None else [])
+        build_batch(seg, batch, parent, *rest)
+
+    monkeypatch.setattr(layers._Segment, "build_batch", counted)
+    if bounded:
+        monkeypatch.setattr(layers, "BATCH_MAX_ROWS", 1)
     spec = {**SPEC, "alias": "roots", "aggregation_groups": [], "base_index_type": []}
     if small:
         spec["simplified_measures"] = [m for m in SPEC["simplified_measures"] if m["name"] in ARROW_MEASURES]
@@ -286,6 +301,7 @@ def test_roots_come_from_one_pass(ctx: BuildContext, small: bool) -> None:
     run = dataclasses.replace(ctx, small_segment_rows=10**9 if small else 0, report=report)
     segment = build_segment(run, "roots", TimeRange.of(day("1994-01-01"), day("1995-01-01")))
     assert check_segment(ctx, "roots", segment.id, "1994-01-01", "1995-01-01") == 3
+    assert batches == ([] if small or bounded else [2])  # bounded: each root a plain aggregation
     # large: every measure kind (COUNT DISTINCT, TOP_N, ...): Spark merges D_YEAR from a root
     assert len(report.merged_on_driver) == (3 if small else 0)
 

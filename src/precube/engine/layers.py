@@ -245,10 +245,12 @@ def build_into_segment(
     flat: FlatSource,
     source_rows: int | None,
     flat_rows: int | None = None,
+    estimated_rows: int | None = None,
 ) -> None:
     """Build `to_build` into the segment; `built` are its layouts already there (updated in place).
     `source_rows`: the segment's, when known before the build (else the commit records them); `flat_rows`:
-    at most how many rows a small segment's flat table has (all its aggregate layouts come from it in one job)."""
+    at most how many rows a small segment's flat table has (all its aggregate layouts come from it in one job);
+    `estimated_rows`: the source plan's estimate of a larger one's."""
     pending = [lay for lay in to_build if lay.id not in built]
     seg = _Segment(ctx, model, segment_id, built, flat, source_rows, len(pending))
     if flat_rows is not None:
@@ -258,13 +260,18 @@ def build_into_segment(
     taken: set[int] = set()  # layouts given to a batch
     rootless = _rootless(pending, built)
     roots = [lay for lay in rootless if not lay.is_table_index]
-    if len(roots) > 1:  # one pass over the flat rows for all of them with the same measures
+    if len(roots) > 1:  # a pass over the flat rows for as many of them with the same measures as BATCH_MAX_ROWS allows
         seg.stage = f"layer 1/{len(layers)}"
-        parts = _batches(roots, model, len(roots))
+        flat_estimate = source_rows or estimated_rows
+        parts = _batches(roots, model, BATCH_MAX_ROWS // flat_estimate if flat_estimate else 1)
         readers = len(parts) + len(rootless) - len(roots)
-        _run_all(
-            [functools.partial(seg.build_batch, part, None, None, readers) for part in parts], ctx.parallel_layouts
-        )
+        work = [
+            functools.partial(seg.build_batch, part, None, None, readers)
+            if len(part) > 1
+            else functools.partial(seg.build_run, part, readers)  # a plain aggregation, written as it comes
+            for part in parts
+        ]
+        _run_all(work, ctx.parallel_layouts)
         taken.update(lay.id for lay in roots)
     for number, layer in enumerate(layers, start=1):
         seg.stage = f"layer {number}/{len(layers)}"

@@ -112,7 +112,8 @@ def _build_from_source(ctx: BuildContext, state: ModelState, segment: Segment, l
             with report.step("flat table"):  # a small segment's, counted; a larger one's is read by the layouts
                 flat_rows = flat.small_rows() if any(lay.id not in built for lay in layouts) else None
             with report.step(LAYOUTS_STEP):
-                build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None, flat_rows)
+                estimate = reads.estimated_rows
+                build_into_segment(ctx, state.model, segment.id, layouts, built, flat.read, None, flat_rows, estimate)
             info = {**segment.additional_info, **flat.dictionaries}
             path = functools.partial(layout_path, ctx.warehouse_root, ctx.project, state.model.uuid, segment.id)
             with report.step("segment stats"):
