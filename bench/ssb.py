@@ -42,7 +42,7 @@ from precube.cli.demo import SSB_DATABASE, create_recommended_model, ssb_model_s
 from precube.cli.ssb_baseline import geomean, median_ms, raw_duckdb, same_rows, to_duckdb
 from precube.engine.context import BuildContext
 from precube.engine.operations import build_segment
-from precube.metadata import Dataflow, Project, SourceType, TimeRange, open_store
+from precube.metadata import Dataflow, Project, SegmentStatus, SourceType, TimeRange, open_store
 from precube.modeling.model_store import create_model, find_model
 from precube.modeling.partition_format import to_epoch_ms
 from precube.query.frontend import DIALECT
@@ -82,7 +82,8 @@ def _prepare(home: Path, data: Path, scale: float, master: str, plan: str) -> tu
         else:
             model = create_model(store, PROJECT, ssb_model_spec()).model
     with store.read(PROJECT) as tx:
-        built = bool(tx.require(Dataflow, model.uuid).segments)
+        # a segment not READY is a set-up stopped or failed: build_segment resumes it
+        built = any(s.status == SegmentStatus.READY for s in tx.require(Dataflow, model.uuid).segments)
     seconds = 0.0
     if not built:
         spark = spark_session(settings)
