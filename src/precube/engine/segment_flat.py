@@ -126,7 +126,12 @@ class SegmentFlat:
         if pack:
             self.codes.ranges.update(self._integer_ranges(df))
         if cache:
-            df = self._cached = df.persist(StorageLevel.MEMORY_AND_DISK)
+            # A larger segment's flat table goes to disk: held in the heap's storage memory, it left the layouts'
+            # aggregations too little execution memory (SSB SF 10, one 60M-row segment, 4 GiB driver:
+            # AGGREGATE_OUT_OF_MEMORY); read back from disk it still spares recomputing the joins.
+            small = self.reads.estimated_rows is not None and self.reads.estimated_rows <= ctx.small_segment_rows
+            level = StorageLevel.MEMORY_AND_DISK if small else StorageLevel.DISK_ONLY
+            df = self._cached = df.persist(level)
         inputs = sorted(self.bitmap_inputs.items())
         named = {c.id: c.name for c in model.all_named_columns} | {m.id: m.name for m in model.all_measures}
         for n, (cid, cols) in enumerate(inputs):  # global dictionaries: append this segment's new values
