@@ -41,6 +41,10 @@ from precube.metadata.model import MEASURE_ID_BASE
 from precube.storage import columns as names
 from precube.storage.snapshots import source_fingerprint
 
+# A flat table cached for several layouts stays in memory (spilling what does not fit) up to this many rows
+# (estimated); a larger one is cached on disk.
+MEMORY_CACHE_ROWS = 20_000_000
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -126,11 +130,12 @@ class SegmentFlat:
         if pack:
             self.codes.ranges.update(self._integer_ranges(df))
         if cache:
-            # A larger segment's flat table goes to disk: held in the heap's storage memory, it left the layouts'
+            # A large flat table goes to disk: held in the heap's storage memory, it left the layouts'
             # aggregations too little execution memory (SSB SF 10, one 60M-row segment, 4 GiB driver:
             # AGGREGATE_OUT_OF_MEMORY); read back from disk it still spares recomputing the joins.
-            small = self.reads.estimated_rows is not None and self.reads.estimated_rows <= ctx.small_segment_rows
-            level = StorageLevel.MEMORY_AND_DISK if small else StorageLevel.DISK_ONLY
+            estimate = self.reads.estimated_rows
+            held = estimate is not None and estimate <= MEMORY_CACHE_ROWS
+            level = StorageLevel.MEMORY_AND_DISK if held else StorageLevel.DISK_ONLY
             df = self._cached = df.persist(level)
         inputs = sorted(self.bitmap_inputs.items())
         named = {c.id: c.name for c in model.all_named_columns} | {m.id: m.name for m in model.all_measures}
