@@ -180,8 +180,9 @@ class QueryService:
         parameters: Sequence[Any] | Mapping[str, Any] | None = None,
         options: RunOptions = RunOptions(),
     ) -> QueryResult:
-        """`run`, waiting for the answer (for a caller already on its own thread)."""
-        return self.run(principal, statement, parameters, options).result()
+        """The answer, run in the caller's thread (`run_here`: for a caller already on its own thread, the
+        embedded DB-API's)."""
+        return self.run_here(principal, statement, parameters, options).result()
 
     def _run(self, handle: Handle, session: Session | CachedSession, options: RunOptions) -> None:
         future = handle.future
