@@ -12,9 +12,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from precube.query.bounds import UNBOUNDED, ResultBounds, Window
 from precube.query.cancel import Cancellation
 from precube.query.duckdb_engine import SMALL_RESULT_ROWS, SMALL_SCAN_ROWS, DuckDBEngine
-from precube.query.errors import QueryCancelledError, QueryError, QueryTimeoutError
+from precube.query.errors import QueryCancelledError, QueryError, QueryTimeoutError, ResultTooLargeError
 from precube.query.rewrite import LayoutScan
 from precube.storage.paths import layout_path
 
@@ -125,8 +126,8 @@ def test_layout_held_sorted_with_few_valued_strings_coded(tmp_path: Path) -> Non
 def test_small_statements_run_on_one_thread_others_on_all(tmp_path: Path) -> None:
     engine, scan = _layout(tmp_path)
 
-    def threads_after(layout: LayoutScan) -> int:
-        counted = engine.execute(f'SELECT count(*) n FROM "{layout.name}"', [layout], [])
+    def threads_after(layout: LayoutScan) -> int:  # LIKE: a statement DuckDB runs, not `direct`
+        counted = engine.execute(f'SELECT count(*) n FROM "{layout.name}" WHERE "3" LIKE \'u%\'', [layout], [])
         assert counted.to_pylist() == [{"n": scan.rows}]
         return int(engine.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
 
@@ -255,5 +256,38 @@ def test_prepared_statements_go_when_a_relation_they_read_is_swapped(tmp_path: P
         assert engine.execute(sql, [scan], []).equals(first)  # prepared anew, over the table
         assert len(prepared[0].statements) == 0
         assert engine.execute(sql, [scan], []).equals(first) and len(prepared[0].statements) == 1
+    finally:
+        engine.close()
+
+
+def test_a_held_layout_answers_simple_statements_from_its_columns(tmp_path: Path) -> None:
+    """Held, a layout is also numpy columns (`direct`) that answer a simple statement as DuckDB does, within the
+    window and bounds asked for; evicted, they go with it."""
+    engine, scan = _layout(tmp_path)
+    engine.memory.budget = 0  # the loader holds nothing by itself
+    sql = (
+        f'SELECT layout."1" AS v, CAST(SUM(layout."100001") AS BIGINT) AS s FROM {scan.name} AS layout '
+        'WHERE layout."2" BETWEEN 3 AND 40 GROUP BY layout."1" ORDER BY v NULLS FIRST'
+    )
+    try:
+        from_files = engine.execute(sql, [scan], [])  # a view over the files: DuckDB answers
+        assert engine.direct.layout(scan.name) is None
+        assert engine.hold(scan)
+        layout = engine.direct.layout(scan.name)
+        assert (
+            layout is not None and layout.rows == scan.rows and layout.sorted_by == ("1", "2")[: len(layout.sorted_by)]
+        )
+        assert engine.direct.program(sql, layout) is not None  # the form taken: answered from the columns
+        found = engine.execute(sql, [scan], [])
+        assert found.schema == from_files.schema and found.equals(from_files)
+        assert engine.execute(sql, [scan], [], window=Window(1, 2)).equals(from_files.slice(1, 3))  # and the probe
+        engine.bounds = ResultBounds(2, 1 << 30)
+        with pytest.raises(ResultTooLargeError):
+            engine.execute(sql, [scan], [])
+        engine.bounds = UNBOUNDED
+        with engine._lock:
+            engine._unhold(engine._db, engine.con, scan.name)  # evicted: the columns go too
+        assert engine.direct.layout(scan.name) is None
+        assert engine.execute(sql, [scan], []).equals(from_files)
     finally:
         engine.close()

@@ -36,6 +36,7 @@ from precube.metadata.csv_options import CsvOptions
 from precube.query import arrow_rows
 from precube.query.bounds import UNBOUNDED, WHOLE, ResultBounds, Window
 from precube.query.cancel import CANCELLED, Cancellation, allowed, timeout_error
+from precube.query.direct import DeclinedError, DirectAnswers, direct_layout
 from precube.query.duckdb_connections import Connections, Cursor
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryCancelledError, QueryError
@@ -57,6 +58,7 @@ SMALL_SCAN_ROWS = 2_000_000
 ENUM_MAX_VALUES = 65_536  # a string column with at most this many distinct values is held as an ENUM
 ENUM_SCREEN_ROWS = 200_000
 CONNECTIONS = 4  # statements one engine runs at once unless told otherwise (a server: `[query] max_running`)
+DIRECT_MAX_ROWS = 10_000_000  # a held layout of at most this many rows is also held as numpy columns (`direct`)
 
 
 T = TypeVar("T")
@@ -184,6 +186,7 @@ class DuckDBEngine:
         self._loader: threading.Thread | None = None
         self._failed: set[str] = set()  # relations whose copy failed: read from their files for good
         self._holding: Cursor | None = None  # the cursor a copy runs on
+        self.direct = DirectAnswers()  # held layouts' columns, answering statements of a simple form (`direct`)
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -233,6 +236,7 @@ class DuckDBEngine:
                 self._retired.append(self._db)
                 self._db.connections.close()
                 self._db = _Database(Connections(self._connect(), self._size))
+                self.direct.clear()
             return self._db
 
     def close(self) -> None:
@@ -317,6 +321,7 @@ class DuckDBEngine:
                 con.execute("COMMIT")
                 db.changed()  # statements prepared over the view go
                 db.layouts[scan.name] = self.memory.size(scan.name)
+            self._hold_direct(db, con, scan)
             return True
         finally:
             self._holding = None
@@ -325,8 +330,25 @@ class DuckDBEngine:
             with contextlib.suppress(duckdb.Error):
                 con.execute(f'DROP TABLE IF EXISTS "{staged}"')
 
+    def _hold_direct(self, db: _Database, con: duckdb.DuckDBPyConnection, scan: LayoutScan | SnapshotScan) -> None:
+        """Also hold a layout just held, if small enough, as numpy columns that answer simple statements
+        without DuckDB (`direct`); its bytes count against the budget with the layout's."""
+        if not isinstance(scan, LayoutScan) or scan.rows > DIRECT_MAX_ROWS:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # DuckDB's note on the copy an Arrow export of a result makes
+            table = con.execute(f'SELECT * FROM "{scan.name}"').to_arrow_table()
+        layout = direct_layout(scan.name, table, scan.sort_by)
+        if layout is None:
+            return
+        with self._lock:
+            if db is self._db and db.layouts.get(scan.name):
+                self.direct.add(layout)
+                db.layouts[scan.name] += layout.nbytes
+
     def _unhold(self, db: _Database, con: duckdb.DuckDBPyConnection, name: str) -> None:
         """Replace a held relation no statement reads by its view again (under the engine's lock)."""
+        self.direct.drop(name)
         con.execute("BEGIN")
         con.execute(f'DROP TABLE IF EXISTS "{name}"')
         con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {db.scans[name][1]}')
@@ -479,7 +501,10 @@ class DuckDBEngine:
         """Run `sql` over the layouts and sources it reads, on a cursor of its own (statements of other threads
         run beside it); at the statement's deadline (`cancel`'s, else `timeout_s` from now) it is interrupted (a
         QueryTimeoutError), as on `cancel` (a QueryCancelledError); any other failure is a one-line QueryError.
-        Only `window`'s rows are fetched (and the one past them: `Window.cut`)."""
+        Only `window`'s rows are fetched (and the one past them: `Window.cut`). A statement of a simple form over
+        one layout held as numpy columns is answered from them (`direct`)."""
+        if len(scans) == 1 and not sources and (answer := self._direct(sql, scans[0], cancel, window)) is not None:
+            return answer
         with mapped_errors(self.name):
             db, cursor = self._cursor(sources)
             try:
@@ -491,6 +516,27 @@ class DuckDBEngine:
                 )
             finally:
                 db.connections.give_back(cursor)
+
+    def _direct(
+        self, sql: str, scan: LayoutScan | SnapshotScan, cancel: Cancellation | None, window: Window
+    ) -> pa.Table | None:
+        """The statement's answer from the layout's numpy columns, or None (not held so, or a form declined)."""
+        layout = self.direct.layout(scan.name)
+        program = None if layout is None else self.direct.program(sql, layout)
+        if layout is None or program is None:
+            return None
+        if cancel is not None:
+            cancel.check()
+        started = time.perf_counter()
+        try:
+            table = program.run(layout)
+        except DeclinedError:
+            self.direct.decline(sql)
+            return None
+        fetched = table.slice(window.offset, window.rows(self.bounds))
+        window.bounds(self.bounds).check(fetched.num_rows, fetched.nbytes)
+        self._read([scan.name], time.perf_counter() - started, [True])
+        return fetched
 
     def _cursor(self, sources: Sequence[Table]) -> tuple[_Database, Cursor]:
         """A cursor of the database to run a statement over `sources` on (`_reopened`), and that database."""

@@ -1,0 +1,191 @@
+"""Direct answers (`query.direct`): statements of the simple form over a held layout's numpy columns answer
+exactly as DuckDB answers the same text over the same rows — values, order, NULLs and Arrow types — and every
+other form is declined (DuckDB runs it). Random statements over a layout with NULLs, negative numbers, coded
+and plain strings are the main check; the oracle is DuckDB's own answer through the engine's fetch."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from precube.query.direct import DirectLayout, compile_statement, direct_layout
+from precube.query.duckdb_engine import DuckDBEngine
+
+NAME = "layout_1_test"
+SORT_BY = ("1", "2", "3", "4")
+STRINGS = ["", "a", "b'q", "MFGR#12", "MFGR#2", "é", "z"]
+ROWS = """SELECT
+    (['ASIA', 'AMERICA', 'EUROPE', 'AFRICA'])[1 + i % 4]::ENUM('AFRICA', 'AMERICA', 'ASIA', 'EUROPE') AS "1",
+    ((i * 7) % 23 - 3)::integer AS "2",
+    CASE WHEN i % 13 = 0 THEN NULL ELSE (['', 'a', 'b''q', 'MFGR#12', 'MFGR#2', 'é', 'z'])[1 + i % 7] END AS "3",
+    CASE WHEN i % 17 = 0 THEN NULL ELSE (i * 31 % 11)::bigint - 5 END AS "4",
+    CASE WHEN i % 19 = 0 THEN NULL ELSE (i * 7919 % 100003)::bigint - 50000 END AS "100001",
+    (i % 1000)::integer AS "100002",
+    CASE WHEN i < 4000 THEN NULL ELSE i::bigint END AS "100003"
+FROM range(5000) t(i)
+ORDER BY "1" NULLS FIRST, "2" NULLS FIRST, "3" NULLS FIRST, "4" NULLS FIRST"""
+DIMENSIONS = ["1", "2", "3", "4"]
+MEASURES = ["100001", "100002", "100003"]
+TEXT = {"1", "3"}
+
+
+@pytest.fixture(scope="module")
+def held(tmp_path_factory: pytest.TempPathFactory) -> tuple[DuckDBEngine, DirectLayout]:
+    engine = DuckDBEngine(str(tmp_path_factory.mktemp("direct")), "p")
+    engine.con.execute(f'CREATE TABLE "{NAME}" AS {ROWS}')
+    table = engine.con.sql(f'SELECT * FROM "{NAME}"').to_arrow_table()
+    layout = direct_layout(NAME, table, SORT_BY)
+    assert layout is not None
+    yield engine, layout
+    engine.close()
+
+
+def _check(engine: DuckDBEngine, layout: DirectLayout, sql: str) -> bool:
+    """Whether `sql` was compiled; if so, its answer equals DuckDB's."""
+    from precube.query.direct import DeclinedError
+
+    try:
+        program = compile_statement(sql, layout)
+    except DeclinedError:
+        return False
+    found = program.run(layout)
+    expected = engine._fetch(engine.con, sql)
+    assert found.schema == expected.schema, sql
+    assert found.to_pylist() == expected.to_pylist(), sql
+    return True
+
+
+def test_sort_prefix_is_the_leading_columns_without_nulls(held: tuple[DuckDBEngine, DirectLayout]) -> None:
+    _, layout = held
+    assert layout.sorted_by == ("1", "2")  # "3" has NULLs: no binary search on it
+    assert layout.columns["1"].words == ["AFRICA", "AMERICA", "ASIA", "EUROPE"]
+
+
+FIXED = [
+    'SELECT CAST(SUM(layout."100001") AS BIGINT) AS s FROM layout_1_test AS layout',
+    'SELECT CAST(SUM(layout."100003") AS BIGINT) AS s, COUNT(*) AS n FROM layout_1_test AS layout WHERE layout."2" < 0',
+    'SELECT CAST(SUM("100001") AS BIGINT) AS s FROM layout_1_test WHERE "1" = \'ASIA\' AND "2" BETWEEN 3 AND 5',
+    'SELECT CAST(SUM("100001") AS BIGINT) AS s FROM layout_1_test WHERE "1" = \'nowhere\'',
+    'SELECT "3" AS c, COUNT("4") AS n, MIN("4") AS lo, MAX("3") AS hi FROM layout_1_test GROUP BY "3" '
+    "ORDER BY c NULLS FIRST",
+    'SELECT "4", "3", CAST(SUM("100001") AS BIGINT) - CAST(SUM("100002") AS BIGINT) AS p FROM layout_1_test '
+    'GROUP BY "4", "3" ORDER BY "4" DESC NULLS LAST, "3" NULLS FIRST LIMIT 7 OFFSET 3',
+    'SELECT "2" AS y FROM layout_1_test WHERE ("1" = \'ASIA\' OR "1" = \'EUROPE\') AND "2" IN (1, 2, 19) '
+    'GROUP BY "2" ORDER BY y',
+    'SELECT "1" AS r, CAST(SUM("100003") AS BIGINT) AS s FROM layout_1_test WHERE NOT ("3" <> \'a\') '
+    'GROUP BY "1" ORDER BY s DESC, r',
+    'SELECT "3" AS c, COUNT(*) AS n FROM layout_1_test WHERE "3" IS NULL OR "4" IS NOT NULL AND "4" > -2 '
+    'GROUP BY "3" ORDER BY c NULLS LAST',
+    'SELECT COUNT(*) AS n FROM layout_1_test WHERE "2" > 100',  # nothing: one row, 0
+    'SELECT "1" AS r, COUNT(*) AS n FROM layout_1_test WHERE "2" > 100 GROUP BY "1"',  # nothing: no rows
+    'SELECT MIN("100003") AS lo, CAST(SUM("100003") AS BIGINT) AS s FROM layout_1_test WHERE "2" = 0',
+]
+
+
+@pytest.mark.parametrize("sql", FIXED)
+def test_fixed_statements_answer_as_duckdb(held: tuple[DuckDBEngine, DirectLayout], sql: str) -> None:
+    engine, layout = held
+    assert _check(engine, layout, sql), "declined"
+
+
+DECLINED = [
+    'SELECT SUM("100001") AS s FROM layout_1_test',  # a HUGEINT: DuckDB's type, not taken
+    "SELECT COUNT(*) FROM layout_1_test",  # no name: DuckDB names it after its text
+    'SELECT COUNT(DISTINCT "3") AS n FROM layout_1_test',
+    'SELECT "1" AS r, COUNT(*) AS n FROM layout_1_test GROUP BY "1" HAVING COUNT(*) > 3',
+    'SELECT DISTINCT "1" AS r FROM layout_1_test',
+    'SELECT "1" AS r FROM layout_1_test',  # no aggregation
+    "SELECT COUNT(*) AS n FROM layout_1_test WHERE \"2\" = '3'",  # a string compared with an integer
+    "SELECT COUNT(*) AS n FROM layout_1_test WHERE \"3\" LIKE 'a%'",
+    'SELECT COUNT(*) AS n FROM layout_1_test WHERE "2" = 2.5',
+    'SELECT COUNT(*) AS n FROM layout_1_test a JOIN layout_1_test b ON a."2" = b."2"',
+    "SELECT COUNT(*) AS n FROM other_table",
+    'SELECT "2" + 1 AS y, COUNT(*) AS n FROM layout_1_test GROUP BY "2"',  # INTEGER arithmetic
+    'SELECT COUNT(*) AS n FROM layout_1_test WHERE "2" IN (1, NULL)',
+]
+
+
+@pytest.mark.parametrize("sql", DECLINED)
+def test_other_forms_are_declined(held: tuple[DuckDBEngine, DirectLayout], sql: str) -> None:
+    engine, layout = held
+    assert not _check(engine, layout, sql)
+    engine._fetch(engine.con, sql.replace("other_table", NAME))  # DuckDB answers it (a valid statement)
+
+
+def _literal(rng: random.Random, column: str) -> str:
+    if rng.random() < 0.05:
+        return "NULL"
+    if column in TEXT:
+        word = rng.choice([*STRINGS, "ASIA", "EUROPE", "AMERICA", "ANTARCTICA", "A", "zz"])
+        return "'" + word.replace("'", "''") + "'"
+    return str(rng.randint(-8, 22))
+
+
+def _predicate(rng: random.Random, depth: int = 0) -> str:
+    if depth < 2 and rng.random() < 0.35:
+        joiner = rng.choice([" AND ", " OR "])
+        return "(" + joiner.join(_predicate(rng, depth + 1) for _ in range(rng.randint(2, 3))) + ")"
+    if depth < 2 and rng.random() < 0.1:
+        return f"NOT ({_predicate(rng, depth + 1)})"
+    column = rng.choice(DIMENSIONS + MEASURES)
+    ref = f'layout."{column}"'
+    kind = rng.random()
+    if kind < 0.45:
+        op = rng.choice(["=", "<>", "<", "<=", ">", ">="])
+        return f"{ref} {op} {_literal(rng, column)}" if rng.random() < 0.8 else f"{_literal(rng, column)} {op} {ref}"
+    if kind < 0.6:
+        return f"{ref} BETWEEN {_literal(rng, column)} AND {_literal(rng, column)}"
+    if kind < 0.85:
+        values = {_literal(rng, column) for _ in range(rng.randint(1, 4))} - {"NULL"}
+        return f"{ref} IN ({', '.join(sorted(values)) or _literal(rng, column).replace('NULL', '1')})"
+    return f"{ref} IS {rng.choice(['', 'NOT '])}NULL"
+
+
+def _aggregate(rng: random.Random) -> str:
+    kind = rng.random()
+    measure = rng.choice(MEASURES)
+    if kind < 0.35:
+        return f'CAST(SUM(layout."{measure}") AS BIGINT)'
+    if kind < 0.5:
+        return "COUNT(*)"
+    if kind < 0.6:
+        return f'COUNT(layout."{rng.choice(DIMENSIONS + MEASURES)}")'
+    if kind < 0.8:
+        return f'{rng.choice(["MIN", "MAX"])}(layout."{rng.choice(DIMENSIONS + MEASURES)}")'
+    other = rng.choice(MEASURES)
+    return f'CAST(SUM(layout."{measure}") AS BIGINT) {rng.choice("+-")} CAST(SUM(layout."{other}") AS BIGINT)'
+
+
+def _statement(rng: random.Random) -> str:
+    keys = rng.sample(DIMENSIONS, rng.randint(0, 3))
+    outputs = [(f'layout."{k}"', f"k{i}") for i, k in enumerate(keys)]
+    outputs += [(_aggregate(rng), f"a{i}") for i in range(rng.randint(1 if not keys else 0, 3))]
+    rng.shuffle(outputs)
+    sql = "SELECT " + ", ".join(f"{e} AS {n}" for e, n in outputs) + f" FROM {NAME} AS layout"
+    if rng.random() < 0.8:
+        sql += " WHERE " + " AND ".join(_predicate(rng) for _ in range(rng.randint(1, 3)))
+    if keys:
+        sql += " GROUP BY " + ", ".join(f'layout."{k}"' for k in keys)
+    names = [n for _, n in outputs]
+    rng.shuffle(names)  # every output in the order: ties are equal rows, so both engines agree on the order
+    order = [f"{n} {rng.choice(['', 'ASC', 'DESC'])} {rng.choice(['', 'NULLS FIRST', 'NULLS LAST'])}" for n in names]
+    sql += " ORDER BY " + ", ".join(order)
+    if rng.random() < 0.3:
+        sql += f" LIMIT {rng.randint(0, 12)}" + (f" OFFSET {rng.randint(1, 5)}" if rng.random() < 0.5 else "")
+    return sql
+
+
+def test_random_statements_answer_as_duckdb(held: tuple[DuckDBEngine, DirectLayout]) -> None:
+    engine, layout = held
+    rng = random.Random(20261128)
+    statements = [_statement(rng) for _ in range(400)]
+    taken = sum(_check(engine, layout, sql) for sql in statements)
+    assert taken >= 0.9 * len(statements)  # the form is the common one: nearly all are taken, not declined
+
+
+def test_a_layout_of_other_types_is_not_held_so(tmp_path: Path) -> None:
+    table = pa.table({"1": pa.array([1.5, 2.5]), "100001": pa.array([1, 2])})
+    assert direct_layout("layout_2_x", table, ("1",)) is None
