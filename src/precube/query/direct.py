@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -105,6 +104,8 @@ def direct_layout(name: str, table: pa.Table, sort_by: Iterable[str]) -> DirectL
 
 
 def _column(chunked: pa.ChunkedArray) -> Column | None:
+    import pyarrow.compute as pc  # on the loader's thread: not on a process's first statement
+
     kind = chunked.type
     coded = pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type)
     if coded:
