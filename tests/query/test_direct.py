@@ -11,7 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from precube.query.direct import DirectLayout, compile_statement, direct_layout
+from precube.query import direct
+from precube.query.direct import DeclinedError, DirectLayout, compile_statement, direct_layout
 from precube.query.duckdb_engine import DuckDBEngine
 
 NAME = "layout_1_test"
@@ -45,8 +46,6 @@ def held(tmp_path_factory: pytest.TempPathFactory) -> tuple[DuckDBEngine, Direct
 
 def _check(engine: DuckDBEngine, layout: DirectLayout, sql: str) -> bool:
     """Whether `sql` was compiled; if so, its answer equals DuckDB's."""
-    from precube.query.direct import DeclinedError
-
     try:
         program = compile_statement(sql, layout)
     except DeclinedError:
@@ -189,3 +188,16 @@ def test_random_statements_answer_as_duckdb(held: tuple[DuckDBEngine, DirectLayo
 def test_a_layout_of_other_types_is_not_held_so(tmp_path: Path) -> None:
     table = pa.table({"1": pa.array([1.5, 2.5]), "100001": pa.array([1, 2])})
     assert direct_layout("layout_2_x", table, ("1",)) is None
+
+
+def test_a_scan_past_the_bound_is_declined(
+    held: tuple[DuckDBEngine, DirectLayout], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More rows to read than `SCAN_MAX_ROWS`, after the sort key narrowed them: DuckDB's statement."""
+    engine, layout = held
+    monkeypatch.setattr(direct, "SCAN_MAX_ROWS", 1000)
+    narrow = 'SELECT COUNT(*) AS n FROM layout_1_test WHERE "1" = \'ASIA\' AND "2" = 4'  # ~54 rows
+    wide = 'SELECT COUNT(*) AS n FROM layout_1_test WHERE "2" = 4'  # ~220 rows, but all 5,000 read
+    assert _check(engine, layout, narrow)
+    with pytest.raises(DeclinedError):
+        compile_statement(wide, layout).run(layout)

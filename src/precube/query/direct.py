@@ -42,6 +42,9 @@ from sqlglot.errors import SqlglotError
 
 INT64_MAX = 2**63 - 1
 PROGRAMS = 1024  # compiled statements kept (least recently run dropped beyond)
+# A statement reading more rows than this (after the sort key narrowed them) is DuckDB's: its transient arrays
+# (~80 bytes a row at most) stay bounded, and a large scan gains from DuckDB's threads more than it loses to planning
+SCAN_MAX_ROWS = 2_000_000
 MAX_SLICES = 256  # ranges of rows the sort key may narrow a scan to; past it the scan reads the whole range
 INT64_MIN = -(2**63)
 _INTS = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64}
@@ -509,6 +512,8 @@ class Program:
 
     def run(self, layout: DirectLayout) -> pa.Table:
         rows = _narrowed(layout, self.narrowings)
+        if (layout.rows if rows is None else len(rows)) > SCAN_MAX_ROWS:
+            raise DeclinedError("too many rows to read")
         values, valid = {}, {}
         for name in self.reads:
             column = layout.columns[name]
@@ -617,8 +622,9 @@ def _narrowed(layout: DirectLayout, narrowings: list[Narrowing]) -> np.ndarray |
         slices, narrowed = found, True
         if any(lo != hi for lo, hi in ranges):
             break  # within a range of this column's values the next column is not sorted
-    if not narrowed or sum(b - a for a, b in slices) > layout.rows // 2:
-        return None
+    read = sum(b - a for a, b in slices)
+    if not narrowed or (read > layout.rows // 2 and layout.rows <= SCAN_MAX_ROWS):
+        return None  # reading every row costs less than gathering most of them
     if not slices:
         return np.zeros(0, dtype=np.int64)
     return np.concatenate([np.arange(a, b) for a, b in slices])
