@@ -7,6 +7,8 @@ Set-up as `bench/ssb.py` (reused when `--home` holds it): SSB at the scale, the 
 recommended for the 13 queries, built as one segment. The server runs as a child process (`precube serve
 --no-jobs`, as an operator starts it) so that it and this load generator do not share one GIL. Measured:
 
+- first, `--warmup` seconds of the load (b) below, so that the server's loader holds what the reads earn (a
+  warm server's steady state; a layout of nearly the fact's rows is held only after it saved several copies);
 - overhead: per query, the median of `--repeat` HTTP answers with the result cache off (Kylin's
   `backdoorToggles` DEBUG_TOGGLE_DISABLE_QUERY_CACHE) minus the median of `Session.sql` in this process;
 - (a) result-cache hits and (b) warm layout answers with the cache off: throughput and p50/p99 latency at
@@ -357,6 +359,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=50, help="timed runs per query for the overhead")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each load run")
     parser.add_argument(
+        "--warmup", type=float, default=45.0, help="seconds of load (b) before the warm measures (the loader holds)"
+    )
+    parser.add_argument(
         "--settle", type=float, default=10.0, help="seconds after the 13 first queries before the memory is read"
     )
     parser.add_argument("--no-build", action="store_true", help="skip (c), the queries during a build")
@@ -409,6 +414,9 @@ def main() -> None:
         with server.client() as client:
             for sql in queries:  # the answers of a warm server: its loader holds what the reads earn
                 _post(client, sql, cache=False)
+        # the load (b) measures, until the loader holds what its reads earn (a layout of nearly the fact's rows
+        # must save several times its copy first: SF 1's two largest, after ~300 reads each)
+        report["warmup"] = asyncio.run(_load(server.url, queries, False, 8, args.warmup))
         time.sleep(args.settle)
         with (
             Session(store, PROJECT, settings.warehouse_root, settings=settings.query) as session,

@@ -163,7 +163,7 @@ def test_holding_is_earned_and_a_near_fact_layout_must_earn_more() -> None:
     for name in ("small", "base", "other"):
         memory.offer(name)  # warming: enough for all but the near-fact ones
     assert memory.wanted(set()) == ["small"]
-    memory.read(["base"] * 30, 0.5, [False] * 30)  # 30 reads x 0.375 s saved: more than 4 x its 2 s copy
+    memory.read(["base"] * 30, 0.5, [False] * 30)  # 30 reads x 0.375 s saved: more than 4 x its 1 s copy
     assert set(memory.wanted(set())) == {"small", "base"}
     memory.budget = held_bytes(10_000_000)  # room for one: the best value per byte
     assert memory.wanted(set()) == ["base"]
