@@ -41,12 +41,12 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
 PROGRAMS = 1024  # compiled statements kept (least recently run dropped beyond)
 # A statement reading more rows than this (after the sort key narrowed them) is DuckDB's: its transient arrays
 # (~80 bytes a row at most) stay bounded, and a large scan gains from DuckDB's threads more than it loses to planning
 SCAN_MAX_ROWS = 2_000_000
 MAX_SLICES = 256  # ranges of rows the sort key may narrow a scan to; past it the scan reads the whole range
-INT64_MIN = -(2**63)
 _INTS = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64}
 Masks = tuple[np.ndarray, np.ndarray | None]  # (true, false) of a predicate; false None: it is never unknown
 
@@ -102,8 +102,20 @@ def direct_layout(name: str, table: pa.Table, sort_by: Iterable[str]) -> DirectL
         prefix.append(name_)
     while prefix and not _sorted([columns[c].values for c in prefix]):
         prefix.pop()  # the rows are sorted by the layout's dimensions; checked, not assumed
-    size = sum(c.values.nbytes + (c.valid.nbytes if c.valid is not None else 0) for c in columns.values())
+    size = sum(_bytes(c) for c in columns.values())
     return DirectLayout(name, table.num_rows, columns, tuple(prefix), size)
+
+
+def _bytes(column: Column) -> int:
+    """What a column holds: its arrays, and a string column's values (as Arrow, and as Python strings: ~50 bytes
+    each besides their text)."""
+    size = column.values.nbytes + (column.valid.nbytes if column.valid is not None else 0)
+    if column.dictionary is not None:
+        size += 2 * column.dictionary.nbytes + PY_STRING_BYTES * len(column.dictionary)
+    return size
+
+
+PY_STRING_BYTES = 50
 
 
 def _column(chunked: pa.ChunkedArray) -> Column | None:
@@ -755,7 +767,8 @@ class DirectAnswers:
     def __init__(self, capacity: int = PROGRAMS) -> None:
         self.capacity = capacity
         self._layouts: dict[str, DirectLayout] = {}
-        self._programs: OrderedDict[str, Program | None] = OrderedDict()  # text → program (None: declined)
+        # text → the layout it was compiled over and its program (None: declined)
+        self._programs: OrderedDict[str, tuple[DirectLayout | None, Program | None]] = OrderedDict()
         self._lock = threading.Lock()
 
     def add(self, layout: DirectLayout) -> None:
@@ -774,24 +787,26 @@ class DirectAnswers:
         return self._layouts.get(name)
 
     def program(self, sql: str, layout: DirectLayout) -> Program | None:
-        """The statement compiled over `layout` (None: declined); compiled once per text."""
+        """The statement compiled over `layout` (None: declined); compiled once per text and held copy (a text
+        names one layout's rows, but a copy held again is compiled over again: its codes are its own)."""
         with self._lock:
-            if sql in self._programs:
+            found = self._programs.get(sql)
+            if found is not None and (found[0] is layout or found[1] is None):
                 self._programs.move_to_end(sql)
-                return self._programs[sql]
+                return found[1]
         try:
-            found: Program | None = compile_statement(sql, layout)
+            program: Program | None = compile_statement(sql, layout)
         except DeclinedError:
-            found = None
-        self._keep(sql, found)
-        return found
+            program = None
+        self._keep(sql, layout, program)
+        return program
 
     def decline(self, sql: str) -> None:
         """Run `sql` on DuckDB from now on (its program declined it while running)."""
-        self._keep(sql, None)
+        self._keep(sql, None, None)
 
-    def _keep(self, sql: str, program: Program | None) -> None:
+    def _keep(self, sql: str, layout: DirectLayout | None, program: Program | None) -> None:
         with self._lock:
-            self._programs[sql] = program
+            self._programs[sql] = (layout, program)
             while len(self._programs) > self.capacity:
                 self._programs.popitem(last=False)
