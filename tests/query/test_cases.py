@@ -52,6 +52,9 @@ def test_case(path: Path, query_model: QueryModel, session: Session, oracle: Ora
         strict = session.sql(case.sql, pushdown=False)
         assert strict.pushdown is False
         assert_same(case, expected, strict.table)
+        for scan in result.plan.scans if result.plan is not None else []:
+            assert session.duckdb.hold(scan)  # held: answered from DuckDB's copy, or its numpy columns (`direct`)
+        assert_same(case, expected, session.sql(case.sql).table)
     else:
         assert result.pushdown is True, f"{case.name} was answered from layouts {result.layout_ids}\n{case.sql}"
         assert result.layout_ids == [] and result.segments == []

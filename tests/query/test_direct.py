@@ -14,7 +14,16 @@ import pytest
 from precube.query import direct
 from precube.query.direct import DeclinedError, DirectLayout, compile_statement, direct_layout
 from precube.query.duckdb_engine import DuckDBEngine
+from precube.query.session import Session
+from precube.service.admission import Limits
+from precube.service.principal import Principal
+from precube.service.queries import QueryService, RunOptions
+from precube.service.sessions import Sessions
+from precube.settings import QuerySettings
+from tests.query.conftest import QueryModel
+from tests.query.oracle import Oracle, assert_same, load_case
 
+CASES = Path(__file__).parent / "cases"
 NAME = "layout_1_test"
 SORT_BY = ("1", "2", "3", "4")
 STRINGS = ["", "a", "b'q", "MFGR#12", "MFGR#2", "é", "z"]
@@ -185,9 +194,16 @@ def test_random_statements_answer_as_duckdb(held: tuple[DuckDBEngine, DirectLayo
     assert taken >= 0.9 * len(statements)  # the form is the common one: nearly all are taken, not declined
 
 
-def test_a_layout_of_other_types_is_not_held_so(tmp_path: Path) -> None:
-    table = pa.table({"1": pa.array([1.5, 2.5]), "100001": pa.array([1, 2])})
-    assert direct_layout("layout_2_x", table, ("1",)) is None
+def test_columns_of_other_types_are_left_to_duckdb() -> None:
+    table = pa.table({"1": pa.array([1.5, 2.5]), "2": pa.array([1, 2], pa.int32()), "100001": pa.array([1, 2])})
+    layout = direct_layout("layout_2_x", table, ("1", "2"))
+    assert layout is not None and set(layout.columns) == {"2", "100001"} and layout.sorted_by == ()
+    with pytest.raises(DeclinedError):
+        compile_statement('SELECT "1" AS a, COUNT(*) AS n FROM layout_2_x GROUP BY "1"', layout)
+    assert compile_statement('SELECT "2" AS a, COUNT(*) AS n FROM layout_2_x GROUP BY "2"', layout).run(
+        layout
+    ).to_pylist() == [{"a": 1, "n": 1}, {"a": 2, "n": 1}]
+    assert direct_layout("layout_3_x", pa.table({"1": pa.array([1.5])}), ("1",)) is None
 
 
 def test_a_scan_past_the_bound_is_declined(
@@ -201,3 +217,30 @@ def test_a_scan_past_the_bound_is_declined(
     assert _check(engine, layout, narrow)
     with pytest.raises(DeclinedError):
         compile_statement(wide, layout).run(layout)
+
+
+@pytest.mark.spark
+def test_a_direct_answer_is_given_at_once_in_the_callers_thread(query_model: QueryModel, oracle: Oracle) -> None:
+    """The service's fast lane answers a statement planned before, over a layout held as numpy columns, in the
+    caller's thread (an event loop's), equal to the oracle; anything else goes to the executor."""
+    case = load_case(CASES / "ssb_q3_1.sql")
+    # the metadata's change counter read at most a minute before is current: the lane never asks the store
+    settings = QuerySettings(metadata_check_ms=60_000)
+    with Session(*query_model.session_args, history=None, settings=settings) as session:
+        service = QueryService(Sessions.of(session), None, Limits.of(session.settings))
+        principal = Principal("analyst", query_model.project, trusted=True)
+        try:
+            assert service.answer_from_memory(principal, case.sql) is None  # never planned
+            first = service.execute(principal, case.sql)  # planned (in this thread: `run_here`)
+            assert first.plan is not None
+            assert service.answer_from_memory(principal, case.sql) is None  # read from its files
+            for scan in first.plan.scans:
+                assert session.duckdb.hold(scan)
+            session.metadata.get(query_model.project)  # the counter read (a server's statements read it)
+            found = service.answer_from_memory(principal, case.sql)
+            assert found is not None and not service._executor._threads  # no executor thread was started
+            assert_same(case, oracle.run(case.sql), found.table)
+            assert service.answer_from_memory(principal, case.sql, RunOptions(engine="spark")) is None
+            assert service.answer_from_memory(principal, case.sql, RunOptions(force_pushdown=True)) is None
+        finally:
+            service.close()

@@ -46,6 +46,9 @@ PROGRAMS = 1024  # compiled statements kept (least recently run dropped beyond)
 # A statement reading more rows than this (after the sort key narrowed them) is DuckDB's: its transient arrays
 # (~80 bytes a row at most) stay bounded, and a large scan gains from DuckDB's threads more than it loses to planning
 SCAN_MAX_ROWS = 2_000_000
+# A statement reading at most this many rows may be answered in the caller's thread, an event loop's (a few ms
+# at most: `Session.answers_at_once`)
+AT_ONCE_ROWS = 200_000
 MAX_SLICES = 256  # ranges of rows the sort key may narrow a scan to; past it the scan reads the whole range
 _INTS = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64}
 Masks = tuple[np.ndarray, np.ndarray | None]  # (true, false) of a predicate; false None: it is never unknown
@@ -87,14 +90,15 @@ class DirectLayout:
 
 
 def direct_layout(name: str, table: pa.Table, sort_by: Iterable[str]) -> DirectLayout | None:
-    """The layout's columns from its held rows (None when a column has a type this module does not take: the
-    engine runs every statement over it on DuckDB)."""
+    """The layout's columns of the types this module takes from its held rows (a statement reading another is
+    DuckDB's); None when there are none."""
     columns: dict[str, Column] = {}
     for field_, chunked in zip(table.schema, table.columns, strict=True):
         column = _column(chunked)
-        if column is None:
-            return None
-        columns[field_.name] = column
+        if column is not None:
+            columns[field_.name] = column
+    if not columns:
+        return None
     prefix: list[str] = []
     for name_ in sort_by:
         if name_ not in columns or columns[name_].valid is not None:
@@ -521,6 +525,11 @@ class Program:
     order: list[Order] = field(default_factory=list)
     limit: int | None = None
     offset: int = 0
+
+    def rows_read(self, layout: DirectLayout) -> int:
+        """How many rows `run` reads (those the sort key narrows the scan to)."""
+        rows = _narrowed(layout, self.narrowings)
+        return layout.rows if rows is None else len(rows)
 
     def run(self, layout: DirectLayout) -> pa.Table:
         rows = _narrowed(layout, self.narrowings)

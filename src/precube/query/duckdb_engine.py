@@ -36,7 +36,7 @@ from precube.metadata.csv_options import CsvOptions
 from precube.query import arrow_rows
 from precube.query.bounds import UNBOUNDED, WHOLE, ResultBounds, Window
 from precube.query.cancel import CANCELLED, Cancellation, allowed, timeout_error
-from precube.query.direct import DeclinedError, DirectAnswers, direct_layout
+from precube.query.direct import AT_ONCE_ROWS, DeclinedError, DirectAnswers, direct_layout
 from precube.query.duckdb_connections import Connections, Cursor
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryCancelledError, QueryError
@@ -516,6 +516,13 @@ class DuckDBEngine:
                 )
             finally:
                 db.connections.give_back(cursor)
+
+    def answers_at_once(self, sql: str, scan: LayoutScan) -> bool:
+        """Whether `sql` over `scan` is answered from the layout's numpy columns reading at most `AT_ONCE_ROWS`
+        rows: a few milliseconds at most, no I/O, no wait."""
+        layout = self.direct.layout(scan.name)
+        program = None if layout is None else self.direct.program(sql, layout)
+        return layout is not None and program is not None and program.rows_read(layout) <= AT_ONCE_ROWS
 
     def _direct(
         self, sql: str, scan: LayoutScan | SnapshotScan, cancel: Cancellation | None, window: Window

@@ -238,29 +238,30 @@ class PlanCache:
         self.misses = 0
 
     def find(
-        self, key: tuple[object, ...], shape: Shape, metadata: ProjectMetadata, engine: Engine
+        self, key: tuple[object, ...], shape: Shape, metadata: ProjectMetadata, engine: Engine, count: bool = True
     ) -> tuple[Plan, str] | None:
-        """The cached plan and the engine's SQL for this statement, or None."""
+        """The cached plan and the engine's SQL for this statement, or None; `count`: in the hit and miss counts
+        (a look before running, which runs it again, is not)."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
         if entry is None or entry.metadata is not metadata or len(shape.params) <= max(entry.fixed, default=-1):
-            self.misses += 1
+            self.misses += count
             return None
         answer = entry.answers.get((engine.name, shape.params))
         if answer is None:
             template = entry.variants.get(entry.variant_key(shape.params))
             text = template.sql(engine, shape.params) if template is not None else None
             if template is None or text is None:
-                self.misses += 1
+                self.misses += count
                 return None
             answer = (template.plan, text)
             with self._lock:
                 entry.answers[(engine.name, shape.params)] = answer
                 if len(entry.answers) > STATEMENTS_PER_SHAPE:
                     del entry.answers[next(iter(entry.answers))]
-        self.hits += 1
+        self.hits += count
         return answer
 
     def store(

@@ -379,6 +379,43 @@ class Session:
             sql, shape, chosen, pushdown, force_pushdown, metadata, user, cancel, access, admit, window
         )
 
+    def answers_at_once(
+        self,
+        sql: str,
+        *,
+        engine: str | None = None,
+        pushdown: bool | None = None,
+        force_pushdown: bool = False,
+        access: str = "",
+    ) -> ProjectMetadata | None:
+        """The metadata to run `sql` on when its answer costs a few milliseconds at most, with no I/O or wait: a
+        plan already made (for `access`) reads one layout held as numpy columns, in a form `direct` runs, over
+        few rows (`DuckDBEngine.answers_at_once`), on metadata known current without asking the store; else None.
+        A caller that may not block long (an event loop) runs such a statement itself: `sql(…, metadata=…)`."""
+        if force_pushdown or (engine or self.engine) != DuckDBEngine.name or len(sql) > SHAPE_MEMO_CHARS:
+            return None
+        metadata = self.metadata.known(self.project)
+        if metadata is None or self.catalog.may_answer(sql):
+            return None
+        try:
+            shape = self.shape_of(sql)
+        except QueryError:
+            return None  # too long, or not text: `sql` reports it
+        found = (
+            None
+            if shape is None
+            else self.plans.find(
+                (shape.key, pushdown, force_pushdown, access), shape, metadata, self.duckdb, count=False
+            )
+        )
+        if found is None:
+            return None
+        plan, text = found
+        scans = plan.scans
+        if plan.sources or len(scans) != 1 or not isinstance(scans[0], LayoutScan):
+            return None
+        return metadata if self.duckdb.answers_at_once(text, scans[0]) else None
+
     def shape_of(self, sql: str) -> Shape | None:
         """The statement's token shape (the plan cache's and the result cache's key; None: it has none),
         after the size and text checks (`[query] max_statement_chars`): a failure is a one-line QueryError."""
