@@ -92,11 +92,20 @@ class DirectLayout:
 def direct_layout(name: str, table: pa.Table, sort_by: Iterable[str]) -> DirectLayout | None:
     """The layout's columns of the types this module takes from its held rows (a statement reading another is
     DuckDB's); None when there are none."""
+    named = ((f.name, c) for f, c in zip(table.schema, table.columns, strict=True))
+    return direct_columns(name, table.num_rows, named, sort_by)
+
+
+def direct_columns(
+    name: str, rows: int, exported: Iterable[tuple[str, pa.ChunkedArray]], sort_by: Iterable[str]
+) -> DirectLayout | None:
+    """`direct_layout` from its columns given one at a time (each may be freed before the next is read)."""
     columns: dict[str, Column] = {}
-    for field_, chunked in zip(table.schema, table.columns, strict=True):
+    for column_name, chunked in exported:
         column = _column(chunked)
         if column is not None:
-            columns[field_.name] = column
+            columns[column_name] = column
+    pa.default_memory_pool().release_unused()  # the exports' buffers: back to the system, not kept by the pool
     if not columns:
         return None
     prefix: list[str] = []
@@ -106,8 +115,7 @@ def direct_layout(name: str, table: pa.Table, sort_by: Iterable[str]) -> DirectL
         prefix.append(name_)
     while prefix and not _sorted([columns[c].values for c in prefix]):
         prefix.pop()  # the rows are sorted by the layout's dimensions; checked, not assumed
-    size = sum(_bytes(c) for c in columns.values())
-    return DirectLayout(name, table.num_rows, columns, tuple(prefix), size)
+    return DirectLayout(name, rows, columns, tuple(prefix), sum(map(_bytes, columns.values())))
 
 
 def _bytes(column: Column) -> int:
@@ -144,11 +152,11 @@ def _column(chunked: pa.ChunkedArray) -> Column | None:
         return None
     dictionary = dictionary.cast(pa.string())
     order = pc.array_sort_indices(dictionary)  # codes by rank: comparing codes compares the strings
-    rank = np.empty(len(dictionary), dtype=np.int64)
+    rank = _narrow(np.empty(len(dictionary), dtype=np.int64), 0, len(dictionary) - 1)
     rank[order.to_numpy()] = np.arange(len(dictionary))
-    codes = rank[np.asarray(pc.fill_null(indices, 0).to_numpy())] if len(array) else np.zeros(0, np.int64)
+    codes = rank[np.asarray(pc.fill_null(indices, 0).to_numpy())] if len(array) else rank[:0]
     words = dictionary.take(order)
-    return Column(_narrow(codes, 0, len(words) - 1), valid, pa.string(), 0, len(words) - 1, words.to_pylist(), words)
+    return Column(codes, valid, pa.string(), 0, len(words) - 1, words.to_pylist(), words)
 
 
 def _narrow(values: np.ndarray, low: int, high: int) -> np.ndarray:

@@ -21,7 +21,7 @@ import time
 import warnings
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,7 +36,7 @@ from precube.metadata.csv_options import CsvOptions
 from precube.query import arrow_rows
 from precube.query.bounds import UNBOUNDED, WHOLE, ResultBounds, Window
 from precube.query.cancel import CANCELLED, Cancellation, allowed, timeout_error
-from precube.query.direct import AT_ONCE_ROWS, DeclinedError, DirectAnswers, direct_layout
+from precube.query.direct import AT_ONCE_ROWS, DeclinedError, DirectAnswers, direct_columns
 from precube.query.duckdb_connections import Connections, Cursor
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryCancelledError, QueryError
@@ -335,10 +335,15 @@ class DuckDBEngine:
         without DuckDB (`direct`); its bytes count against the budget with the layout's."""
         if not isinstance(scan, LayoutScan) or scan.rows > DIRECT_MAX_ROWS:
             return
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # DuckDB's note on the copy an Arrow export of a result makes
-            table = con.execute(f'SELECT * FROM "{scan.name}"').to_arrow_table()
-        layout = direct_layout(scan.name, table, scan.sort_by)
+        names = [str(row[0]) for row in con.execute(f'DESCRIBE "{scan.name}"').fetchall()]
+
+        def exported() -> Iterator[tuple[str, pa.ChunkedArray]]:
+            # a column at a time, in the table's order (DuckDB keeps insertion order): a large layout's export is
+            # never whole in memory at once
+            for name in names:
+                yield name, con.sql(f'SELECT "{name}" FROM "{scan.name}"').to_arrow_table().column(0)
+
+        layout = direct_columns(scan.name, scan.rows, exported(), scan.sort_by)
         if layout is None:
             return
         with self._lock:

@@ -27,7 +27,8 @@ from precube.query.bounds import machine_memory
 
 HALF_LIFE_S = 600.0  # a read counts half after ten minutes
 HELD_SHARE = 0.25  # a held layout answers in about this share of its view's time (SSB at SF 0.05: 0.1-0.9)
-LOAD_S_PER_ROW = 1e-6  # a copy's cost, its numpy columns included (SF 1, unloaded: Q3.4's 3.3M rows in 1.8 s, Q4.3's 4.2M in 2.9 s)
+# a copy's cost, its numpy columns included (SF 1, unloaded: Q3.4's 3.3M rows in 1.4 s, Q4.3's 4.2M in 3.5 s)
+LOAD_S_PER_ROW = 1e-6
 NEAR_FACT_SHARE = 0.5  # of the model's largest layout's rows
 NEAR_FACT_PAYBACK = 4.0
 HELD_PER_PARQUET_BYTE = 4
