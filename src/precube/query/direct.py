@@ -533,14 +533,23 @@ class Program:
     order: list[Order] = field(default_factory=list)
     limit: int | None = None
     offset: int = 0
+    _read: tuple[DirectLayout, np.ndarray | None] | None = field(default=None, repr=False, compare=False)
 
     def rows_read(self, layout: DirectLayout) -> int:
         """How many rows `run` reads (those the sort key narrows the scan to)."""
-        rows = _narrowed(layout, self.narrowings)
+        rows = self._rows(layout)
         return layout.rows if rows is None else len(rows)
 
+    def _rows(self, layout: DirectLayout) -> np.ndarray | None:
+        """The rows the sort key narrows the scan to (None: all): fixed for a layout's copy, found once (a check
+        before running reads them too)."""
+        found = self._read
+        if found is None or found[0] is not layout:
+            found = self._read = (layout, _narrowed(layout, self.narrowings))
+        return found[1]
+
     def run(self, layout: DirectLayout) -> pa.Table:
-        rows = _narrowed(layout, self.narrowings)
+        rows = self._rows(layout)
         if (layout.rows if rows is None else len(rows)) > SCAN_MAX_ROWS:
             raise DeclinedError("too many rows to read")
         values, valid = {}, {}

@@ -18,10 +18,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import pyarrow as pa
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive
@@ -197,7 +198,7 @@ def _response(state: ServerState, project: str, result: QueryResult, accept: str
         return Response(_ipc(table), media_type=ARROW_TYPE, headers={ANSWER_HEADER: header})
     if table.num_rows <= ENCODE_ROWS:
         found["results"] = _results(table)
-        return JSONResponse(ok(found))
+        return Response(orjson.dumps(ok(found)), media_type=JSON_TYPE)  # JSONResponse's bytes, in a tenth the time
     return Response(_json_in_parts(found, table, deadline, state.settings.query.timeout_s), media_type=JSON_TYPE)
 
 
