@@ -321,7 +321,10 @@ class DuckDBEngine:
                 con.execute("COMMIT")
                 db.changed()  # statements prepared over the view go
                 db.layouts[scan.name] = self.memory.size(scan.name)
-            self._hold_direct(db, con, scan)
+            try:
+                self._hold_direct(db, con, scan)
+            except Exception as err:  # noqa: BLE001 (the numpy columns are an optimisation: DuckDB's copy answers)
+                LOG.warning("holding %s as numpy columns failed: %s", scan.name, err)
             return True
         finally:
             self._holding = None
