@@ -28,6 +28,7 @@ values or a range narrows the rows read to a few slices by binary search, as Duc
 from __future__ import annotations
 
 import bisect
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -40,6 +41,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+LOG = logging.getLogger(__name__)
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 PROGRAMS = 1024  # compiled statements kept (least recently run dropped beyond)
@@ -823,6 +825,9 @@ class DirectAnswers:
         try:
             program: Program | None = compile_statement(sql, layout)
         except DeclinedError:
+            program = None
+        except Exception as err:  # noqa: BLE001 (a fault here must not fail a statement DuckDB can answer)
+            LOG.warning("direct answers: compiling a statement failed, DuckDB runs it: %r", err)
             program = None
         self._keep(sql, layout, program)
         return program
