@@ -5,7 +5,8 @@ pool: about 0.6 ms a request on the 2-core machine, more than a result-cache hit
 sits inside `Authenticate` and `BodyLimit` (the caller is signed in and the body bounded before it runs) and
 answers the one route itself with the route's own parts: the body validated by the same `QueryRequest` model,
 the route's requirement checked by the same `Requirement.check`, the answer made by the same
-`routers.query.answer` (the query service: its fast lane for a cache hit, its executor otherwise), failures in
+`routers.query.answer` (the query service: its fast lane for a cache hit or a direct answer from a held layout's
+columns, its executor otherwise), failures in
 the same envelope as the app's error handlers. The FastAPI route stays declared and answers the same way when
 the hot path is off (`create_app(hot_path=False)`; a test compares the two).
 """

@@ -6,7 +6,8 @@ binder, `service.parameters`; the wire binds its `$n` with the same literals) an
 session in the service's own executor, returning a `Handle` at once; `cancel(handle)` interrupts
 the engine running it. `run_here` does the same in the caller's thread, for front ends that give each statement
 a thread of their own (the wire's, Flight's). `answer_from_memory` is the fast lane: a result-cache hit in this
-process's memory, answered in the caller's thread with the same authorisation. `explain` and `metadata` serve the rest.
+process's memory, or a statement answered at once from a held layout's numpy columns (`query.direct`), in the
+caller's thread with the same authorisation. `explain` and `metadata` serve the rest.
 
 Admission control (`service.admission`): a statement holds a slot of its lane (layout answer or pushdown)
 while an engine runs it, waiting in a bounded queue for one. Every statement in the service, from `run` to its
