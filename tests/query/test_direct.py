@@ -12,7 +12,8 @@ import pyarrow as pa
 import pytest
 
 from precube.query import direct
-from precube.query.direct import DeclinedError, DirectLayout, compile_statement, direct_layout
+from precube.query.direct import DeclinedError, compile_statement
+from precube.query.direct_columns import DirectLayout, direct_layout
 from precube.query.duckdb_engine import DuckDBEngine
 from precube.query.session import Session
 from precube.service.admission import Limits

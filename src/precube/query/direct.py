@@ -5,7 +5,7 @@ again at every run, prepared or not (~0.7-1.5 ms of the SSB queries' 1-4 ms), wh
 0.1-0.5 ms. Most statements precube sends an engine for a layout have one form: a filter on the layout's
 columns, GROUP BY some of them, sums, counts, minima and maxima of its measure columns, arithmetic over those,
 ORDER BY and LIMIT. This module runs that form itself, from a copy of the held layout's columns as numpy arrays
-(`DirectLayout`, made by the engine's loader when it holds the layout), and declines everything else (the
+(`direct_columns.DirectLayout`, made by the engine's loader when it holds the layout), and declines everything else (the
 caller then runs the text on DuckDB), so an answer is the same either way: the same rows, and the Arrow types
 DuckDB's path gives them (`tests/query/test_direct.py` compares the two on every form it takes).
 
@@ -31,7 +31,7 @@ import bisect
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,8 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+
+from precube.query.direct_columns import INT_TYPES, Column, DirectLayout
 
 LOG = logging.getLogger(__name__)
 INT64_MAX = 2**63 - 1
@@ -52,132 +54,7 @@ SCAN_MAX_ROWS = 2_000_000
 # at most: `Session.answers_at_once`)
 AT_ONCE_ROWS = 200_000
 MAX_SLICES = 256  # ranges of rows the sort key may narrow a scan to; past it the scan reads the whole range
-_INTS = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64}
 Masks = tuple[np.ndarray, np.ndarray | None]  # (true, false) of a predicate; false None: it is never unknown
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column of a held layout: integers, or strings as codes into `words` (sorted), each in the smallest
-    integer type that holds them; NULLs where `valid` is False (their values are 0), `valid` None when there are
-    none."""
-
-    values: np.ndarray
-    valid: np.ndarray | None
-    arrow_type: pa.DataType  # the type of the column in an answer (strings: pa.string())
-    lowest: int  # the least and greatest value (of a string column: code)
-    highest: int
-    words: list[str] | None = None  # a string column's distinct values, sorted; its codes index them
-    dictionary: pa.Array | None = None  # the same as Arrow, to decode codes
-
-    @property
-    def largest(self) -> int:
-        """The largest magnitude of the column's values."""
-        return max(abs(self.lowest), abs(self.highest))
-
-    @property
-    def text(self) -> bool:
-        return self.words is not None
-
-
-@dataclass(frozen=True)
-class DirectLayout:
-    """The columns of a held layout, its rows sorted by `sorted_by` (a prefix of its dimensions without NULLs)."""
-
-    name: str
-    rows: int
-    columns: dict[str, Column]
-    sorted_by: tuple[str, ...]
-    nbytes: int
-
-
-def direct_layout(name: str, table: pa.Table, sort_by: Iterable[str]) -> DirectLayout | None:
-    """The layout's columns of the types this module takes from its held rows (a statement reading another is
-    DuckDB's); None when there are none."""
-    named = ((f.name, c) for f, c in zip(table.schema, table.columns, strict=True))
-    return direct_columns(name, table.num_rows, named, sort_by)
-
-
-def direct_columns(
-    name: str, rows: int, exported: Iterable[tuple[str, pa.ChunkedArray]], sort_by: Iterable[str]
-) -> DirectLayout | None:
-    """`direct_layout` from its columns given one at a time (each may be freed before the next is read)."""
-    columns: dict[str, Column] = {}
-    for column_name, chunked in exported:
-        column = _column(chunked)
-        if column is not None:
-            columns[column_name] = column
-    pa.default_memory_pool().release_unused()  # the exports' buffers: back to the system, not kept by the pool
-    if not columns:
-        return None
-    prefix: list[str] = []
-    for name_ in sort_by:
-        if name_ not in columns or columns[name_].valid is not None:
-            break
-        prefix.append(name_)
-    while prefix and not _sorted([columns[c].values for c in prefix]):
-        prefix.pop()  # the rows are sorted by the layout's dimensions; checked, not assumed
-    return DirectLayout(name, rows, columns, tuple(prefix), sum(map(_bytes, columns.values())))
-
-
-def _bytes(column: Column) -> int:
-    """What a column holds: its arrays, and a string column's values (as Arrow, and as Python strings: ~50 bytes
-    each besides their text)."""
-    size = column.values.nbytes + (column.valid.nbytes if column.valid is not None else 0)
-    if column.dictionary is not None:
-        size += 2 * column.dictionary.nbytes + PY_STRING_BYTES * len(column.dictionary)
-    return size
-
-
-PY_STRING_BYTES = 50
-
-
-def _column(chunked: pa.ChunkedArray) -> Column | None:
-    import pyarrow.compute as pc  # on the loader's thread: not on a process's first statement
-
-    kind = chunked.type
-    coded = pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type)
-    if coded:
-        chunked = chunked.unify_dictionaries()  # an ENUM's chunks share its values
-    array = chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
-    valid = None if array.null_count == 0 else np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
-    if kind in _INTS:
-        values = np.asarray(pc.fill_null(array, 0).to_numpy())
-        low, high = (int(values.min()), int(values.max())) if len(values) else (0, 0)
-        return Column(_narrow(values, low, high), valid, kind, low, high)
-    if coded:
-        dictionary, indices = array.dictionary, array.indices
-    elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        encoded = pc.dictionary_encode(array)
-        dictionary, indices = encoded.dictionary, encoded.indices
-    else:
-        return None
-    dictionary = dictionary.cast(pa.string())
-    order = pc.array_sort_indices(dictionary)  # codes by rank: comparing codes compares the strings
-    rank = _narrow(np.empty(len(dictionary), dtype=np.int64), 0, len(dictionary) - 1)
-    rank[order.to_numpy()] = np.arange(len(dictionary))
-    codes = rank[np.asarray(pc.fill_null(indices, 0).to_numpy())] if len(array) else rank[:0]
-    words = dictionary.take(order)
-    return Column(codes, valid, pa.string(), 0, len(words) - 1, words.to_pylist(), words)
-
-
-def _narrow(values: np.ndarray, low: int, high: int) -> np.ndarray:
-    """The values in the smallest integer type that holds them (a held layout's columns take less memory)."""
-    for dtype in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dtype)
-        if info.min <= low and high <= info.max:
-            return values.astype(dtype)
-    return values.astype(np.int64)
-
-
-def _sorted(keys: list[np.ndarray]) -> bool:
-    """Whether the rows are in ascending order of `keys` (the first most significant)."""
-    if not keys or len(keys[0]) < 2:
-        return True
-    ok = np.ones(len(keys[0]) - 1, dtype=bool)
-    for key in reversed(keys):
-        ok = (key[:-1] < key[1:]) | ((key[:-1] == key[1:]) & ok)
-    return bool(ok.all())
 
 
 class DeclinedError(Exception):
@@ -714,7 +591,7 @@ def _arrow(output: Output, values: np.ndarray, valid: np.ndarray | None) -> pa.A
     if source is not None and source.dictionary is not None:
         codes = np.ascontiguousarray(values if valid is None else np.where(valid, values, 0), dtype=np.int32)
         return source.dictionary.take(pa.Array.from_buffers(pa.int32(), len(codes), [bitmap, pa.py_buffer(codes)]))
-    data = np.ascontiguousarray(values, dtype=_INTS[output.arrow_type])
+    data = np.ascontiguousarray(values, dtype=INT_TYPES[output.arrow_type])
     return pa.Array.from_buffers(output.arrow_type, len(data), [bitmap, pa.py_buffer(data)])
 
 
@@ -813,6 +690,23 @@ class DirectAnswers:
 
     def layout(self, name: str) -> DirectLayout | None:
         return self._layouts.get(name)
+
+    def ready(self, sql: str, name: str) -> tuple[DirectLayout, Program] | None:
+        """The held copy of the layout `name` and `sql` compiled over it, when there are both."""
+        layout = self._layouts.get(name)
+        program = None if layout is None else self.program(sql, layout)
+        return None if layout is None or program is None else (layout, program)
+
+    def run(self, sql: str, layout: DirectLayout, program: Program) -> pa.Table | None:
+        """The program's answer; None when it declines while running (too many rows to read) or fails (logged):
+        DuckDB answers `sql` then, and from then on."""
+        try:
+            return program.run(layout)
+        except Exception as err:  # noqa: BLE001 (a fault here must not fail a statement DuckDB can answer)
+            if not isinstance(err, DeclinedError):
+                LOG.warning("direct answers: a statement failed, DuckDB runs it: %r", err)
+            self.decline(sql)
+            return None
 
     def program(self, sql: str, layout: DirectLayout) -> Program | None:
         """The statement compiled over `layout` (None: declined); compiled once per text and held copy (a text

@@ -36,7 +36,8 @@ from precube.metadata.csv_options import CsvOptions
 from precube.query import arrow_rows
 from precube.query.bounds import UNBOUNDED, WHOLE, ResultBounds, Window
 from precube.query.cancel import CANCELLED, Cancellation, allowed, timeout_error
-from precube.query.direct import AT_ONCE_ROWS, DeclinedError, DirectAnswers, direct_columns
+from precube.query.direct import AT_ONCE_ROWS, DirectAnswers
+from precube.query.direct_columns import direct_columns
 from precube.query.duckdb_connections import Connections, Cursor
 from precube.query.engine_errors import mapped_errors
 from precube.query.errors import PushdownError, QueryCancelledError, QueryError
@@ -528,27 +529,21 @@ class DuckDBEngine:
     def answers_at_once(self, sql: str, scan: LayoutScan) -> bool:
         """Whether `sql` over `scan` is answered from the layout's numpy columns reading at most `AT_ONCE_ROWS`
         rows: a few milliseconds at most, no I/O, no wait."""
-        layout = self.direct.layout(scan.name)
-        program = None if layout is None else self.direct.program(sql, layout)
-        return layout is not None and program is not None and program.rows_read(layout) <= AT_ONCE_ROWS
+        found = self.direct.ready(sql, scan.name)
+        return found is not None and found[1].rows_read(found[0]) <= AT_ONCE_ROWS
 
     def _direct(
         self, sql: str, scan: LayoutScan | SnapshotScan, cancel: Cancellation | None, window: Window
     ) -> pa.Table | None:
         """The statement's answer from the layout's numpy columns, or None (not held so, or a form declined)."""
-        layout = self.direct.layout(scan.name)
-        program = None if layout is None else self.direct.program(sql, layout)
-        if layout is None or program is None:
+        found = self.direct.ready(sql, scan.name)
+        if found is None:
             return None
         if cancel is not None:
             cancel.check()
         started = time.perf_counter()
-        try:
-            table = program.run(layout)
-        except Exception as err:  # noqa: BLE001 (DeclinedError: too many rows to read; or a fault: DuckDB runs it)
-            if not isinstance(err, DeclinedError):
-                LOG.warning("direct answers: a statement failed, DuckDB runs it: %r", err)
-            self.direct.decline(sql)
+        table = self.direct.run(sql, *found)
+        if table is None:
             return None
         fetched = table.slice(window.offset, window.rows(self.bounds))
         window.bounds(self.bounds).check(fetched.num_rows, fetched.nbytes)
