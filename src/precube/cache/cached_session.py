@@ -119,22 +119,24 @@ class CachedSession:
         access: str = "",
         admit: Admit | None = None,
         window: Window = WHOLE,
+        metadata: ProjectMetadata | None = None,
     ) -> QueryResult:
         """As `Session.sql`, from the cache when it holds the answer (kept per `access`, the digest of what about
         the caller can change it); `no_cache` and `force_pushdown` neither read nor store it. Only a run on the
-        engine is admitted (`admit`): a hit, or a wait for an identical statement's answer, takes no slot."""
+        engine is admitted (`admit`): a hit, or a wait for an identical statement's answer, takes no slot.
+        `metadata`: the project's metadata to plan on when the cache is not read (`Session.sql`'s)."""
         session = self.session
         cancel = Cancellation.of(cancel, session.settings.timeout_s)  # the deadline holds from here (`Session.sql`)
         shape = session.shape_of(sql)  # tokenized once: the result cache's key and the plan cache's
 
-        def run(metadata: ProjectMetadata | None = None) -> QueryResult:
+        def run(read: ProjectMetadata | None = metadata) -> QueryResult:
             return session.sql(
                 sql,
                 engine=engine,
                 pushdown=pushdown,
                 force_pushdown=force_pushdown,
                 shape=shape,
-                metadata=metadata,
+                metadata=read,
                 user=user,
                 cancel=cancel,
                 access=access,

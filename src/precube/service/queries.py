@@ -155,12 +155,17 @@ class QueryService:
         return handle
 
     def _admitted(
-        self, principal: Principal, statement: str, parameters: Sequence[Any] | Mapping[str, Any] | None
+        self,
+        principal: Principal,
+        statement: str,
+        parameters: Sequence[Any] | Mapping[str, Any] | None,
+        authorised: bool = False,
     ) -> tuple[Handle, Session | CachedSession]:
-        """The statement authorised, bound and counted in (`AdmissionError` beyond the capacity), with its
-        session; the deadline runs from now."""
+        """The statement authorised (unless the caller just did), bound and counted in (`AdmissionError` beyond
+        the capacity), with its session; the deadline runs from now."""
         arrived = time.monotonic()
-        self.authorise(principal)
+        if not authorised:
+            self.authorise(principal)
         text = bind(statement, parameters)
         session = self.sessions.get(principal.project)
         future: Future[QueryResult] = Future()
@@ -200,30 +205,19 @@ class QueryService:
             return
         principal, cancel = handle.principal, handle.cancellation
         try:
-            if at_once is not None and isinstance(session, Session):
-                result = session.sql(
-                    handle.statement,
-                    engine=options.engine,
-                    pushdown=options.pushdown,
-                    user=principal.user,
-                    cancel=cancel,
-                    access=principal.access,
-                    window=options.window,
-                    metadata=at_once,
-                )
-            else:
-                result = session.sql(
-                    handle.statement,
-                    engine=options.engine,
-                    pushdown=options.pushdown,
-                    force_pushdown=options.force_pushdown,
-                    no_cache=options.no_cache,
-                    user=principal.user,
-                    cancel=cancel,
-                    access=principal.access,
-                    admit=lambda pushdown: self.admission.slot(principal.user, pushdown, cancel),
-                    window=options.window,
-                )
+            result = session.sql(
+                handle.statement,
+                engine=options.engine,
+                pushdown=options.pushdown,
+                force_pushdown=options.force_pushdown,
+                no_cache=options.no_cache,
+                user=principal.user,
+                cancel=cancel,
+                access=principal.access,
+                admit=None if at_once is not None else lambda p: self.admission.slot(principal.user, p, cancel),
+                window=options.window,
+                metadata=at_once,
+            )
         except BaseException as err:  # noqa: BLE001 (the caller gets it from the handle)
             record(None, time.perf_counter() - handle.submitted)
             future.set_exception(err)
@@ -254,7 +248,6 @@ class QueryService:
             return None
         started = time.perf_counter()
         self.authorise(principal)
-        result = None
         if isinstance(session, CachedSession):
             result = session.cached(
                 statement,
@@ -278,7 +271,7 @@ class QueryService:
         )
         if metadata is None:
             return None
-        handle, _ = self._admitted(principal, statement, None)
+        handle, _ = self._admitted(principal, statement, None, authorised=True)
         self._run(handle, session, options, metadata)
         return handle.result()
 
